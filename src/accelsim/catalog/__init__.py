@@ -1,0 +1,156 @@
+"""Chip catalog, price sheets and priors: specs, per-chip-hour prices, on-prem site assumptions.
+
+Every built-in figure lives in ``catalog/data/`` with its source URL and as-of date. Lookups go
+to the *active* catalog: the built-ins, or the result of the last :func:`load` of a user file
+in this process (:func:`reset` goes back to the built-ins). Worker processes started with
+``spawn`` see the built-ins only, so code that fans out should pass :class:`Catalog` objects or
+resolved offers to its workers rather than rely on the active catalog.
+
+Examples
+--------
+>>> from accelsim import catalog
+>>> catalog.chip("TPU-v5p").scale_up_domain_chips
+8960
+>>> catalog.price("h100-sxm", provider="aws").usd_per_chip_hour
+6.88
+>>> sorted({o.provider for o in catalog.offers(chip="tpu-v6e")})
+['gcp']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from accelsim.catalog.loader import Catalog, active, builtin_catalog
+from accelsim.catalog.loader import load as _load
+from accelsim.catalog.loader import reset as _reset
+from accelsim.catalog.priors import Prior, Priors, priors
+from accelsim.catalog.schema import (
+    PRICING_MODELS,
+    Chip,
+    Offer,
+    OnPremSite,
+    Precision,
+    PrecisionUnavailableError,
+    PriceSheet,
+    Pricing,
+    Source,
+)
+
+
+def chips() -> dict[str, Chip]:
+    """All chips of the active catalog, keyed by id (a fresh dict; edit it freely)."""
+    return dict(active().chips)
+
+
+def chip(chip_id: str) -> Chip:
+    """The chip with id ``chip_id`` (case-insensitive).
+
+    Raises
+    ------
+    accelsim.errors.UnknownChipError
+        If no chip has that id; the message lists the closest ids.
+    """
+    return active().chip(chip_id)
+
+
+def price_sheets() -> dict[str, PriceSheet]:
+    """All price sheets of the active catalog, keyed by provider id (a fresh dict)."""
+    return dict(active().sheets)
+
+
+def price(
+    chip: str, provider: str, pricing: Pricing = "on_demand", region: str | None = None
+) -> Offer:
+    """The offer for ``chip`` from ``provider`` under ``pricing``.
+
+    Parameters
+    ----------
+    chip : str
+        Chip id (case-insensitive).
+    provider : str
+        Provider id, e.g. ``"gcp"``, ``"aws"``, ``"azure"``, ``"lambda"``, ``"on_prem"``.
+    pricing : {"on_demand", "spot", "commit_1y", "commit_3y", "on_prem"}
+        Pricing model.
+    region : str, optional
+        Region to price in; by default the cheapest region the provider lists.
+
+    Returns
+    -------
+    Offer
+        The matching offer (``usd_per_chip_hour`` in [USD/chip-h]).
+
+    Raises
+    ------
+    accelsim.errors.UnknownChipError
+        If the chip id is unknown.
+    accelsim.errors.OfferNotFoundError
+        If the provider has no such offer; the message names the providers that offer the
+        chip at that pricing and the pricing models this provider has for it.
+    """
+    return active().price(chip, provider, pricing, region)
+
+
+def offers(
+    chip: str | None = None, provider: str | None = None, pricing: Pricing | None = None
+) -> list[Offer]:
+    """Offers of the active catalog matching every filter given (all offers if none)."""
+    return active().offers(chip=chip, provider=provider, pricing=pricing)
+
+
+def cheapest(chip: str, pricing: Pricing = "on_demand") -> Offer | None:
+    """Cheapest offer for ``chip`` at ``pricing`` across providers, or None if nobody offers it.
+
+    Rented offers compare by ``usd_per_chip_hour``; ``on_prem`` offers by purchase price per
+    year of amortisation.
+    """
+    return active().cheapest(chip, pricing)
+
+
+def site(provider: str = "on_prem") -> OnPremSite:
+    """On-prem site assumptions (PUE, electricity, hosting, staff, host power) of a sheet."""
+    return active().site(provider)
+
+
+def load(path: str | Path) -> Catalog:
+    """Merge a user catalog file over the built-ins and make it the active catalog.
+
+    The YAML file may hold a ``chips:`` list and a ``price_sheets:`` list (same fields as the
+    built-in data). Chips replace built-ins of the same id; offers replace built-in offers of
+    the same (provider, chip, pricing). Every later lookup in this process uses the result
+    until :func:`reset`. A bad file raises :class:`accelsim.errors.ScenarioFileError` naming
+    file, line and field path.
+    """
+    return _load(path)
+
+
+def reset() -> Catalog:
+    """Go back to the built-in catalog (undoes :func:`load`)."""
+    return _reset()
+
+
+__all__ = [
+    "PRICING_MODELS",
+    "Catalog",
+    "Chip",
+    "Offer",
+    "OnPremSite",
+    "Precision",
+    "PrecisionUnavailableError",
+    "PriceSheet",
+    "Pricing",
+    "Prior",
+    "Priors",
+    "Source",
+    "builtin_catalog",
+    "cheapest",
+    "chip",
+    "chips",
+    "load",
+    "offers",
+    "price",
+    "price_sheets",
+    "priors",
+    "reset",
+    "site",
+]

@@ -1,0 +1,317 @@
+"""Build catalogs from the shipped data files and from user files, and hold the active one.
+
+The built-in catalog is read once per process (``functools.cache``) from
+``accelsim/catalog/data/chips.yaml`` and ``data/prices/*.yaml`` through
+:mod:`importlib.resources`, so it works from a wheel or a zip as well as from a checkout.
+:func:`load` merges a user file over it and makes the result the *active* catalog of this
+process; :func:`reset` goes back to the built-ins.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, cast, get_args
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from accelsim._yaml import line_of, load_yaml, load_yaml_text, to_plain
+from accelsim.catalog.schema import (
+    PRICING_MODELS,
+    Chip,
+    Offer,
+    OnPremSite,
+    PriceSheet,
+    Pricing,
+)
+from accelsim.errors import OfferNotFoundError, ScenarioFileError, UnknownChipError, close_matches
+
+_HOURS_PER_YEAR = 365.25 * 24.0  # calendar constant, for ranking purchases per hour
+
+
+class _CatalogFile(BaseModel):
+    """Shape of a catalog file: optional ``chips`` and ``price_sheets`` lists."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chips: tuple[Chip, ...] = ()
+    price_sheets: tuple[PriceSheet, ...] = ()
+
+
+def _check_pricing(pricing: str) -> Pricing:
+    if pricing not in get_args(Pricing):
+        raise ValueError(
+            f"unknown pricing {pricing!r}; expected one of {', '.join(PRICING_MODELS)}"
+        )
+    return cast(Pricing, pricing)
+
+
+def _offer_rank(offer: Offer) -> tuple[float, str]:
+    # Rented offers rank by hourly price, bought ones by purchase price spread over their life.
+    if offer.usd_per_chip_hour is not None:
+        hourly = offer.usd_per_chip_hour
+    else:
+        purchase = offer.purchase_usd_per_chip or math.inf
+        hourly = purchase / ((offer.amortization_years or math.inf) * _HOURS_PER_YEAR)
+    return hourly, f"{offer.provider}/{offer.region or ''}"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """An immutable set of chips and price sheets, indexed for cheap lookups.
+
+    Build one with :func:`builtin_catalog` or :func:`load`, or directly from validated models;
+    construction checks that every offer names a chip of the catalog and that every sheet with
+    ``on_prem`` offers carries site assumptions.
+    """
+
+    chips: Mapping[str, Chip]
+    sheets: Mapping[str, PriceSheet]
+    _index: Mapping[tuple[str, str, str], tuple[Offer, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chips", MappingProxyType(dict(self.chips)))
+        object.__setattr__(self, "sheets", MappingProxyType(dict(self.sheets)))
+        index: dict[tuple[str, str, str], list[Offer]] = {}
+        for sheet in self.sheets.values():
+            if sheet.site is None and any(o.pricing == "on_prem" for o in sheet.offers):
+                raise ValueError(
+                    f"price sheet {sheet.provider!r} has on_prem offers but no site assumptions"
+                )
+            for offer in sheet.offers:
+                if offer.chip not in self.chips:
+                    raise UnknownChipError(offer.chip, self.chips)
+                index.setdefault((offer.chip, offer.provider, offer.pricing), []).append(offer)
+        frozen = {k: tuple(sorted(v, key=_offer_rank)) for k, v in index.items()}
+        object.__setattr__(self, "_index", MappingProxyType(frozen))
+
+    @classmethod
+    def from_models(cls, chips: Iterable[Chip], sheets: Iterable[PriceSheet]) -> Catalog:
+        """Catalog from chip and sheet models; ids must be unique."""
+        chip_map: dict[str, Chip] = {}
+        for c in chips:
+            if c.id in chip_map:
+                raise ValueError(f"duplicate chip id {c.id!r}")
+            chip_map[c.id] = c
+        sheet_map: dict[str, PriceSheet] = {}
+        for s in sheets:
+            if s.provider in sheet_map:
+                raise ValueError(f"duplicate price sheet for provider {s.provider!r}")
+            sheet_map[s.provider] = s
+        return cls(chips=chip_map, sheets=sheet_map)
+
+    def chip(self, chip_id: str) -> Chip:
+        """The chip with id ``chip_id`` (case-insensitive); unknown ids name close matches."""
+        try:
+            return self.chips[chip_id.strip().lower()]
+        except KeyError:
+            raise UnknownChipError(chip_id, self.chips) from None
+
+    def offers(
+        self, chip: str | None = None, provider: str | None = None, pricing: str | None = None
+    ) -> list[Offer]:
+        """Offers matching every given filter, cheapest first within each (chip, provider)."""
+        chip_id = self.chip(chip).id if chip is not None else None
+        prov = provider.strip().lower() if provider is not None else None
+        price_model = _check_pricing(pricing) if pricing is not None else None
+        return [
+            o
+            for (c, p, m), group in self._index.items()
+            if (chip_id is None or c == chip_id)
+            and (prov is None or p == prov)
+            and (price_model is None or m == price_model)
+            for o in group
+        ]
+
+    def price(
+        self, chip: str, provider: str, pricing: str = "on_demand", region: str | None = None
+    ) -> Offer:
+        """The offer for (chip, provider, pricing); the cheapest region unless one is given."""
+        chip_id = self.chip(chip).id
+        prov = provider.strip().lower()
+        price_model = _check_pricing(pricing)
+        if prov not in self.sheets:
+            hint = close_matches(prov, self.sheets)
+            raise OfferNotFoundError(
+                f"unknown provider {provider!r}"
+                + (f"; did you mean {', '.join(map(repr, hint))}?" if hint else "")
+                + f" (known providers: {', '.join(sorted(self.sheets))})"
+            )
+        group = self._index.get((chip_id, prov, price_model), ())
+        if region is not None:
+            group = tuple(o for o in group if (o.region or "").lower() == region.strip().lower())
+        if group:
+            return group[0]
+        raise OfferNotFoundError(self._missing_message(chip_id, prov, price_model, region))
+
+    def _missing_message(self, chip_id: str, prov: str, pricing: str, region: str | None) -> str:
+        where = f" in region {region!r}" if region is not None else ""
+        others = sorted({p for (c, p, m) in self._index if c == chip_id and m == pricing})
+        models = [m for m in PRICING_MODELS if (chip_id, prov, m) in self._index]
+        regions = sorted({o.region or "-" for o in self._index.get((chip_id, prov, pricing), ())})
+        msg = f"no {pricing} offer for chip {chip_id!r} from provider {prov!r}{where}. "
+        msg += f"Providers offering {chip_id!r} at {pricing}: "
+        msg += (", ".join(others) if others else "none") + ". "
+        msg += f"Pricing models {prov!r} has for {chip_id!r}: "
+        msg += (", ".join(models) if models else "none") + "."
+        if region is not None and regions:
+            msg += f" Regions {prov!r} has for it at {pricing}: {', '.join(regions)}."
+        return msg
+
+    def cheapest(self, chip: str, pricing: str = "on_demand") -> Offer | None:
+        """Cheapest offer for ``chip`` at ``pricing`` over all providers, or None if none."""
+        found = self.offers(chip=chip, pricing=pricing)
+        return min(found, key=_offer_rank) if found else None
+
+    def site(self, provider: str = "on_prem") -> OnPremSite:
+        """Site assumptions of the ``provider`` price sheet."""
+        sheet = self.sheets.get(provider.strip().lower())
+        if sheet is None or sheet.site is None:
+            with_site = sorted(p for p, s in self.sheets.items() if s.site is not None)
+            raise OfferNotFoundError(
+                f"price sheet {provider!r} has no on-prem site assumptions; "
+                f"sheets with a site: {', '.join(with_site) or 'none'}"
+            )
+        return sheet.site
+
+    def merged(self, chips: Iterable[Chip], sheets: Iterable[PriceSheet]) -> Catalog:
+        """This catalog with ``chips`` and ``sheets`` laid over it.
+
+        A chip replaces the chip of the same id. A sheet's offers replace every offer of the
+        same (provider, chip, pricing); its name and site (if given) replace the sheet's.
+        """
+        chip_map = dict(self.chips)
+        chip_map.update({c.id: c for c in chips})
+        sheet_map = dict(self.sheets)
+        for new in sheets:
+            old = sheet_map.get(new.provider)
+            if old is None:
+                sheet_map[new.provider] = new
+                continue
+            replaced = {(o.chip, o.pricing) for o in new.offers}
+            kept = tuple(o for o in old.offers if (o.chip, o.pricing) not in replaced)
+            sheet_map[new.provider] = PriceSheet(
+                provider=new.provider,
+                name=new.name,
+                offers=kept + new.offers,
+                site=new.site if new.site is not None else old.site,
+            )
+        return Catalog(chips=chip_map, sheets=sheet_map)
+
+
+def _format_errors(source: str, doc: Any, exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        line = line_of(doc, loc)
+        where = f"{source}:{line}" if line is not None else source
+        path = ".".join(str(part) for part in loc) or "<root>"
+        lines.append(f"{where}: {path}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def _parse(doc: Any, source: str) -> _CatalogFile:
+    if doc is None:
+        return _CatalogFile()
+    try:
+        return _CatalogFile.model_validate(to_plain(doc))
+    except ValidationError as exc:
+        raise ScenarioFileError(_format_errors(source, doc, exc)) from None
+
+
+def _data_dir() -> Any:
+    return resources.files("accelsim.catalog").joinpath("data")
+
+
+@functools.cache
+def builtin_catalog() -> Catalog:
+    """The catalog shipped with accelsim (read once per process)."""
+    data = _data_dir()
+    chips_file = data.joinpath("chips.yaml")
+    parsed = _parse(load_yaml_text(chips_file.read_text("utf-8"), "chips.yaml"), "chips.yaml")
+    sheets: list[PriceSheet] = []
+    for entry in sorted(data.joinpath("prices").iterdir(), key=lambda t: t.name):
+        if not entry.name.endswith(".yaml"):
+            continue
+        name = f"prices/{entry.name}"
+        doc = load_yaml_text(entry.read_text("utf-8"), name)
+        try:
+            sheets.append(PriceSheet.model_validate(to_plain(doc)))
+        except ValidationError as exc:
+            raise ScenarioFileError(_format_errors(name, doc, exc)) from None
+    return Catalog.from_models(parsed.chips, sheets)
+
+
+_active: Catalog | None = None
+
+
+def active() -> Catalog:
+    """The catalog lookups use: the last :func:`load`-ed one, else the built-in catalog."""
+    return _active if _active is not None else builtin_catalog()
+
+
+def load(path: str | Path) -> Catalog:
+    """Read a user catalog file, merge it over the built-ins and make it the active catalog.
+
+    The file (YAML 1.2) may hold a ``chips:`` list and a ``price_sheets:`` list with the same
+    fields as the built-in data. User chips replace built-in chips of the same id; user offers
+    replace built-in offers of the same (provider, chip, pricing). From then on every lookup in
+    *this process* (``chip``, ``price``, ``offers``, ...) uses the merged catalog, until
+    :func:`reset` or the next :func:`load`; loading twice merges over the built-ins each time,
+    not over the previous load. Worker processes started with ``spawn`` do not inherit it.
+
+    Raises
+    ------
+    ScenarioFileError
+        If the file cannot be parsed or validated; the message names file, line and field.
+    """
+    global _active
+    source = str(path)
+    doc = load_yaml(path)
+    parsed = _parse(doc, source)
+    try:
+        catalog = builtin_catalog().merged(parsed.chips, parsed.price_sheets)
+    except UnknownChipError as exc:
+        raise _merge_error(source, doc, _offer_loc(parsed, exc.chip_id), exc) from None
+    except ValueError as exc:  # a sheet with on_prem offers and no site, here or built in
+        raise _merge_error(source, doc, _sheet_loc(parsed, str(exc)), exc) from None
+    _active = catalog
+    return catalog
+
+
+def _merge_error(source: str, doc: Any, loc: tuple[str | int, ...], exc: Exception) -> Exception:
+    line = line_of(doc, loc) if loc else None
+    where = f"{source}:{line}" if line is not None else source
+    return ScenarioFileError(f"{where}: {'.'.join(map(str, loc)) or 'price_sheets'}: {exc}")
+
+
+def _offer_loc(parsed: _CatalogFile, chip_id: str) -> tuple[str | int, ...]:
+    for i, sheet in enumerate(parsed.price_sheets):
+        for j, offer in enumerate(sheet.offers):
+            if offer.chip == chip_id:
+                return ("price_sheets", i, "offers", j, "chip")
+    return ()
+
+
+def _sheet_loc(parsed: _CatalogFile, message: str) -> tuple[str | int, ...]:
+    for i, sheet in enumerate(parsed.price_sheets):
+        if repr(sheet.provider) in message:
+            return ("price_sheets", i, "provider")
+    return ()
+
+
+def reset() -> Catalog:
+    """Make the built-in catalog the active one again (undoes :func:`load`)."""
+    global _active
+    _active = None
+    return builtin_catalog()
+
+
+__all__ = ["Catalog", "active", "builtin_catalog", "load", "reset"]

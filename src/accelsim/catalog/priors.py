@@ -1,0 +1,241 @@
+"""The sourced priors behind :class:`accelsim.Assumptions`: what an unset assumption means.
+
+Each prior is a number or a distribution (:mod:`accelsim.dists`) with its unit, whether it is
+our judgement (``assumption``) or rests on published figures, at least one dated source and a
+note that says why the range is what it is. The figures live in ``data/priors.yaml``; this
+module only validates and loads them. Priors the engine looks up by chip kind, framework fit
+or pricing model are keyed maps, and each map must name every key.
+
+Examples
+--------
+>>> p = priors()
+>>> p.framework_fit.fit("pytorch", "xla")
+'ported'
+>>> p.failure_rate_per_chip_hour.unit
+'1/(chip*h)'
+>>> "lead_time_days.on_prem" in p.by_name()
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from collections.abc import Collection
+from pathlib import Path
+from typing import Literal, TypeAlias, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from accelsim._yaml import load_yaml, to_plain
+from accelsim.catalog.schema import Pricing, Source
+from accelsim.dists import Dist, Uncertain, as_dist
+from accelsim.errors import ScenarioFileError
+
+Kind: TypeAlias = Literal["gpu", "tpu", "cpu"]
+"""Chip kind, as in :attr:`accelsim.catalog.schema.Chip.kind`."""
+Stack: TypeAlias = Literal["cuda", "rocm", "xla", "cpu"]
+"""Software stack a chip runs, as in :attr:`accelsim.catalog.schema.Chip.software_stack`."""
+Framework: TypeAlias = Literal["pytorch", "jax", "tensorflow"]
+"""Framework a code base is written in."""
+Fit: TypeAlias = Literal["native", "supported", "ported"]
+"""How well a framework fits a stack: its own stack, officially supported, or needs a port."""
+
+PriorSource = Source
+"""A prior's source: ``Source(url, as_of, note)`` from :mod:`accelsim.catalog.schema`."""
+
+_SHIPPED = "priors.yaml"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+    )
+
+
+def _require_keys(name: str, present: Collection[str], keys: tuple[str, ...]) -> None:
+    missing = [k for k in keys if k not in present]
+    if missing:
+        raise ValueError(f"{name} must name every one of {list(keys)}; missing {missing}")
+
+
+class Prior(_Frozen):
+    """One prior: a value with its unit, provenance and reasoning.
+
+    Examples
+    --------
+    >>> p = Prior(value={"dist": "uniform", "low": 1, "high": 3}, unit="h", assumption=True,
+    ...           sources=[{"url": "https://example.org", "as_of": "2024-01-01"}], note="why")
+    >>> p.dist().expected_value()
+    2.0
+    """
+
+    value: Uncertain
+    """A number or a distribution tagged by ``dist``. [unit]"""
+    unit: str = Field(min_length=1)
+    """Unit of ``value``, e.g. ``"h"`` or ``"1/(chip*h)"``."""
+    assumption: bool
+    """True when no published figure exists and the value is our judgement."""
+    sources: tuple[Source, ...] = Field(min_length=1)
+    """Where the value comes from, each with its date; at least one."""
+    note: str = Field(min_length=1)
+    """Why this value or range: the arithmetic, the judgement, what is left out."""
+
+    def dist(self) -> Dist:
+        """The value as a distribution (a number becomes ``Fixed``)."""
+        return as_dist(self.value)
+
+
+class FitTable(_Frozen):
+    """Which fit (native, supported, ported) each framework has on each software stack.
+
+    Examples
+    --------
+    >>> priors().framework_fit.fit("jax", "xla")
+    'native'
+    """
+
+    table: dict[Framework, dict[Stack, Fit]]
+    """``table[framework][stack]`` is the fit; every framework and stack must appear."""
+    sources: tuple[Source, ...] = Field(min_length=1)
+    """Where the table comes from; at least one."""
+    note: str = Field(min_length=1)
+    """What each fit means and why each cell is what it is."""
+
+    @model_validator(mode="after")
+    def _complete(self) -> FitTable:
+        _require_keys("framework_fit.table", self.table, get_args(Framework))
+        for framework, row in self.table.items():
+            _require_keys(f"framework_fit.table.{framework}", row, get_args(Stack))
+        return self
+
+    def fit(self, framework: Framework, stack: Stack) -> Fit:
+        """The fit of ``framework`` on ``stack``."""
+        return self.table[framework][stack]
+
+
+class Priors(_Frozen):
+    """Every prior the engines read, as shipped in ``data/priors.yaml``.
+
+    Keyed maps (by chip kind, framework fit or pricing model) name every key; the model
+    rejects a map with one missing.
+    """
+
+    mfu_ceiling: dict[Kind, Prior]
+    """MFU a well-optimised native code reaches at ``mfu_reference_chips``. [fraction]"""
+    mfu_reference_chips: Prior
+    """Chip count at which the ``mfu_ceiling`` figures are typical. [chips]"""
+    framework_fit: FitTable
+    """Fit of each framework on each software stack."""
+    start_fraction: dict[Fit, Prior]
+    """Share of the ceiling reached with zero optimisation hours. [fraction]"""
+    optimization_hours_scale: dict[Fit, Prior]
+    """Engineering hours per e-fold of closing the gap to the ceiling. [engineer*h]"""
+    optimization_hours: Prior
+    """Default optimisation hours a team invests for a production run. [engineer*h]"""
+    porting_hours: dict[Fit, Prior]
+    """Engineering hours before the first step on a stack. [engineer*h]"""
+    reoptimization_hours_per_change: dict[Fit, Prior]
+    """Re-optimisation hours per architecture change (prototype stage). [engineer*h]"""
+    architecture_changes: Prior
+    """Architecture changes per prototyping project. [count]"""
+    failure_rate_per_chip_hour: Prior
+    """Job interruptions per chip-hour. [1/(chip*h)]"""
+    checkpoint_write_hours: Prior
+    """Training time stalled per checkpoint. [h]"""
+    restart_hours: Prior
+    """Time from an interruption to training again. [h]"""
+    repair_hours: Prior
+    """Time a failed chip's node is out of service. [h]"""
+    badput_fraction: Prior
+    """Share of allocated time lost to causes other than hardware failures. [fraction]"""
+    spot_preemptions_per_chip_hour: Prior
+    """Spot preemptions per chip-hour. [1/(chip*h)]"""
+    lead_time_days: dict[Pricing, Prior]
+    """Quota, capacity or procurement wait before the first step, by pricing model. [d]"""
+    engineers: Prior
+    """Engineers on porting and optimisation. [count]"""
+    engineer_usd_per_hour: Prior
+    """Fully loaded engineering cost. [USD/h]"""
+    engineer_hours_per_week: Prior
+    """Productive hours per engineer-week. [h/week]"""
+    electricity_usd_per_kwh: Prior
+    """On-prem electricity price. [USD/kWh]"""
+    pue: Prior
+    """Power usage effectiveness. [ratio >= 1]"""
+    emission_kg_per_kwh: Prior
+    """Grid emission factor. [kg CO2/kWh]"""
+    power_fraction_of_tdp: Prior
+    """Average chip draw in training over the chip's TDP. [fraction]"""
+    host_power_fraction_of_tdp: Prior
+    """Host (CPU, memory, network) draw per chip over the chip's TDP. [fraction]"""
+    delay_usd_per_day: Prior
+    """Cost of a day's delay of the trained model; 0 unless the user sets it. [USD/d]"""
+    global_batch_tokens: Prior
+    """Global batch size of large LLM pretraining, for the scaling model. [tokens]"""
+
+    @model_validator(mode="after")
+    def _complete(self) -> Priors:
+        _require_keys("mfu_ceiling", self.mfu_ceiling, get_args(Kind))
+        for name in (
+            "start_fraction",
+            "optimization_hours_scale",
+            "porting_hours",
+            "reoptimization_hours_per_change",
+        ):
+            _require_keys(name, getattr(self, name), get_args(Fit))
+        _require_keys("lead_time_days", self.lead_time_days, get_args(Pricing))
+        return self
+
+    def by_name(self) -> dict[str, Prior]:
+        """Every prior by dotted name (``"mfu_ceiling.gpu"``, ``"pue"``), in file order.
+
+        Examples
+        --------
+        >>> names = list(priors().by_name())
+        >>> names[0], len(names) > 30
+        ('mfu_ceiling.gpu', True)
+        """
+        out: dict[str, Prior] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, Prior):
+                out[name] = value
+            elif isinstance(value, dict):
+                out.update({f"{name}.{key}": prior for key, prior in value.items()})
+        return out
+
+
+def load_priors(path: str | Path) -> Priors:
+    """Read and validate a priors file laid out like the shipped ``data/priors.yaml``.
+
+    A syntax error, a duplicate key or a value out of its allowed range raises
+    :class:`~accelsim.errors.ScenarioFileError` naming the file and the field.
+    """
+    raw = to_plain(load_yaml(path))
+    try:
+        return Priors.model_validate(raw)
+    except ValidationError as exc:
+        raise ScenarioFileError(f"{path}: invalid priors\n{exc}") from None
+
+
+@functools.cache
+def priors() -> Priors:
+    """The shipped priors, read once per process (the result is frozen, so sharing is safe)."""
+    resource = importlib.resources.files("accelsim.catalog").joinpath("data", _SHIPPED)
+    with importlib.resources.as_file(resource) as path:
+        return load_priors(path)
+
+
+__all__ = [
+    "Fit",
+    "FitTable",
+    "Framework",
+    "Kind",
+    "Prior",
+    "PriorSource",
+    "Priors",
+    "Stack",
+    "load_priors",
+    "priors",
+]
