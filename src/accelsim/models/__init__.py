@@ -1,0 +1,1 @@
+"""Pure, vectorised physics and economics models: perf, reliability, engineering, cost."""

@@ -1,0 +1,166 @@
+"""Unit tests of accelsim.models.reliability: scalars, arrays, broadcasting, edge values."""
+
+from __future__ import annotations
+
+import doctest
+import math
+
+import numpy as np
+import pytest
+
+from accelsim.models import reliability
+from accelsim.models.reliability import (
+    daly_interval_hours,
+    expected_completion_hours,
+    expected_interruptions,
+    goodput_fraction,
+    interruption_rate_per_hour,
+    sample_completion_hours,
+    young_interval_hours,
+)
+
+CASE = (10.0, 2.0, 0.1, 0.5, 0.05)  # work, interval, write, restart [h], rate [1/h]
+
+
+def test_doctests_run() -> None:
+    """Every Examples block in the module runs and prints what it shows (no NUMBER flag)."""
+    flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+    result = doctest.testmod(reliability, optionflags=flags)
+    assert result.attempted >= 10
+    assert result.failed == 0
+
+
+def test_interruption_rate_adds_failures_and_preemptions() -> None:
+    """chips x (failure + preemption), broadcast."""
+    assert float(interruption_rate_per_hour(1000, 1e-5)) == pytest.approx(0.01)
+    rates = interruption_rate_per_hour(np.array([[1.0], [2.0]]), [1e-3, 2e-3], 1e-3)
+    np.testing.assert_allclose(rates, [[2e-3, 3e-3], [4e-3, 6e-3]])
+
+
+def test_young_and_daly_values() -> None:
+    """Young sqrt(2 C M); Daly's series by hand; Daly falls back to M when C >= 2 M."""
+    assert float(young_interval_hours(0.5, 4.0)) == pytest.approx(2.0)
+    x = 0.5 / 8.0
+    daly = 2.0 * (1 + math.sqrt(x) / 3 + x / 9) - 0.5
+    assert float(daly_interval_hours(0.5, 4.0)) == pytest.approx(daly)
+    np.testing.assert_array_equal(daly_interval_hours([2.0, 3.0], 1.0), [1.0, 1.0])
+    assert daly_interval_hours(np.ones((2, 3)), np.ones(3) * 10).shape == (2, 3)
+
+
+def test_divisible_work_matches_classic_formula() -> None:
+    """When tau divides W: E[T] = (W/tau) e^{lam R} (e^{lam (tau + C)} - 1) / lam."""
+    work, tau, write, restart, rate = CASE
+    classic = (work / tau) * math.exp(rate * restart) * math.expm1(rate * (tau + write)) / rate
+    assert float(expected_completion_hours(*CASE)) == pytest.approx(classic, rel=1e-13)
+
+
+def test_partial_segment_is_its_own_segment() -> None:
+    """W = 2.5 tau: two full segments and one of half length, each with its write."""
+    rate, write, restart, tau = 0.1, 0.2, 0.3, 2.0
+
+    def segment(s: float) -> float:
+        return math.exp(rate * restart) * math.expm1(rate * (s + write)) / rate
+
+    value = float(expected_completion_hours(5.0, tau, write, restart, rate))
+    assert value == pytest.approx(2 * segment(tau) + segment(1.0), rel=1e-13)
+
+
+def test_wald_identity() -> None:
+    """E[interruptions] = lam E[T] for a Poisson process stopped at completion."""
+    rates = np.array([0.0, 1e-3, 0.1, 0.7])
+    counts = expected_interruptions(13.0, 3.0, 0.2, 0.4, rates)
+    np.testing.assert_allclose(
+        counts, rates * expected_completion_hours(13.0, 3.0, 0.2, 0.4, rates)
+    )
+
+
+def test_zero_rate_is_exact_and_continuous() -> None:
+    """lam = 0 gives W + writes with no nan; tiny lam is within 1e-9 of it (no cancellation)."""
+    at_zero = float(expected_completion_hours(10.0, 3.0, 0.1, 0.5, 0.0))
+    assert at_zero == 10.0 + 4 * 0.1
+    near_zero = float(expected_completion_hours(10.0, 3.0, 0.1, 0.5, 1e-12))
+    assert near_zero == pytest.approx(at_zero, rel=1e-9)
+    assert near_zero > at_zero
+    assert float(goodput_fraction(10.0, 3.0, 0.1, 0.5, 0.0)) == pytest.approx(10.0 / 10.4)
+
+
+def test_snapping_and_single_segment_edges() -> None:
+    """0.3 / 0.1 counts as 3 segments; tau = inf or tau > W is one segment; W = 0 is 0."""
+    assert float(expected_completion_hours(0.3, 0.1, 1.0, 0.0, 0.0)) == pytest.approx(3.3)
+    one = float(expected_completion_hours(4.0, 100.0, 0.5, 0.0, 0.2))
+    assert float(expected_completion_hours(4.0, math.inf, 0.5, 0.0, 0.2)) == one
+    assert one == pytest.approx(math.expm1(0.2 * 4.5) / 0.2)
+    assert float(expected_completion_hours(0.0, 2.0, 0.5, 1.0, 0.3)) == 0.0
+    assert math.isnan(float(goodput_fraction(0.0, 2.0, 0.5, 1.0, 0.3)))
+    hours, counts = sample_completion_hours(np.random.default_rng(0), 0.0, 2.0, 0.5, 1.0, 0.3)
+    assert float(hours) == 0.0
+    assert int(counts) == 0
+
+
+def test_overflow_gives_inf_without_warning() -> None:
+    """An absurd lam (tau + C) returns inf rather than raising (warnings are errors here)."""
+    assert math.isinf(float(expected_completion_hours(10.0, 10.0, 1.0, 0.0, 100.0)))
+
+
+def test_expected_functions_broadcast() -> None:
+    """Scalars give 0-d results; arrays broadcast like numpy."""
+    for function in (expected_completion_hours, expected_interruptions, goodput_fraction):
+        assert np.ndim(function(*CASE)) == 0
+        out = function(np.array([[10.0], [20.0]]), [1.0, 2.0, 5.0], 0.1, 0.5, 0.05)
+        assert out.shape == (2, 3)
+        assert float(out[1, 1]) == pytest.approx(float(function(20.0, 2.0, 0.1, 0.5, 0.05)))
+
+
+def test_sampler_shapes_and_types() -> None:
+    """Broadcast shape by default, ``size`` on request, int64 counts, 0-d for scalars."""
+    rng = np.random.default_rng(1)
+    hours, counts = sample_completion_hours(rng, [[10.0], [20.0]], [1.0, 2.0, 5.0], 0.1, 0.5, 0.05)
+    assert hours.shape == counts.shape == (2, 3)
+    assert hours.dtype == np.float64
+    assert counts.dtype == np.int64
+    hours, counts = sample_completion_hours(rng, *CASE, size=(4, 5))
+    assert hours.shape == (4, 5)
+    hours, _ = sample_completion_hours(rng, *CASE)
+    assert hours.shape == ()
+    with pytest.raises(ValueError, match="broadcast"):
+        sample_completion_hours(rng, [1.0, 2.0], *CASE[1:], size=3)
+
+
+def test_sampler_elements_follow_their_own_inputs() -> None:
+    """Broadcast runs keep their own parameters: a failure-free element is exact."""
+    hours, counts = sample_completion_hours(
+        np.random.default_rng(2), 10.0, 2.0, 0.1, 0.5, np.array([0.0, 0.3, 0.0])
+    )
+    assert hours[0] == hours[2] == pytest.approx(10.5)
+    assert counts[0] == counts[2] == 0
+    assert hours[1] >= 10.5
+
+
+def test_sampler_independent_of_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks only bound memory: a tiny block size draws the very same numbers."""
+    args = (50.0, 1.0, 0.2, 0.4, 0.6)
+    big = sample_completion_hours(np.random.default_rng(3), *args, size=200)
+    monkeypatch.setattr(reliability, "_DRAWS_PER_BLOCK", 7)
+    small = sample_completion_hours(np.random.default_rng(3), *args, size=200)
+    assert big[1].sum() > 1000  # many blocks were needed
+    np.testing.assert_array_equal(big[0], small[0])
+    np.testing.assert_array_equal(big[1], small[1])
+
+
+def test_lost_time_sums_match_per_draw_logs() -> None:
+    """Logs of products equal the per-draw inversion sum, including shortened runs.
+
+    Same uniforms, two summation orders: the module's product of up to 64 factors per log
+    (fewer when rate x length is large: 12 -> 50 factors, 50 -> 12) against one log1p per
+    draw. Tolerance 1e-12 relative: float rounding of 64-factor products.
+    """
+    counts = np.array([5, 0, 100, 200, 300], dtype=np.int64)
+    length = np.array([0.001, 1.0, 0.3, 12.0, 50.0])
+    rate = np.ones(5)
+    sums = reliability._sum_truncated_exponentials(np.random.default_rng(5), counts, length, rate)
+    u = np.random.default_rng(5).random(int(counts.sum()))
+    kept = np.repeat(-np.expm1(-rate * length), counts)
+    direct = np.add.reduceat(-np.log1p(-kept * u), np.cumsum(counts) - counts)[counts > 0]
+    np.testing.assert_allclose(sums[counts > 0], direct, rtol=1e-12)
+    assert sums[1] == 0.0
+    assert np.all(sums[counts > 0] < counts[counts > 0] * length[counts > 0])
