@@ -164,3 +164,29 @@ def test_lost_time_sums_match_per_draw_logs() -> None:
     np.testing.assert_allclose(sums[counts > 0], direct, rtol=1e-12)
     assert sums[1] == 0.0
     assert np.all(sums[counts > 0] < counts[counts > 0] * length[counts > 0])
+
+
+def test_many_losses_use_the_normal_limit_and_keep_the_exact_mean() -> None:
+    """~80,000 failures per run take the CLT path; its mean is still the exact E[T].
+
+    The normal limit has the exact mean K·m of the sum, so the sample mean of 2,000 runs
+    lies within 5 standard errors of the closed form (clipping at 0 moves ~1e-600 mass).
+    """
+    work, tau, write, restart, rate = 1000.0, 0.1, 0.01, 0.02, 20.0
+    hours, count = reliability.sample_completion_hours(
+        np.random.default_rng(5), work, tau, write, restart, rate, size=2000
+    )
+    assert count.min() > 4096
+    exact = reliability.expected_completion_hours(work, tau, write, restart, rate)
+    se = hours.std(ddof=1) / np.sqrt(hours.size)
+    assert abs(hours.mean() - float(exact)) <= 5 * se
+
+
+def test_a_hopeless_run_is_reported_as_never_finishing() -> None:
+    """e^{λR} alone is e^{50}: more than 1e12 interruptions expected, so inf hours."""
+    hours, count = reliability.sample_completion_hours(
+        np.random.default_rng(1), [100.0, 100.0], 1.0, 0.1, 1.0, [50.0, 0.01]
+    )
+    assert np.isinf(hours[0])
+    assert np.isfinite(hours[1])
+    assert count[0] == np.iinfo(np.int64).max
