@@ -1,3 +1,68 @@
-"""accelsim: what a GPU or TPU fleet will really cost, and when the model will be trained."""
+"""accelsim: what a GPU or TPU fleet will really cost, and when the model will be trained.
+
+The public surface is listed in ``__all__``; see DESIGN.md's public contract.
+"""
+
+from accelsim import catalog
+from accelsim.dists import (
+    PERT,
+    Beta,
+    Choice,
+    Exponential,
+    Fixed,
+    LogNormal,
+    Normal,
+    Triangular,
+    Uniform,
+)
+from accelsim.errors import (
+    AccelsimError,
+    OfferNotFoundError,
+    ScenarioFileError,
+    UnknownChipError,
+)
+from accelsim.results import Comparison, Recommendation, Result
+from accelsim.scenario import (
+    Assumptions,
+    JobStream,
+    Pool,
+    Scenario,
+    Trace,
+    TrainingRun,
+    load_scenario,
+)
+from accelsim.study import compare, sensitivity, simulate, sweep
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "PERT",
+    "AccelsimError",
+    "Assumptions",
+    "Beta",
+    "Choice",
+    "Comparison",
+    "Exponential",
+    "Fixed",
+    "JobStream",
+    "LogNormal",
+    "Normal",
+    "OfferNotFoundError",
+    "Pool",
+    "Recommendation",
+    "Result",
+    "Scenario",
+    "ScenarioFileError",
+    "Trace",
+    "TrainingRun",
+    "Triangular",
+    "Uniform",
+    "UnknownChipError",
+    "__version__",
+    "catalog",
+    "compare",
+    "load_scenario",
+    "sensitivity",
+    "simulate",
+    "sweep",
+]

@@ -122,9 +122,15 @@ class Priors(_Frozen):
     """
 
     mfu_ceiling: dict[Kind, Prior]
-    """MFU a well-optimised native code reaches at ``mfu_reference_chips``. [fraction]"""
+    """MFU a well-optimised native code reaches in large runs at ``mfu_reference_chips``;
+    it is a ceiling, and runs larger than that lose efficiency by the scaling model.
+    [fraction]"""
     mfu_reference_chips: Prior
     """Chip count at which the ``mfu_ceiling`` figures are typical. [chips]"""
+    mfu_ceiling_by_chip: dict[str, Prior] = {}
+    """Per chip generation, where published MFUs separate it from its kind (Ampere runs
+    reach higher MFU than Hopper runs), keyed by chip id; other chips use ``mfu_ceiling``.
+    [fraction]"""
     framework_fit: FitTable
     """Fit of each framework on each software stack."""
     start_fraction: dict[Fit, Prior]

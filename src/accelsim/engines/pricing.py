@@ -1,0 +1,164 @@
+"""Usage -> cost: the economics step shared by both engines (physics never reads a price).
+
+Cloud pools pay for allocated chip-hours (on-demand, spot) or for the reserved share of a
+committed term, used or not; their energy is inside the rental price, so its cost is zero
+in the TCO while its kWh are still reported. On-prem pools pay straight-line amortisation
+of the purchase price over the hours the chips are held for this scenario (or the share of
+their life the pool's ``term_share`` reserves), hosting per provisioned kW-month, operations
+per chip-year, and electricity at the site's PUE. An unpriced pool (``provider=None``)
+reports energy only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accelsim import catalog
+from accelsim._typing import FloatArray
+from accelsim.catalog.priors import Priors
+from accelsim.engines.inputs import InputDraws
+from accelsim.models import cost
+from accelsim.scenario import Pool, Scenario
+
+_COMMIT_YEARS = {"commit_1y": 1.0, "commit_3y": 3.0}
+
+
+def _term_share(pool: Pool) -> float:
+    """Share of a term charged: the user's, else all of a commitment and none of a life."""
+    if pool.term_share is not None:
+        return pool.term_share
+    return 0.0 if pool.pricing == "on_prem" else 1.0
+
+
+def pool_energy_kwh(
+    pool: Pool, draws: InputDraws, scenario: Scenario, priors: Priors, chip_hours: FloatArray
+) -> FloatArray:
+    """Energy of a pool's allocated chip-hours, hosts and facility overhead included. [kWh]
+
+    On-prem pools use their site's host power and PUE; cloud and unpriced pools the priors
+    (host power as a fraction of TDP, a data-centre PUE). A user-set ``pue`` wins.
+    """
+    a = scenario.assumptions
+    chip = catalog.chip(pool.chip)
+    power = draws.get("priors.power_fraction_of_tdp", None, priors.power_fraction_of_tdp.value)
+    if pool.pricing == "on_prem" and pool.provider is not None:
+        site = catalog.site(pool.provider)
+        pue = draws.get("assumptions.pue", a.pue, site.pue)
+        host_watts: FloatArray | float = site.host_watts_per_chip
+    else:
+        pue = draws.get("assumptions.pue", a.pue, priors.pue.value)
+        host = draws.get(
+            "priors.host_power_fraction_of_tdp", None, priors.host_power_fraction_of_tdp.value
+        )
+        host_watts = host * chip.tdp_watts
+    return cost.energy_kwh(chip_hours, chip.tdp_watts, power, pue, host_watts)
+
+
+def price_pool(
+    pool: Pool,
+    draws: InputDraws,
+    scenario: Scenario,
+    *,
+    chip_hours: FloatArray,
+    held_hours: FloatArray,
+    kwh: FloatArray,
+) -> dict[str, FloatArray]:
+    """Hardware and energy cost of one priced pool's usage. [USD]"""
+    assert pool.provider is not None
+    chip = catalog.chip(pool.chip)
+    offer = catalog.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+    zero = np.zeros(draws.runs)
+    if pool.pricing == "on_prem":
+        site = catalog.site(pool.provider)
+        assert offer.purchase_usd_per_chip is not None
+        assert offer.amortization_years is not None
+        life_hours = offer.amortization_years * cost.HOURS_PER_YEAR
+        charged_h = np.maximum(held_hours, _term_share(pool) * life_hours)
+        usd_per_kwh = draws.get(
+            "assumptions.electricity_usd_per_kwh",
+            scenario.assumptions.electricity_usd_per_kwh,
+            site.usd_per_kwh,
+        )
+        hardware = (
+            cost.onprem_capex_usd(
+                pool.count, offer.purchase_usd_per_chip, offer.amortization_years, charged_h
+            )
+            + cost.hosting_cost_usd(
+                pool.count,
+                chip.tdp_watts,
+                site.host_watts_per_chip,
+                site.hosting_usd_per_kw_month,
+                charged_h,
+            )
+            + cost.ops_cost_usd(pool.count, site.ops_usd_per_chip_year, charged_h)
+        )
+        energy_usd = cost.energy_cost_usd(kwh, usd_per_kwh)
+    else:
+        assert offer.usd_per_chip_hour is not None
+        energy_usd = zero  # inside the rental price
+        if pool.pricing in _COMMIT_YEARS:
+            hardware = cost.commitment_cost_usd(
+                pool.count,
+                offer.usd_per_chip_hour,
+                _COMMIT_YEARS[pool.pricing],
+                held_hours,
+                _term_share(pool),
+            )
+        else:
+            hardware = cost.rental_cost_usd(chip_hours, offer.usd_per_chip_hour)
+    return {
+        "hardware_cost_usd": np.asarray(hardware, dtype=float) * np.ones(draws.runs),
+        "energy_cost_usd": np.asarray(energy_usd, dtype=float) * np.ones(draws.runs),
+    }
+
+
+def price_training(
+    scenario: Scenario, usage: dict[str, FloatArray], draws: InputDraws
+) -> dict[str, FloatArray]:
+    """Cost breakdown [USD], energy [kWh] and emissions [kg CO2e] of a training run's usage.
+
+    An unpriced pool (``provider=None``) yields energy and emissions only: no cost metric
+    is made up for it.
+    """
+    a = scenario.assumptions
+    priors = catalog.priors()
+    pool = scenario.fleet[0]
+    kwh = pool_energy_kwh(pool, draws, scenario, priors, usage["chip_hours"])
+    factor = draws.get(
+        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
+    )
+    out = {"energy_kwh": kwh, "emissions_kg_co2e": cost.emissions_kg(kwh, factor)}
+    if pool.provider is None:
+        return out
+    out |= price_pool(
+        pool,
+        draws,
+        scenario,
+        chip_hours=usage["chip_hours"],
+        held_hours=usage["held_hours"],
+        kwh=kwh,
+    )
+    wage = draws.get(
+        "assumptions.engineer_usd_per_hour",
+        a.engineer_usd_per_hour,
+        priors.engineer_usd_per_hour.value,
+    )
+    delay = draws.get(
+        "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
+    )
+    out["engineering_cost_usd"] = cost.engineering_cost_usd(usage["engineering_hours"], wage)
+    # A run that never finishes (inf days) costs nothing in delay when delay is free.
+    with np.errstate(invalid="ignore"):
+        out["delay_cost_usd"] = np.where(
+            delay > 0, cost.delay_cost_usd(usage["time_to_train_days"], delay), 0.0
+        )
+    out["tco_usd"] = (
+        out["hardware_cost_usd"]
+        + out["energy_cost_usd"]
+        + out["engineering_cost_usd"]
+        + out["delay_cost_usd"]
+    )
+    return out
+
+
+__all__ = ["pool_energy_kwh", "price_pool", "price_training"]

@@ -1,0 +1,259 @@
+"""Results of a study: one array per metric, with the summaries users read.
+
+Every summary states its Monte Carlo error: a mean is printed with the half-width of its
+95 % confidence interval (1.96 standard errors), so a reader can tell a real difference
+from sampling noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from accelsim._typing import FloatArray
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+_Z95 = 1.959963984540054  # two-sided 95 % normal quantile
+
+
+def _unit(metric: str) -> str:
+    for suffix, unit in (
+        ("_usd", "USD"),
+        ("_days", "d"),
+        ("_hours", "h"),
+        ("_kwh", "kWh"),
+        ("_kg_co2e", "kg CO2e"),
+    ):
+        if metric.endswith(suffix):
+            return unit
+    return ""
+
+
+def format_value(metric: str, value: float) -> str:
+    """A number as a person reads it, e.g. ``$12.3M``, ``41.2 d``, ``0.412``."""
+    if not np.isfinite(value):
+        return str(value)
+    unit = _unit(metric)
+    if unit == "USD":
+        for scale, tag in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+            if abs(value) >= scale:
+                return f"${value / scale:,.3g}{tag}"
+        return f"${value:,.0f}"
+    if abs(value) >= 1e6:
+        text = f"{value:.3g}"
+    elif abs(value) >= 100:
+        text = f"{value:,.0f}"
+    else:
+        text = f"{value:.3g}"
+    return f"{text} {unit}".strip() if unit and unit != "USD" else text
+
+
+def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table with aligned columns (first column left, others right)."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        first = str(cells[0]).ljust(widths[0])
+        rest = [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        return "  ".join([first, *rest]).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *(line(r) for r in rows)])
+
+
+@dataclass(frozen=True)
+class Result:
+    """Samples of every metric of one scenario, one value per Monte Carlo run.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = Result("demo", {"tco_usd": np.array([1.0, 2.0, 3.0])}, seed_entropy=1)
+    >>> r.mean("tco_usd")
+    2.0
+    """
+
+    scenario_name: str
+    data: Mapping[str, FloatArray]
+    seed_entropy: int | None = None
+    """Root entropy of the study's seed, to replay it exactly."""
+    engine: str = "analytic"
+    info: Any = None
+    """Fixed facts of the option (chip, provider, framework fit...) used by comparisons."""
+    inputs: Mapping[str, FloatArray] = field(default_factory=dict)
+    """The drawn uncertain inputs by name, aligned with the metric samples."""
+    extras: Mapping[str, Any] = field(default_factory=dict)
+    """Engine-specific outputs (per-job records, time series) when asked for."""
+
+    def __post_init__(self) -> None:
+        for arr in self.data.values():
+            arr.flags.writeable = False
+
+    @property
+    def runs(self) -> int:
+        """Number of Monte Carlo runs."""
+        return len(next(iter(self.data.values()))) if self.data else 0
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Names of the metrics present (each carries its unit)."""
+        return tuple(self.data)
+
+    def samples(self, metric: str) -> FloatArray:
+        """All runs' values of ``metric`` (read-only array of shape ``(runs,)``)."""
+        try:
+            return self.data[metric]
+        except KeyError:
+            known = ", ".join(self.data)
+            raise KeyError(f"no metric {metric!r} in this result; it has: {known}") from None
+
+    def mean(self, metric: str) -> float:
+        """Sample mean of ``metric``."""
+        return float(np.mean(self.samples(metric)))
+
+    def std_error(self, metric: str) -> float:
+        """Monte Carlo standard error of the mean of ``metric``."""
+        x = self.samples(metric)
+        return float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
+
+    def quantile(self, metric: str, q: float) -> float:
+        """Sample quantile ``q`` in [0, 1] of ``metric``."""
+        if not 0.0 <= q <= 1.0:
+            raise ValueError(f"q must lie in [0, 1], got {q}")
+        return float(np.quantile(self.samples(metric), q))
+
+    def interval(self, metric: str, level: float = 0.9) -> tuple[float, float]:
+        """Central interval holding ``level`` of the runs, e.g. P5-P95 for 0.9."""
+        if not 0.0 < level < 1.0:
+            raise ValueError(f"level must lie in (0, 1), got {level}")
+        tail = (1.0 - level) / 2.0
+        return self.quantile(metric, tail), self.quantile(metric, 1.0 - tail)
+
+    def summary(self, metrics: Sequence[str] | None = None) -> str:
+        """A table: mean ± 95 % Monte Carlo error, P5, P50, P95 of each metric."""
+        names = list(metrics) if metrics is not None else list(self.data)
+        rows = []
+        for m in names:
+            x = self.samples(m)
+            mean, half = float(np.mean(x)), _Z95 * self.std_error(m)
+            p5, p50, p95 = np.quantile(x, [0.05, 0.5, 0.95])
+            rows.append(
+                [
+                    m,
+                    f"{format_value(m, mean)} ± {format_value(m, half)}",
+                    format_value(m, float(p5)),
+                    format_value(m, float(p50)),
+                    format_value(m, float(p95)),
+                ]
+            )
+        head = f"{self.scenario_name}: {self.runs} runs ({self.engine} engine)"
+        table = render_table(["metric", "mean ± 95% MC error", "P5", "P50", "P95"], rows)
+        return f"{head}\n{table}"
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per run, one column per metric (needs pandas: ``pip install pandas``)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "Result.to_pandas() needs pandas: pip install 'accelsim[pandas]'"
+            ) from exc
+        frame = pd.DataFrame({m: np.asarray(v) for m, v in self.data.items()})
+        frame.index.name = "run"
+        return frame
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Several options simulated with common random numbers (same seed, same input streams).
+
+    Because run ``i`` of every option shares its draws of every shared input,
+    ``prob_less`` compares paired runs and is much sharper than comparing two independent
+    studies.
+    """
+
+    results: Mapping[str, Result]
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """Option names in the order given."""
+        return tuple(self.results)
+
+    def __getitem__(self, option: str) -> Result:
+        """The :class:`Result` of one option."""
+        try:
+            return self.results[option]
+        except KeyError:
+            raise KeyError(f"no option {option!r}; options are {', '.join(self.results)}") from None
+
+    def prob_less(self, metric: str, a: str, b: str) -> float:
+        """P(metric of option ``a`` < metric of option ``b``), over paired runs."""
+        xa, xb = self[a].samples(metric), self[b].samples(metric)
+        return float(np.mean(xa < xb))
+
+    def table(self, metrics: Sequence[str] | None = None) -> str:
+        """Mean [P5-P95] of each metric (rows) for each option (columns)."""
+        first = next(iter(self.results.values()))
+        names = (
+            list(metrics)
+            if metrics is not None
+            else [m for m in _TABLE_METRICS if all(m in r.data for r in self.results.values())]
+            or list(first.metrics)
+        )
+        rows = []
+        for m in names:
+            row = [m]
+            for res in self.results.values():
+                lo, hi = res.interval(m, 0.9)
+                row.append(
+                    f"{format_value(m, res.mean(m))} [{format_value(m, lo)}-{format_value(m, hi)}]"
+                )
+            rows.append(row)
+        head = f"mean [P5-P95] over {first.runs} paired runs"
+        return f"{head}\n{render_table(['metric', *self.results], rows)}"
+
+    @property
+    def recommendation(self) -> Recommendation:
+        """The option to pick and why, from the numbers and the practical checks."""
+        from accelsim.recommendation import recommend
+
+        return recommend(self)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A choice among options and the reasons for it, in plain words."""
+
+    choice: str
+    rationale: tuple[str, ...]
+
+    def __str__(self) -> str:
+        lines = [f"Recommendation: {self.choice}"]
+        lines += [f"  - {reason}" for reason in self.rationale]
+        return "\n".join(lines)
+
+
+_TABLE_METRICS = (
+    "tco_usd",
+    "time_to_train_days",
+    "training_days",
+    "wait_days",
+    "engineering_days",
+    "hardware_cost_usd",
+    "energy_cost_usd",
+    "engineering_cost_usd",
+    "delay_cost_usd",
+    "mfu",
+    "goodput",
+    "interruptions",
+    "chip_hours",
+    "energy_kwh",
+    "mean_wait_hours",
+    "utilization",
+)
+__all__ = ["Comparison", "Recommendation", "Result", "format_value", "render_table"]

@@ -1,0 +1,429 @@
+"""What the user asks about: a workload on a fleet under assumptions (validated at the boundary).
+
+A :class:`Scenario` is a frozen pydantic model. Everything a simulation needs is checked here,
+once: chip ids exist, every pool's provider offers its chip at its pricing model, counts are
+positive, MFU lies in (0, 1], and a training run fits in the fleet's memory at all. Errors
+name the field path and the allowed range; :func:`load_scenario` adds the file and the line.
+Downstream code trusts these types and does not re-check them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from accelsim import catalog
+from accelsim._yaml import line_of, load_yaml_text, to_plain
+from accelsim.catalog.schema import Pricing
+from accelsim.dists import Choice, Dist, Fixed, Uncertain
+from accelsim.errors import AccelsimError, ScenarioFileError
+
+Framework = Literal["pytorch", "jax", "tensorflow"]
+Stage = Literal["prototype", "production"]
+Precision = Literal["bf16", "fp8", "fp32"]
+Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
+SchedulerName = Literal["fifo", "backfill", "smallest_first", "priority", "priority_preemptive"]
+
+# Bytes of training state per parameter for mixed-precision Adam: bf16 weights (2) and
+# gradients (2) plus fp32 master weights, momentum and variance (12) -- Rajbhandari et al.,
+# "ZeRO", SC'20, section 3.1. Used only for the boundary check "can this fit at all".
+_STATE_BYTES_PER_PARAM = 16.0
+_GIB = 2.0**30
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False
+    )
+
+
+def _support(value: float | Dist) -> tuple[float, float]:
+    if isinstance(value, int | float):
+        return float(value), float(value)
+    return value.support()
+
+
+def _check_range(
+    name: str, value: float | Dist | None, low: float, high: float, *, low_open: bool
+) -> None:
+    """Raise ``ValueError`` unless every value ``value`` can take lies in the interval."""
+    if value is None:
+        return
+    lo, hi = _support(value)
+    # An open bound is reached only by a point mass: a continuous law whose support starts
+    # at the bound (LogNormal at 0) draws it with probability zero.
+    atomic = isinstance(value, int | float | Fixed | Choice)
+    bad_low = lo < low or (low_open and lo == low and atomic)
+    if bad_low or hi > high:
+        bracket = "(" if low_open else "["
+        raise ValueError(
+            f"{name} must lie in {bracket}{low:g}, {high:g}], but it can take values in "
+            f"[{lo:g}, {hi:g}]"
+        )
+
+
+class TrainingRun(_Model):
+    """One training run: a model of ``params`` parameters trained on ``tokens`` tokens."""
+
+    kind: Literal["training"] = "training"
+    params: float = Field(gt=0)
+    """Model parameters [count]."""
+    tokens: float = Field(gt=0)
+    """Training tokens [count]."""
+    framework: Framework = "pytorch"
+    """The framework the code base is written in; decides porting hours per chip stack."""
+    stage: Stage = "production"
+    """``prototype``: many changing experiments; ``production``: one long, locked run."""
+    precision: Precision = "bf16"
+    """Arithmetic precision whose peak FLOP/s the MFU refers to."""
+    sharding: Sharding = "fsdp"
+    """How training state is sharded across chips (for the memory fit check)."""
+    flops: float | None = Field(default=None, gt=0)
+    """Total training FLOPs, overriding 6·N·D [FLOP]."""
+    layers: int | None = Field(default=None, gt=0)
+    """Transformer layers, to add the attention term to the FLOPs [count]."""
+    seq_len: int | None = Field(default=None, gt=0)
+    """Sequence length, to add the attention term to the FLOPs [tokens]."""
+    d_model: int | None = Field(default=None, gt=0)
+    """Model width, to add the attention term to the FLOPs [count]."""
+    global_batch_tokens: Uncertain | None = None
+    """Global batch size [tokens]; unset = catalog prior. Drives the scaling model."""
+
+    @model_validator(mode="after")
+    def _attention_fields_together(self) -> TrainingRun:
+        given = [f for f in ("layers", "seq_len", "d_model") if getattr(self, f) is not None]
+        if given and len(given) != 3:
+            missing = sorted({"layers", "seq_len", "d_model"} - set(given))
+            raise ValueError(
+                f"the attention FLOPs term needs layers, seq_len and d_model together; "
+                f"missing {', '.join(missing)}"
+            )
+        return self
+
+
+class JobStream(_Model):
+    """Synthetic job arrivals for a shared cluster (durations are on the first pool's chip)."""
+
+    kind: Literal["job_stream"] = "job_stream"
+    interarrival_hours: Uncertain
+    """Time between arrivals [h]; an ``Exponential`` makes a Poisson stream."""
+    chips: Uncertain
+    """Chips per job [count], e.g. ``Choice(values=[1, 2, 4, 8], ...)``."""
+    duration_hours: Uncertain
+    """Failure-free run time on the first pool's chip [h]."""
+    priority: Uncertain = 0.0
+    """Job priority (higher runs first under the ``priority`` scheduler)."""
+    framework: Framework = "pytorch"
+    """Framework of the jobs; a job cannot run on a pool whose stack needs a port."""
+    whole_domains: bool = False
+    """Allocate whole scale-up domains (NVLink nodes, TPU slices) to each job."""
+
+    @model_validator(mode="after")
+    def _positive(self) -> JobStream:
+        # Continuous laws such as Exponential have 0 in their support but draw it with
+        # probability zero, so times are checked on [0, inf); a job needs at least one chip.
+        _check_range("interarrival_hours", self.interarrival_hours, 0, math.inf, low_open=False)
+        _check_range("chips", self.chips, 1, math.inf, low_open=False)
+        _check_range("duration_hours", self.duration_hours, 0, math.inf, low_open=False)
+        return self
+
+
+class Trace(_Model):
+    """Replay of a CSV of jobs (submit time, chips, duration; column names mappable)."""
+
+    kind: Literal["trace"] = "trace"
+    path: str
+    """CSV file; relative paths are resolved against the scenario file's folder."""
+    columns: dict[str, str] | None = None
+    """Mapping from accelsim's column names to the file's (``submit``, ``chips``, ...)."""
+    time_unit: Literal["s", "min", "h"] = "s"
+    """Unit of the submit and duration columns."""
+    framework: Framework = "pytorch"
+    """Framework of the traced jobs."""
+
+
+Workload = Annotated[TrainingRun | JobStream | Trace, Field(discriminator="kind")]
+
+
+class Pool(_Model):
+    """Chips of one kind from one provider under one pricing model."""
+
+    chip: str
+    """Chip id from the catalog, e.g. ``"h100-sxm"`` or ``"tpu-v5p"``."""
+    count: int = Field(gt=0)
+    """Chips in the pool [count]."""
+    provider: str | None
+    """Price sheet id: ``gcp``, ``aws``, ``azure``, a neocloud, or ``on_prem``. ``None``
+    simulates the pool unpriced: time, chip-hours and energy only, and no cost metrics
+    (for chips kept only to validate against published runs, such as ``v100``)."""
+    pricing: Pricing = "on_demand"
+    """``on_demand``, ``spot``, ``commit_1y``, ``commit_3y`` or ``on_prem``."""
+    term_share: float | None = Field(default=None, ge=0, le=1)
+    """Share of a committed term (or of on-prem hardware life) charged to this scenario,
+    used or not. Unset: the whole term of a commitment, and for on-prem only the hours the
+    chips are held (they are assumed reused afterwards)."""
+
+    @field_validator("chip")
+    @classmethod
+    def _known_chip(cls, chip_id: str) -> str:
+        try:
+            return catalog.chip(chip_id).id
+        except AccelsimError as exc:
+            raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _offered(self) -> Pool:
+        if self.provider is None:
+            return self
+        try:
+            catalog.price(self.chip, provider=self.provider, pricing=self.pricing)
+        except AccelsimError as exc:
+            raise ValueError(str(exc)) from None
+        return self
+
+
+class Assumptions(_Model):
+    """Uncertain inputs; each is a number or a distribution, and unset means the catalog prior.
+
+    Rates are per chip-hour; times are hours unless the name says days.
+    """
+
+    mfu: Uncertain | None = None
+    """Model-FLOPs utilisation of the whole run at its own scale [fraction]; overrides the
+    scaling model and the engineering learning curve."""
+    failure_rate_per_chip_hour: Uncertain | None = None
+    """Hardware interruptions per chip-hour [1/(chip·h)]."""
+    checkpoint_interval_hours: Uncertain | None = None
+    """Work between checkpoints [h]; unset = Young/Daly optimum."""
+    checkpoint_write_hours: Uncertain | None = None
+    """Time to write one checkpoint [h]."""
+    restart_hours: Uncertain | None = None
+    """Time from an interruption to training again [h]."""
+    repair_hours: Uncertain | None = None
+    """Time a failed chip is out of service [h] (shared-cluster engine)."""
+    spot_preemptions_per_hour: Uncertain | None = None
+    """Spot preemptions per chip-hour of a spot pool [1/(chip·h)]."""
+    lead_time_days: Uncertain | None = None
+    """Capacity, quota or procurement wait before the first step [d]."""
+    porting_hours: Uncertain | None = None
+    """Engineering hours to run the code on the pool's chip stack [h]."""
+    optimization_hours: Uncertain | None = None
+    """Engineering hours invested in raising MFU [h]."""
+    engineers: Uncertain | None = None
+    """Engineers working on porting and optimisation [count]."""
+    engineer_usd_per_hour: Uncertain | None = None
+    """Fully loaded engineering cost [USD/h]."""
+    electricity_usd_per_kwh: Uncertain | None = None
+    """Electricity price for on-prem pools [USD/kWh]."""
+    pue: Uncertain | None = None
+    """Power usage effectiveness of the data centre [ratio >= 1]."""
+    delay_usd_per_day: Uncertain | None = None
+    """Cost of a day's delay of the trained model [USD/d]."""
+    badput_fraction: Uncertain | None = None
+    """Share of training time lost to causes other than hardware failures [fraction]."""
+    architecture_changes: Uncertain | None = None
+    """Architecture changes that each need re-optimisation (prototype stage) [count]."""
+    emission_kg_per_kwh: Uncertain | None = None
+    """Grid emission factor [kg CO2e/kWh]."""
+
+    @model_validator(mode="after")
+    def _ranges(self) -> Assumptions:
+        _check_range("mfu", self.mfu, 0, 1, low_open=True)
+        _check_range("badput_fraction", self.badput_fraction, 0, 0.99, low_open=False)
+        _check_range("pue", self.pue, 1, 5, low_open=False)
+        _check_range("engineers", self.engineers, 0, math.inf, low_open=True)
+        _check_range(
+            "checkpoint_interval_hours", self.checkpoint_interval_hours, 0, math.inf, low_open=True
+        )
+        # A checkpoint write always takes time; zero would make the optimal interval zero.
+        _check_range(
+            "checkpoint_write_hours", self.checkpoint_write_hours, 0, math.inf, low_open=True
+        )
+        nonneg = (
+            "failure_rate_per_chip_hour",
+            "restart_hours",
+            "repair_hours",
+            "spot_preemptions_per_hour",
+            "lead_time_days",
+            "porting_hours",
+            "optimization_hours",
+            "engineer_usd_per_hour",
+            "electricity_usd_per_kwh",
+            "delay_usd_per_day",
+            "architecture_changes",
+            "emission_kg_per_kwh",
+        )
+        for name in nonneg:
+            _check_range(name, getattr(self, name), 0, math.inf, low_open=False)
+        return self
+
+
+class Scenario(_Model):
+    """A workload on a fleet under assumptions: the input of every study."""
+
+    name: str = Field(min_length=1)
+    """A short label used in tables and plots."""
+    workload: Workload
+    """``TrainingRun``, ``JobStream`` or ``Trace`` (``kind:`` in scenario files)."""
+    fleet: list[Pool] = Field(min_length=1)
+    """The pools of chips; a training run uses the first."""
+    assumptions: Assumptions = Assumptions()
+    """Uncertain inputs; unset fields take the catalog priors."""
+    scheduler: SchedulerName = "fifo"
+    """Queue policy of the shared-cluster engine."""
+    horizon_days: float | None = Field(default=None, gt=0)
+    """Simulated time for a job stream or trace [d]."""
+    warmup_days: float = Field(default=0.0, ge=0)
+    """Initial period excluded from stream metrics [d]."""
+    description: str = ""
+    """Free text for the reader of the scenario file."""
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Scenario:
+        work = self.workload
+        if isinstance(work, TrainingRun):
+            self._check_fits(work)
+            for pool in self.fleet:
+                chip = catalog.chip(pool.chip)
+                if work.precision != "bf16" and getattr(chip, f"{work.precision}_tflops") is None:
+                    raise ValueError(
+                        f"fleet: chip {chip.id!r} has no published {work.precision} peak; "
+                        f"use precision 'bf16' or another chip"
+                    )
+        else:
+            if self.horizon_days is None:
+                raise ValueError(f"horizon_days is required for a {work.kind} workload")
+            if self.warmup_days >= self.horizon_days:
+                raise ValueError(
+                    f"warmup_days ({self.warmup_days:g}) must be less than horizon_days "
+                    f"({self.horizon_days:g})"
+                )
+        if isinstance(work, JobStream):
+            _, most = _support(work.chips)
+            biggest = max(pool.count for pool in self.fleet)
+            if most > biggest:
+                raise ValueError(
+                    f"workload.chips can reach {most:g} chips but the largest pool has "
+                    f"{biggest}; such jobs could never start"
+                )
+        return self
+
+    def _check_fits(self, work: TrainingRun) -> None:
+        need_gib = work.params * _STATE_BYTES_PER_PARAM / _GIB
+        have = {p.chip: catalog.chip(p.chip).hbm_gib * p.count for p in self.fleet}
+        best_chip, best_gib = max(have.items(), key=lambda kv: kv[1])
+        if need_gib > best_gib:
+            raise ValueError(
+                f"workload.params={work.params:.3g} needs about {need_gib:,.0f} GiB of weights, "
+                f"gradients and Adam state even fully sharded, but the largest pool "
+                f"({best_chip}) has {best_gib:,.0f} GiB of HBM in total; add chips"
+            )
+
+    @property
+    def training(self) -> TrainingRun:
+        """The workload as a :class:`TrainingRun` (error if it is a stream or trace)."""
+        if not isinstance(self.workload, TrainingRun):
+            raise TypeError(f"scenario {self.name!r} has a {self.workload.kind} workload")
+        return self.workload
+
+    def replace(self, path: str, value: Any) -> Scenario:
+        """A validated copy with the field at dotted ``path`` set, e.g. ``"fleet.0.count"``."""
+        data = self.model_dump(mode="python")
+        node: Any = data
+        keys = path.split(".")
+        try:
+            for key in keys[:-1]:
+                node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+            if isinstance(node, list):
+                node[int(keys[-1])] = value
+            else:
+                node[keys[-1]] = value
+        except (IndexError, ValueError, AttributeError, TypeError):
+            raise KeyError(f"no field at path {path!r} in scenario {self.name!r}") from None
+        return Scenario.model_validate(data)
+
+
+def _read(path: Path) -> tuple[Any, Any]:
+    """(plain data, YAML document or None) from a .yaml/.yml/.json/.toml file."""
+    text = path.read_text(encoding="utf-8")
+    suffix = path.suffix.lower()
+    if suffix in {".yaml", ".yml"}:
+        doc = load_yaml_text(text, source=str(path))
+        return to_plain(doc), doc
+    if suffix == ".json":
+        try:
+            return json.loads(text), None
+        except json.JSONDecodeError as exc:
+            raise ScenarioFileError(f"{path}:{exc.lineno}:{exc.colno}: {exc.msg}") from None
+    if suffix == ".toml":
+        try:
+            return tomllib.loads(text), None
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioFileError(f"{path}: {exc}") from None
+    raise ScenarioFileError(
+        f"{path}: unknown scenario file type {suffix!r}; use .yaml, .json or .toml"
+    )
+
+
+def format_validation_error(exc: ValidationError, source: str, doc: Any = None) -> str:
+    """One line per problem: ``file:line: field.path: message``."""
+    lines = []
+    for err in exc.errors():
+        loc = [part for part in err["loc"] if not (isinstance(part, str) and "[" in part)]
+        field = ".".join(str(p) for p in loc) or "(top level)"
+        line = line_of(doc, loc) if doc is not None else None
+        where = f"{source}:{line}" if line is not None else source
+        lines.append(f"{where}: {field}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read a scenario from YAML, JSON or TOML; errors name the file, line and field path.
+
+    A relative ``Trace.path`` is resolved against the scenario file's folder.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ScenarioFileError(f"{p}: no such scenario file")
+    data, doc = _read(p)
+    if not isinstance(data, dict):
+        raise ScenarioFileError(f"{p}: a scenario file must hold a mapping at the top level")
+    workload = data.get("workload")
+    if isinstance(workload, dict) and workload.get("kind") == "trace" and "path" in workload:
+        trace_path = Path(str(workload["path"]))
+        if not trace_path.is_absolute():
+            workload["path"] = str((p.parent / trace_path).resolve())
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioFileError(format_validation_error(exc, str(p), doc)) from exc
+
+
+__all__ = [
+    "Assumptions",
+    "Framework",
+    "JobStream",
+    "Pool",
+    "Precision",
+    "Scenario",
+    "SchedulerName",
+    "Sharding",
+    "Stage",
+    "Trace",
+    "TrainingRun",
+    "Workload",
+    "format_validation_error",
+    "load_scenario",
+]

@@ -1,0 +1,217 @@
+"""Scenario validation at the boundary: what is accepted, and what errors say."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+
+import accelsim as acs
+from accelsim.errors import ScenarioFileError
+from accelsim.scenario import Scenario, load_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _training(**kw: object) -> acs.Scenario:
+    base: dict[str, object] = {
+        "name": "t",
+        "workload": acs.TrainingRun(params=7e9, tokens=1e11),
+        "fleet": [acs.Pool(chip="h100-sxm", count=64, provider="aws")],
+    }
+    base.update(kw)
+    return acs.Scenario(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_example_scenario_loads(path: Path) -> None:
+    s = load_scenario(path)
+    assert s.name
+    assert s.fleet
+
+
+def test_required_examples_exist() -> None:
+    """The issue's three named examples: H100 on AWS, TPU v5p on GCP, shared on-prem stream."""
+    h100 = load_scenario(EXAMPLES / "llama70b_h100_aws.yaml")
+    assert (h100.fleet[0].chip, h100.fleet[0].count, h100.fleet[0].provider) == (
+        "h100-sxm",
+        1024,
+        "aws",
+    )
+    assert h100.training.params == 70e9
+    tpu = load_scenario(EXAMPLES / "llama70b_tpu_v5p_gcp.yaml")
+    assert (tpu.fleet[0].chip, tpu.fleet[0].provider) == ("tpu-v5p", "gcp")
+    shared = load_scenario(EXAMPLES / "shared_onprem_h100_jobstream.yaml")
+    assert isinstance(shared.workload, acs.JobStream)
+    assert (shared.fleet[0].count, shared.fleet[0].pricing) == (512, "on_prem")
+
+
+def test_unknown_chip_names_close_ids() -> None:
+    with pytest.raises(ValidationError) as err:
+        acs.Pool(chip="h100", count=8, provider="aws")
+    text = str(err.value)
+    assert "chip" in text
+    assert "h100-sxm" in text
+
+
+def test_tpu_on_aws_says_who_offers_it() -> None:
+    with pytest.raises(ValidationError) as err:
+        acs.Pool(chip="tpu-v5p", count=64, provider="aws")
+    assert "gcp" in str(err.value)
+
+
+@pytest.mark.parametrize("count", [0, -8])
+def test_non_positive_count_is_rejected(count: int) -> None:
+    with pytest.raises(ValidationError, match="count"):
+        acs.Pool(chip="h100-sxm", count=count, provider="aws")
+
+
+@pytest.mark.parametrize(
+    "mfu", [1.5, 0.0, -0.1, acs.Uniform(low=0.3, high=1.2), acs.Normal(mean=0.4, sd=0.1)]
+)
+def test_mfu_outside_unit_interval_is_rejected(mfu: object) -> None:
+    """An untruncated normal can go below 0, so it is rejected as an MFU too."""
+    with pytest.raises(ValidationError, match=r"mfu must lie in \(0, 1\]"):
+        acs.Assumptions(mfu=mfu)  # type: ignore[arg-type]
+
+
+def test_mfu_distribution_inside_unit_interval_is_accepted() -> None:
+    a = acs.Assumptions(mfu=acs.Triangular(low=0.3, mode=0.4, high=0.5))
+    assert a.mfu is not None
+
+
+def test_model_too_big_for_the_fleet_is_rejected() -> None:
+    """1T parameters need ~16 TB of training state; 8 H100s have 640 GiB."""
+    with pytest.raises(ValidationError, match="add chips"):
+        _training(
+            workload=acs.TrainingRun(params=1e12, tokens=1e12),
+            fleet=[acs.Pool(chip="h100-sxm", count=8, provider="aws")],
+        )
+
+
+def test_stream_needs_a_horizon() -> None:
+    stream = acs.JobStream(
+        interarrival_hours=acs.Exponential(mean=1.0), chips=1, duration_hours=2.0
+    )
+    with pytest.raises(ValidationError, match="horizon_days"):
+        _training(workload=stream)
+
+
+def test_typo_in_a_field_is_an_error() -> None:
+    with pytest.raises(ValidationError, match="extra"):
+        acs.TrainingRun(params=1e9, tokens=1e9, framwork="jax")  # type: ignore[call-arg]
+
+
+def test_file_errors_name_file_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "name: bad\n"
+        "workload: {kind: training, params: 7e9, tokens: 1e11}\n"
+        "fleet:\n"
+        "  - chip: h100-sxm\n"
+        "    count: 0\n"
+        "    provider: aws\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ScenarioFileError) as err:
+        load_scenario(path)
+    text = str(err.value)
+    assert f"{path}:5" in text
+    assert "fleet.0.count" in text
+    assert "greater than 0" in text
+
+
+def test_yaml_reads_6e23_as_a_number(tmp_path: Path) -> None:
+    """YAML 1.1 loaders read 6e23 as a string; ours follows YAML 1.2 (STACK.md pitfall 1)."""
+    path = tmp_path / "flops.yaml"
+    path.write_text(
+        "name: f\nworkload: {kind: training, params: 7e9, tokens: 1e11, flops: 6e23}\n"
+        "fleet: [{chip: h100-sxm, count: 64, provider: aws}]\n",
+        encoding="utf-8",
+    )
+    assert load_scenario(path).training.flops == 6e23
+
+
+def test_json_and_toml_load_the_same_scenario(tmp_path: Path) -> None:
+    s = _training()
+    (tmp_path / "s.json").write_text(s.model_dump_json(), encoding="utf-8")
+    toml = (
+        'name = "t"\n[workload]\nkind = "training"\nparams = 7e9\ntokens = 1e11\n'
+        '[[fleet]]\nchip = "h100-sxm"\ncount = 64\nprovider = "aws"\n'
+    )
+    (tmp_path / "s.toml").write_text(toml, encoding="utf-8")
+    assert load_scenario(tmp_path / "s.json") == s
+    assert load_scenario(tmp_path / "s.toml") == s
+
+
+def test_unknown_suffix_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioFileError, match="no such scenario file"):
+        load_scenario(tmp_path / "missing.yaml")
+    (tmp_path / "s.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(ScenarioFileError, match="unknown scenario file type"):
+        load_scenario(tmp_path / "s.txt")
+
+
+def test_json_schema_has_the_workload_kinds() -> None:
+    schema = json.dumps(Scenario.model_json_schema())
+    for kind in ("training", "job_stream", "trace"):
+        assert kind in schema
+
+
+def test_replace_returns_a_validated_copy() -> None:
+    s = _training()
+    bigger = s.replace("fleet.0.count", 128)
+    assert bigger.fleet[0].count == 128
+    assert s.fleet[0].count == 64
+    with pytest.raises(ValidationError):
+        s.replace("fleet.0.count", 0)
+
+
+_OFFERED = sorted(
+    {(o.chip, o.provider, o.pricing) for o in acs.catalog.offers()}
+)  # every (chip, provider, pricing) the built-in sheets hold
+_pools = st.tuples(st.sampled_from(_OFFERED), st.integers(min_value=64, max_value=4096)).map(
+    lambda t: acs.Pool(chip=t[0][0], provider=t[0][1], pricing=t[0][2], count=t[1])
+)
+_runs = st.builds(
+    acs.TrainingRun,
+    params=st.floats(min_value=1e8, max_value=2e10),
+    tokens=st.floats(min_value=1e9, max_value=1e13),
+    framework=st.sampled_from(["pytorch", "jax", "tensorflow"]),
+    stage=st.sampled_from(["prototype", "production"]),
+)
+_assumptions = st.builds(
+    acs.Assumptions,
+    mfu=st.one_of(
+        st.none(),
+        st.floats(min_value=0.05, max_value=0.9),
+        st.builds(acs.Uniform, low=st.just(0.2), high=st.floats(min_value=0.3, max_value=0.9)),
+    ),
+    engineers=st.one_of(st.none(), st.integers(min_value=1, max_value=20).map(float)),
+)
+_scenarios = st.builds(
+    acs.Scenario,
+    name=st.text(alphabet="abcdefgh-", min_size=1, max_size=12),
+    workload=_runs,
+    fleet=st.lists(_pools, min_size=1, max_size=2),
+    assumptions=_assumptions,
+)
+
+
+@given(_scenarios)
+def test_scenario_round_trips_through_json(s: acs.Scenario) -> None:
+    assert Scenario.model_validate_json(s.model_dump_json()) == s
+
+
+@given(_scenarios)
+def test_scenario_round_trips_through_yaml(s: acs.Scenario) -> None:
+    yaml = YAML(typ="safe")
+    buf = io.StringIO()
+    yaml.dump(s.model_dump(mode="json"), buf)
+    assert Scenario.model_validate(yaml.load(buf.getvalue())) == s
