@@ -192,6 +192,17 @@ class _ScaledBeta(_Dist):
         low, high = self.support()
         return _pin_to_support(self, p, low + (high - low) * _beta_ppf(*self._shape(), p))
 
+    def sample(self, rng: np.random.Generator, size: int) -> FloatArray:
+        """Draw ``size`` values with numpy's beta generator, stretched onto the support.
+
+        Exact in distribution like inverse transform, and some 50x faster than the beta
+        quantile function (the hot spot of a study whose priors are PERTs); designs that need
+        quantiles of given probabilities (Latin hypercube, Sobol) call :meth:`ppf`.
+        """
+        low, high = self.support()
+        # low + width * x can round an ulp past an end; the true draw lies inside.
+        return np.clip(low + (high - low) * rng.beta(*self._shape(), size), low, high)
+
 
 class Fixed(_Dist):
     """A known value: every draw equals ``value``. A bare number in a scenario means this.

@@ -45,7 +45,9 @@ def format_value(metric: str, value: float) -> str:
                 return f"${value / scale:,.3g}{tag}"
         return f"${value:,.0f}"
     if abs(value) >= 1e6:
-        text = f"{value:.3g}"
+        text = f"{value / 1e6:.3g}M"
+    elif abs(value) >= 1e4:
+        text = f"{value / 1e3:.3g}k"
     elif abs(value) >= 100:
         text = f"{value:,.0f}"
     else:

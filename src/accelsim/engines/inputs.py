@@ -67,7 +67,7 @@ class InputDraws:
         if isinstance(dist, Fixed):
             out = np.full(self.runs, float(dist.value))
         else:
-            out = np.asarray(dist.ppf(self.uniforms(name)), dtype=float)
+            out = dist.sample(stream(self.root, "input", name, self.block), self.runs)
         self.drawn[name] = out
         return out
 
