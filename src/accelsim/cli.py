@@ -43,6 +43,19 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
     if args.what == "chips":
         print(catalog_table(mfu=args.mfu))
         return 0
+    if args.what == "priors":
+        rows = [
+            [
+                name,
+                _describe(prior.value),
+                prior.unit,
+                "assumption" if prior.assumption else "published",
+                prior.sources[0].url,
+            ]
+            for name, prior in catalog.priors().by_name().items()
+        ]
+        print(render_table(["prior", "value", "unit", "basis", "first source"], rows))
+        return 0
     offers = catalog.offers(provider=args.provider)
     if not offers:
         print(
@@ -65,6 +78,17 @@ def _cmd_catalog(args: argparse.Namespace) -> int:
     ]
     print(render_table(["provider", "chip", "pricing", "USD/chip-h", "as of", "source"], rows))
     return 0
+
+
+def _describe(value: object) -> str:
+    """A prior's value as its YAML form, e.g. ``pert(low=0.3, mode=0.42, high=0.56)``."""
+    if isinstance(value, int | float):
+        return f"{value:g}"
+    fields = value.model_dump(exclude={"dist"})  # type: ignore[attr-defined]
+    inner = ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()
+    )
+    return f"{value.dist}({inner})"  # type: ignore[attr-defined]
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -156,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=_cmd_demo)
 
     c = sub.add_parser("catalog", help="built-in chips or prices, with sources and dates")
-    c.add_argument("what", choices=["chips", "prices"])
+    c.add_argument("what", choices=["chips", "prices", "priors"])
     c.add_argument("--provider", default=None, help="only this provider's offers")
     c.add_argument("--mfu", type=float, default=0.4, help="MFU for USD per delivered PFLOP-hour")
     c.set_defaults(func=_cmd_catalog)
