@@ -18,9 +18,10 @@ from typing import Any, Literal
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.engines import analytic
+from accelsim.engines import analytic, shared
 from accelsim.engines.inputs import BLOCK_RUNS, InputDraws
 from accelsim.engines.pricing import price_training
+from accelsim.errors import AccelsimError
 from accelsim.results import Comparison, Result, render_table
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
@@ -57,6 +58,7 @@ class _Study:
     scenario_json: str
     entropy: int | Sequence[int] | None
     spawn_key: tuple[int, ...]
+    engine: Literal["analytic", "des"] = "analytic"
 
 
 def _run_chunk(
@@ -67,8 +69,9 @@ def _run_chunk(
     root = np.random.SeedSequence(study.entropy, spawn_key=study.spawn_key)
     metrics: list[dict[str, FloatArray]] = []
     inputs: list[dict[str, FloatArray]] = []
+    block = _analytic_block if study.engine == "analytic" else shared.simulate_block
     for b_start in range(start, stop, BLOCK_RUNS):
-        data, draws = _analytic_block(scenario, root, b_start, min(b_start + BLOCK_RUNS, stop))
+        data, draws = block(scenario, root, b_start, min(b_start + BLOCK_RUNS, stop))
         metrics.append(data)
         inputs.append(draws.drawn)
     return _concat(metrics), _concat(inputs)
@@ -128,14 +131,15 @@ def simulate(
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
         raise ValueError(f"runs must be an integer >= 2, got {runs!r}")
     chosen = _pick_engine(scenario, engine)
-    if chosen == "des":
-        raise NotImplementedError(
-            "the shared-cluster (DES) engine is not wired into simulate() yet; job streams, "
-            "traces and several pools cannot be simulated in this version"
+    if chosen == "des" and isinstance(scenario.workload, TrainingRun):
+        raise AccelsimError(
+            f"scenario {scenario.name!r}: a training run in the shared-cluster engine (several "
+            f"pools, or engine='des') is not supported yet; use one pool with the analytic "
+            f"engine, or model the run as a job in a JobStream or Trace"
         )
     root = as_seed_sequence(seed)
     chunks = _chunks(runs, chunk_runs)
-    study = _Study(scenario.model_dump_json(), root.entropy, tuple(root.spawn_key))
+    study = _Study(scenario.model_dump_json(), root.entropy, tuple(root.spawn_key), chosen)
     parts: list[tuple[dict[str, FloatArray], dict[str, FloatArray]]]
     if executor is None:
         parts = [_run_chunk(study, a, b) for a, b in chunks]
@@ -154,7 +158,7 @@ def simulate(
         data=data,
         seed_entropy=entropy,
         engine=chosen,
-        info=analytic.run_info(scenario),
+        info=analytic.run_info(scenario) if chosen == "analytic" else None,
         inputs=inputs,
     )
 
