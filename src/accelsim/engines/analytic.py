@@ -10,12 +10,14 @@ kWh, engineering hours, interruptions); :mod:`accelsim.engines.pricing` prices i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from accelsim import catalog
-from accelsim._typing import FloatArray
+from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog.priors import Fit, Kind, Priors, Stack
 from accelsim.catalog.schema import Pricing
 from accelsim.engines.inputs import InputDraws
@@ -110,7 +112,7 @@ def _mfu(
     model_parallel = perf.min_chips_to_fit(
         work.params, chip.hbm_gib, sharding="zero3", usable_fraction=_USABLE_HBM_FRACTION
     )
-    scaling = {
+    scaling: dict[str, Any] = {
         "params": work.params,
         "global_batch_tokens": batch,
         "peak_tflops": chip.peak_tflops(work.precision),
@@ -129,12 +131,23 @@ def _mfu(
     return np.asarray(mfu, dtype=float), hours
 
 
+CompletionSampler = Callable[..., tuple[FloatArray, IntArray]]
+"""``(rng, work, interval, write, restart, rate) -> (hours, interruptions)`` per run."""
+
+
 def simulate_training(
-    scenario: Scenario, root: np.random.SeedSequence, start: int, stop: int
+    scenario: Scenario,
+    root: np.random.SeedSequence,
+    start: int,
+    stop: int,
+    completion: CompletionSampler = reliability.sample_completion_hours,
 ) -> tuple[dict[str, FloatArray], InputDraws]:
     """Usage of the runs ``[start, stop)`` of one block of a training scenario.
 
     Returns the usage arrays by name and the input draws (which pricing reads too).
+    ``completion`` samples the failure-laden training time; the DES engine passes an
+    event-by-event simulation of the same model, which is how the two engines are held to
+    agree.
     """
     work = scenario.training
     pool = scenario.fleet[0]
@@ -234,9 +247,7 @@ def simulate_training(
         daly_h = reliability.daly_interval_hours(write_h, mtbf_h)
         interval_h = np.where(failing, daly_h, np.inf)
     rng = draws.rng("failures")
-    completion_h, interruptions = reliability.sample_completion_hours(
-        rng, compute_h, interval_h, write_h, restart_h, rate
-    )
+    completion_h, interruptions = completion(rng, compute_h, interval_h, write_h, restart_h, rate)
     badput = draws.get(
         "assumptions.badput_fraction", a.badput_fraction, priors.badput_fraction.value
     )

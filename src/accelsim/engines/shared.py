@@ -21,15 +21,16 @@ from pathlib import Path
 import numpy as np
 
 from accelsim import catalog
-from accelsim._typing import FloatArray
+from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog.priors import Priors
 from accelsim.dists import as_dist
-from accelsim.engines import des
+from accelsim.engines import analytic, des
 from accelsim.engines.des.specs import JobSpec, PoolSpec
 from accelsim.engines.des.streams import poisson_stream
 from accelsim.engines.des.trace import read_trace
 from accelsim.engines.inputs import InputDraws
 from accelsim.engines.pricing import pool_energy_kwh, price_pool
+from accelsim.models import reliability
 from accelsim.scenario import JobStream, Pool, Scenario, Trace
 from accelsim.seeding import child
 
@@ -203,3 +204,60 @@ def _price_fleet(
 
 
 __all__ = ["allowed_pools", "simulate_block"]
+
+
+def des_completion(
+    scenario: Scenario, root: np.random.SeedSequence, start: int
+) -> analytic.CompletionSampler:
+    """A completion sampler that simulates each run's training job event by event.
+
+    The job holds every chip of its dedicated pool; a failed chip is replaced at once (hot
+    spare), so the model is the analytic engine's: interruptions at ``rate``, work lost
+    since the last checkpoint, a restart that failures can also interrupt.
+    """
+    chips = scenario.fleet[0].count
+
+    def sample(
+        rng: np.random.Generator,
+        work: FloatArray,
+        interval: FloatArray,
+        write: FloatArray,
+        restart: FloatArray,
+        rate: FloatArray,
+    ) -> tuple[FloatArray, IntArray]:
+        del rng  # each run's events come from its own addressed stream
+        hours = np.empty(work.size)
+        count = np.empty(work.size, dtype=np.int64)
+        for k in range(work.size):
+            pool = PoolSpec("dedicated", chips=chips, failure_rate_per_chip_hour=rate[k] / chips)
+            tau = None if not np.isfinite(interval[k]) else float(interval[k])
+            job = JobSpec(
+                0, 0.0, chips, float(work[k]), 0, None, None, False, tau,
+                float(write[k]), float(restart[k]), False,
+            )  # fmt: skip
+            # The engine runs to a horizon; start at twice the exact mean and widen until
+            # the job ends. The same seed replays the same events, so a wider horizon only
+            # extends the run: the result equals one run with an unbounded horizon.
+            horizon = 2.0 * float(
+                reliability.expected_completion_hours(
+                    work[k], interval[k], write[k], restart[k], rate[k]
+                )
+            )
+            while True:
+                result = des.run(
+                    [pool],
+                    [job],
+                    scheduler="fifo",
+                    horizon_hours=horizon,
+                    seed_seq=child(root, "des", start + k),
+                    keep_jobs=True,
+                )
+                assert result.jobs is not None
+                if math.isfinite(result.jobs[0].end_hours):
+                    break
+                horizon *= 4.0
+            hours[k] = result.jobs[0].end_hours
+            count[k] = result.jobs[0].interruptions
+        return hours, count
+
+    return sample

@@ -1,0 +1,235 @@
+"""DES engine speed: accelsim against a bare-SimPy model and a hand-written heapq event loop.
+
+Run with ``make bench`` (pytest-benchmark); not part of the test suite. Each workload is run
+by every implementation on the same inputs, interleaved, best of ``ROUNDS``, in one process,
+so the printed ratios compare like with like on the machine at hand. Every implementation
+reports its mean wait too: they simulate the same queue, so the means must agree (the heapq
+loop and accelsim exactly; bare SimPy too, as a ``Container`` serves gets strictly in
+order, which is FIFO with head-of-line blocking).
+
+- bare SimPy: ``simpy.Resource`` (or a ``Container`` of chips for gang jobs) and one
+  generator process per customer, the textbook model.
+- heapq loop: arrivals and completions on one heap, a FIFO deque: the floor for pure Python.
+- Ciw (a queueing library) is not installed in this environment, so it is not compared.
+
+The scale case (10,000 chips, a million jobs) also reports peak traced memory; it takes a
+minute or two, so it is marked ``slow`` as well.
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib.util
+import time
+import tracemalloc
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+import simpy
+
+from accelsim.engines.des import JobSpec, PoolSpec, run
+from accelsim.seeding import as_seed_sequence, stream
+
+pytestmark = pytest.mark.bench
+
+ROUNDS = 3
+ROOT = as_seed_sequence(4242)
+
+
+class Workload:
+    """Submission times, chips and work of ``n`` jobs: a Poisson stream on ``capacity`` chips."""
+
+    def __init__(
+        self,
+        name: str,
+        n: int,
+        capacity: int,
+        rho: float,
+        sizes: Sequence[int],
+        weights: Sequence[float],
+        mean_work_hours: float = 1.0,
+    ) -> None:
+        rng = stream(ROOT, "bench", name)
+        self.name, self.n, self.capacity = name, n, capacity
+        p = np.asarray(weights, dtype=float) / np.sum(weights)
+        mean_chips = float(np.dot(sizes, p))
+        rate = rho * capacity / (mean_chips * mean_work_hours)
+        self.submit = np.cumsum(rng.exponential(1.0 / rate, n)).tolist()
+        self.chips = rng.choice(np.asarray(sizes), n, p=p).tolist()
+        self.work = rng.exponential(mean_work_hours, n).tolist()
+        self.horizon = self.submit[-1] + 1e6  # past the last arrival: every job completes
+
+    def jobs(self) -> Iterator[JobSpec]:
+        for i, (s, c, w) in enumerate(zip(self.submit, self.chips, self.work, strict=True)):
+            yield JobSpec(i, s, c, w)
+
+
+def accelsim_fifo(w: Workload) -> float:
+    res = run(
+        [PoolSpec("pool", chips=w.capacity)],
+        w.jobs(),
+        scheduler="fifo",
+        horizon_hours=w.horizon,
+        seed_seq=ROOT,
+    )
+    return res.mean_wait_hours
+
+
+def bare_simpy(w: Workload) -> float:
+    """One generator per customer; ``Resource`` for 1-chip jobs, a ``Container`` for gangs."""
+    env = simpy.Environment()
+    gang = any(c != 1 for c in w.chips)
+    chips: Any = (
+        simpy.Container(env, capacity=w.capacity, init=w.capacity)
+        if gang
+        else simpy.Resource(env, capacity=w.capacity)
+    )
+    waits: list[float] = []
+
+    def customer(i: int) -> Iterator[Any]:
+        arrived = env.now
+        if gang:
+            yield chips.get(w.chips[i])
+            waits.append(env.now - arrived)
+            yield env.timeout(w.work[i])
+            yield chips.put(w.chips[i])
+        else:
+            with chips.request() as request:
+                yield request
+                waits.append(env.now - arrived)
+                yield env.timeout(w.work[i])
+
+    def source() -> Iterator[Any]:
+        last = 0.0
+        for i, submit in enumerate(w.submit):
+            yield env.timeout(submit - last)
+            last = submit
+            env.process(customer(i))
+
+    env.process(source())
+    env.run()
+    return float(np.mean(waits))
+
+
+def heapq_loop(w: Workload) -> float:
+    """A hand-written event loop: one heap of (time, seq, chips), a FIFO of waiting jobs."""
+    heap: list[tuple[float, int, int]] = []
+    free = w.capacity
+    queue: deque[int] = deque()
+    waits = 0.0
+    seq = 0
+    i, n = 0, w.n
+    submit, chips, work = w.submit, w.chips, w.work
+    while i < n or heap:
+        if i < n and (not heap or submit[i] <= heap[0][0]):
+            now = submit[i]
+            queue.append(i)
+            i += 1
+        else:
+            now, _, released = heapq.heappop(heap)
+            free += released
+        while queue and chips[queue[0]] <= free:
+            j = queue.popleft()
+            free -= chips[j]
+            waits += now - submit[j]
+            seq += 1
+            heapq.heappush(heap, (now + work[j], seq, chips[j]))
+    return waits / n
+
+
+IMPLEMENTATIONS: dict[str, Callable[[Workload], float]] = {
+    "accelsim": accelsim_fifo,
+    "bare SimPy": bare_simpy,
+    "heapq loop": heapq_loop,
+}
+
+
+def _compare(benchmark: Any, w: Workload, capsys: pytest.CaptureFixture[str]) -> None:
+    best = dict.fromkeys(IMPLEMENTATIONS, float("inf"))
+    means: dict[str, float] = {}
+    for _ in range(ROUNDS):
+        for name, implementation in IMPLEMENTATIONS.items():
+            start = time.process_time()
+            means[name] = implementation(w)
+            best[name] = min(best[name], time.process_time() - start)
+    rates = {name: w.n / seconds for name, seconds in best.items()}
+    benchmark.extra_info.update({f"{k} jobs/s": round(v) for k, v in rates.items()})
+    benchmark.pedantic(accelsim_fifo, args=(w,), rounds=1, iterations=1)
+    with capsys.disabled():
+        print(f"\n{w.name}: {w.n:,} jobs on {w.capacity:,} chips (CPU time, best of {ROUNDS})")
+        for name, rate in rates.items():
+            print(f"  {name:12s} {rate:>10,.0f} jobs/s   mean wait {means[name]:.6f} h")
+        print(
+            f"  accelsim / bare SimPy = {rates['accelsim'] / rates['bare SimPy']:.2f}x; "
+            f"accelsim / heapq loop = {rates['accelsim'] / rates['heapq loop']:.2f}x"
+        )
+        if importlib.util.find_spec("ciw") is None:
+            print("  Ciw: not installed, not compared")
+
+
+def test_mmc_three_way(benchmark: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """M/M/8 at utilisation 0.8, 200,000 jobs."""
+    _compare(benchmark, Workload("M/M/8 rho=0.8", 200_000, 8, 0.8, [1], [1.0]), capsys)
+
+
+def test_gang_fifo_three_way(benchmark: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Gang FIFO on 1,024 chips, 100,000 jobs of 1-64 chips (skewed small), utilisation 0.9."""
+    w = Workload(
+        "gang FIFO",
+        100_000,
+        1024,
+        0.9,
+        [1, 2, 4, 8, 16, 32, 64],
+        [0.4, 0.15, 0.15, 0.15, 0.08, 0.05, 0.02],
+    )
+    _compare(benchmark, w, capsys)
+
+
+def _year_of_jobs(n: int) -> Iterator[JobSpec]:
+    """A year of a large organisation: 1M jobs, skewed sizes, lognormal durations, load 0.85."""
+    rng = stream(ROOT, "bench", "scale")
+    sizes = np.array([1, 2, 4, 8, 16, 64, 256])
+    p = np.array([0.5, 0.1, 0.1, 0.2, 0.05, 0.04, 0.01])
+    rate = n / 8760.0
+    mean_work = 0.85 * 10_000 / (rate * float(sizes @ p))
+    mu = np.log(mean_work) - 1.5**2 / 2  # lognormal sigma 1.5 with that mean
+    t = 0.0
+    for start in range(0, n, 4096):
+        m = min(4096, n - start)
+        submit = t + np.cumsum(rng.exponential(1.0 / rate, m))
+        chips = rng.choice(sizes, m, p=p)
+        work = rng.lognormal(mu, 1.5, m)
+        for k in range(m):
+            yield JobSpec(start + k, float(submit[k]), int(chips[k]), float(work[k]))
+        t = float(submit[-1])
+
+
+@pytest.mark.slow
+def test_scale_ten_thousand_chips_a_million_jobs(
+    benchmark: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """10,000 chips, 1,000,000 jobs in one run (lazy stream); time, then peak traced memory."""
+    n = 1_000_000
+    pool = [PoolSpec("fleet", chips=10_000, domain_chips=8)]
+
+    def once() -> Any:
+        return run(pool, _year_of_jobs(n), scheduler="fifo", horizon_hours=8760.0, seed_seq=ROOT)
+
+    start = time.process_time()
+    res = benchmark.pedantic(once, rounds=1, iterations=1)
+    seconds = time.process_time() - start
+    tracemalloc.start()
+    once()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    benchmark.extra_info.update({"jobs/s": round(n / seconds), "peak_mib": peak / 2**20})
+    with capsys.disabled():
+        print(
+            f"\nscale: {n:,} jobs on 10,000 chips in {seconds:.1f} s CPU ({n / seconds:,.0f} "
+            f"jobs/s); peak traced memory {peak / 2**20:.1f} MiB (waits array: "
+            f"{res.wait_hours.nbytes / 2**20:.1f} MiB); utilisation {res.utilization:.3f}, "
+            f"mean wait {res.mean_wait_hours:.3f} h"
+        )
