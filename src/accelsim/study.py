@@ -51,6 +51,14 @@ def _analytic_block(
     return {**usage, **costs}, draws
 
 
+def _des_training_block(
+    scenario: Scenario, root: np.random.SeedSequence, start: int, stop: int
+) -> tuple[dict[str, FloatArray], InputDraws]:
+    completion = shared.des_completion(scenario, root, start)
+    usage, draws = analytic.simulate_training(scenario, root, start, stop, completion)
+    return {**usage, **price_training(scenario, usage, draws)}, draws
+
+
 @dataclass(frozen=True)
 class _Study:
     """What a worker needs to run any chunk: plain, picklable data."""
@@ -69,7 +77,12 @@ def _run_chunk(
     root = np.random.SeedSequence(study.entropy, spawn_key=study.spawn_key)
     metrics: list[dict[str, FloatArray]] = []
     inputs: list[dict[str, FloatArray]] = []
-    block = _analytic_block if study.engine == "analytic" else shared.simulate_block
+    if study.engine == "analytic":
+        block = _analytic_block
+    elif isinstance(scenario.workload, TrainingRun):
+        block = _des_training_block
+    else:
+        block = shared.simulate_block
     for b_start in range(start, stop, BLOCK_RUNS):
         data, draws = block(scenario, root, b_start, min(b_start + BLOCK_RUNS, stop))
         metrics.append(data)
@@ -131,11 +144,10 @@ def simulate(
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
         raise ValueError(f"runs must be an integer >= 2, got {runs!r}")
     chosen = _pick_engine(scenario, engine)
-    if chosen == "des" and isinstance(scenario.workload, TrainingRun):
+    if chosen == "des" and isinstance(scenario.workload, TrainingRun) and len(scenario.fleet) > 1:
         raise AccelsimError(
-            f"scenario {scenario.name!r}: a training run in the shared-cluster engine (several "
-            f"pools, or engine='des') is not supported yet; use one pool with the analytic "
-            f"engine, or model the run as a job in a JobStream or Trace"
+            f"scenario {scenario.name!r}: a training run across several pools is not supported "
+            f"yet; use one pool, or model the run as a job in a JobStream or Trace"
         )
     root = as_seed_sequence(seed)
     chunks = _chunks(runs, chunk_runs)
@@ -158,7 +170,7 @@ def simulate(
         data=data,
         seed_entropy=entropy,
         engine=chosen,
-        info=analytic.run_info(scenario) if chosen == "analytic" else None,
+        info=analytic.run_info(scenario) if isinstance(scenario.workload, TrainingRun) else None,
         inputs=inputs,
     )
 
