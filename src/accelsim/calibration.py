@@ -17,9 +17,9 @@ import csv
 import importlib.resources
 import io
 import math
+from dataclasses import dataclass
 
 import numpy as np
-from dataclasses import dataclass
 
 from accelsim.dists import Uniform
 from accelsim.scenario import Assumptions, Pool, Scenario, TrainingRun

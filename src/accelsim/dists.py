@@ -6,10 +6,11 @@ below, tagged by ``dist`` (the YAML key): ``{dist: triangular, low: 0.3, mode: 0
 beta inverse of ``scipy.special`` for PERT and Beta) or onto a few lines of numpy (Fixed,
 Triangular, Choice), and offers the same methods:
 
-- ``sample(rng, size)``: ``size`` draws by inverse transform, ``ppf(rng.random(size))``.
-  Plain Monte Carlo, Latin hypercube and Sobol designs therefore share one mapping from
-  uniforms to values, and swapping one distribution for another keeps draws coupled by rank.
-- ``ppf(q)``: the quantile function, vectorised over ``q``.
+- ``sample(rng, size)``: ``size`` draws by inverse transform, ``ppf(rng.random(size))``, so
+  that swapping one distribution for another keeps draws coupled by rank; PERT and Beta use
+  numpy's beta generator instead (the same law, much faster than the beta quantile).
+- ``ppf(q)``: the quantile function, vectorised over ``q``: Latin hypercube and Sobol
+  designs map their points through it.
 - ``expected_value()`` and ``variance()``: closed forms written apart from the scipy mapping,
   so they are that mapping's oracle (the tests compare them with sampled moments).
 - ``support()``: the smallest closed interval that holds every draw (ends may be infinite).
