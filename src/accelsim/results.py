@@ -44,7 +44,9 @@ def format_value(metric: str, value: float) -> str:
             if abs(value) >= scale:
                 return f"${value / scale:,.3g}{tag}"
         return f"${value:,.0f}"
-    if abs(value) >= 1e6:
+    if abs(value) >= 1e9:
+        text = f"{value:.3g}"
+    elif abs(value) >= 1e6:
         text = f"{value / 1e6:.3g}M"
     elif abs(value) >= 1e4:
         text = f"{value / 1e3:.3g}k"
