@@ -36,6 +36,7 @@ from pydantic import (
     Discriminator,
     Field,
     FiniteFloat,
+    Strict,
     Tag,
     TypeAdapter,
     model_validator,
@@ -720,7 +721,8 @@ def _uncertain_kind(value: Any) -> str:
 
 
 Uncertain: TypeAlias = Annotated[
-    Annotated[FiniteFloat, Tag("number")] | Annotated[Dist, Tag("dist")],
+    # Strict: YAML's `true` or a quoted "0.4" is an error, never silently 1.0 or 0.4.
+    Annotated[FiniteFloat, Strict(), Tag("number")] | Annotated[Dist, Tag("dist")],
     Discriminator(_uncertain_kind),
 ]
 """A field type for uncertain inputs: a finite number, or a mapping tagged by ``dist``."""

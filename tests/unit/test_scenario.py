@@ -215,3 +215,10 @@ def test_scenario_round_trips_through_yaml(s: acs.Scenario) -> None:
     buf = io.StringIO()
     yaml.dump(s.model_dump(mode="json"), buf)
     assert Scenario.model_validate(yaml.load(buf.getvalue())) == s
+
+
+@pytest.mark.parametrize("value", [True, "0.4"])
+def test_booleans_and_strings_are_not_numbers(value: object) -> None:
+    """YAML `mfu: true` or a quoted number is an error, never silently 1.0 or 0.4."""
+    with pytest.raises(ValidationError, match="mfu"):
+        acs.Assumptions(mfu=value)  # type: ignore[arg-type]
