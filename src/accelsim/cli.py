@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from accelsim import catalog
 from accelsim.demo import catalog_table, default_scenarios
@@ -18,6 +19,9 @@ from accelsim.errors import AccelsimError
 from accelsim.results import render_table
 from accelsim.scenario import Scenario, load_scenario
 from accelsim.study import compare, simulate
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _BAD_INPUT = 2
 
@@ -102,6 +106,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     s = load_scenario(args.scenario)
     res = simulate(s, runs=args.runs, seed=args.seed)
     print(res.summary())
+    if args.plot is not None:
+        from accelsim import plot
+
+        metric = "time_to_train_days" if "time_to_train_days" in res.metrics else "tco_usd"
+        ax = plot.ecdf(res, metric=metric)
+        figure: Figure = ax.figure  # type: ignore[assignment]  # an Axes of a top-level figure
+        figure.savefig(args.plot, dpi=120)
+        print(f"wrote {args.plot}")
     return 0
 
 
@@ -193,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("scenario")
     r.add_argument("--runs", type=int, default=2000)
     r.add_argument("--seed", type=int, default=42)
+    r.add_argument("--plot", default=None, help="write an ECDF of the main metric to this PNG")
     r.set_defaults(func=_cmd_run)
 
     m = sub.add_parser("compare", help="compare scenario files with common random numbers")

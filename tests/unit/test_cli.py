@@ -70,3 +70,10 @@ def test_schema_is_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert "fleet" in schema["properties"]
+
+
+def test_run_writes_a_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ttt.png"
+    h100 = str(EXAMPLES / "llama70b_h100_aws.yaml")
+    assert main(["run", h100, "--runs", "100", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
