@@ -155,6 +155,7 @@ class Trace(_Model):
 
 
 Workload = Annotated[TrainingRun | JobStream | Trace, Field(discriminator="kind")]
+Background = Annotated[JobStream | Trace, Field(discriminator="kind")]
 
 
 class Pool(_Model):
@@ -281,18 +282,36 @@ class Scenario(_Model):
     """The pools of chips; a training run uses the first."""
     assumptions: Assumptions = Assumptions()
     """Uncertain inputs; unset fields take the catalog priors."""
+    background: Background | None = None
+    """Other work sharing the fleet with a training run (``kind: job_stream`` or ``trace``);
+    requires ``horizon_days``. The training run then competes with it on the first pool as
+    one gang job of priority 1 (the background keeps its own priorities), and its
+    time-to-train includes its queue wait. The background starts at time 0 and the
+    training run's clock (the decision) at ``warmup_days``, so it meets a busy cluster."""
     scheduler: SchedulerName = "fifo"
     """Queue policy of the shared-cluster engine."""
     horizon_days: float | None = Field(default=None, gt=0)
-    """Simulated time for a job stream or trace [d]."""
+    """Simulated time for a job stream, a trace or a background [d]."""
     warmup_days: float = Field(default=0.0, ge=0)
-    """Initial period excluded from stream metrics [d]."""
+    """Initial period excluded from stream metrics; with a background, the time the
+    background runs before the training run's decision [d]."""
     description: str = ""
     """Free text for the reader of the scenario file."""
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Scenario:
         work = self.workload
+        if self.background is not None and not isinstance(work, TrainingRun):
+            raise ValueError(
+                f"background is other work sharing the fleet with a training run; a "
+                f"{work.kind} workload has no training run to compete with, so put that work "
+                f"in the workload itself"
+            )
+        if self.background is not None and self.horizon_days is None:
+            raise ValueError(
+                "horizon_days is required with a background: it is the time over which the "
+                "shared fleet's metrics are measured"
+            )
         if isinstance(work, TrainingRun):
             self._check_fits(work)
             for pool in self.fleet:
@@ -302,22 +321,22 @@ class Scenario(_Model):
                         f"fleet: chip {chip.id!r} has no published {work.precision} peak; "
                         f"use precision 'bf16' or another chip"
                     )
-        else:
-            if self.horizon_days is None:
-                raise ValueError(f"horizon_days is required for a {work.kind} workload")
-            if self.warmup_days >= self.horizon_days:
-                raise ValueError(
-                    f"warmup_days ({self.warmup_days:g}) must be less than horizon_days "
-                    f"({self.horizon_days:g})"
-                )
-        if isinstance(work, JobStream):
-            _, most = _support(work.chips)
-            biggest = max(pool.count for pool in self.fleet)
-            if most > biggest:
-                raise ValueError(
-                    f"workload.chips can reach {most:g} chips but the largest pool has "
-                    f"{biggest}; such jobs could never start"
-                )
+        elif self.horizon_days is None:
+            raise ValueError(f"horizon_days is required for a {work.kind} workload")
+        if self.horizon_days is not None and self.warmup_days >= self.horizon_days:
+            raise ValueError(
+                f"warmup_days ({self.warmup_days:g}) must be less than horizon_days "
+                f"({self.horizon_days:g})"
+            )
+        for where, stream in (("workload", work), ("background", self.background)):
+            if isinstance(stream, JobStream):
+                _, most = _support(stream.chips)
+                biggest = max(pool.count for pool in self.fleet)
+                if most > biggest:
+                    raise ValueError(
+                        f"{where}.chips can reach {most:g} chips but the largest pool has "
+                        f"{biggest}; such jobs could never start"
+                    )
         return self
 
     def _check_fits(self, work: TrainingRun) -> None:
@@ -392,7 +411,8 @@ def format_validation_error(exc: ValidationError, source: str, doc: Any = None) 
 def load_scenario(path: str | Path) -> Scenario:
     """Read a scenario from YAML, JSON or TOML; errors name the file, line and field path.
 
-    A relative ``Trace.path`` is resolved against the scenario file's folder.
+    A relative ``Trace.path`` (of the workload or the background) is resolved against the
+    scenario file's folder.
     """
     p = Path(path)
     if not p.is_file():
@@ -400,11 +420,12 @@ def load_scenario(path: str | Path) -> Scenario:
     data, doc = _read(p)
     if not isinstance(data, dict):
         raise ScenarioFileError(f"{p}: a scenario file must hold a mapping at the top level")
-    workload = data.get("workload")
-    if isinstance(workload, dict) and workload.get("kind") == "trace" and "path" in workload:
-        trace_path = Path(str(workload["path"]))
-        if not trace_path.is_absolute():
-            workload["path"] = str((p.parent / trace_path).resolve())
+    for key in ("workload", "background"):
+        work = data.get(key)
+        if isinstance(work, dict) and work.get("kind") == "trace" and "path" in work:
+            trace_path = Path(str(work["path"]))
+            if not trace_path.is_absolute():
+                work["path"] = str((p.parent / trace_path).resolve())
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
@@ -413,6 +434,7 @@ def load_scenario(path: str | Path) -> Scenario:
 
 __all__ = [
     "Assumptions",
+    "Background",
     "Framework",
     "JobStream",
     "Pool",

@@ -21,7 +21,6 @@ from accelsim._typing import FloatArray
 from accelsim.engines import analytic, shared
 from accelsim.engines.inputs import BLOCK_RUNS, InputDraws
 from accelsim.engines.pricing import price_training
-from accelsim.errors import AccelsimError
 from accelsim.results import Comparison, Result, render_table
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
@@ -30,33 +29,47 @@ EngineName = Literal["auto", "analytic", "des"]
 ExecutorLike = Executor | Literal["processes"] | None
 
 
-def _pick_engine(scenario: Scenario, engine: EngineName) -> Literal["analytic", "des"]:
-    exact = isinstance(scenario.workload, TrainingRun) and len(scenario.fleet) == 1
+def _pick_engine(
+    scenario: Scenario, engine: EngineName, des_only: str | None = None
+) -> Literal["analytic", "des"]:
+    """The engine to run; ``des_only`` names an option only the DES engine supports."""
+    exact = (
+        isinstance(scenario.workload, TrainingRun)
+        and len(scenario.fleet) == 1
+        and scenario.background is None
+    )
     if engine == "auto":
-        return "analytic" if exact else "des"
+        return "analytic" if exact and des_only is None else "des"
     if engine == "analytic" and not exact:
+        shape = f"a {scenario.workload.kind} workload on {len(scenario.fleet)} pool(s)"
+        if scenario.background is not None:
+            shape += " with a background"
         raise ValueError(
             f"the analytic engine runs one training run on one dedicated pool; scenario "
-            f"{scenario.name!r} has a {scenario.workload.kind} workload on {len(scenario.fleet)} "
-            f"pool(s): use engine='des' or 'auto'"
+            f"{scenario.name!r} has {shape}: use engine='des' or 'auto'"
+        )
+    if engine == "analytic" and des_only is not None:
+        raise ValueError(
+            f"{des_only} needs the DES engine (the analytic engine simulates no jobs or "
+            f"queues): use engine='des' or 'auto'"
         )
     return engine
 
 
+_Block = tuple[dict[str, FloatArray], InputDraws, dict[str, np.ndarray]]
+
+
 def _analytic_block(
-    scenario: Scenario, root: np.random.SeedSequence, start: int, stop: int
-) -> tuple[dict[str, FloatArray], InputDraws]:
+    scenario: Scenario,
+    root: np.random.SeedSequence,
+    start: int,
+    stop: int,
+    options: shared.DesOptions,
+) -> _Block:
+    del options  # checked in simulate(): the analytic engine keeps nothing more
     usage, draws = analytic.simulate_training(scenario, root, start, stop)
     costs = price_training(scenario, usage, draws)
-    return {**usage, **costs}, draws
-
-
-def _des_training_block(
-    scenario: Scenario, root: np.random.SeedSequence, start: int, stop: int
-) -> tuple[dict[str, FloatArray], InputDraws]:
-    completion = shared.des_completion(scenario, root, start)
-    usage, draws = analytic.simulate_training(scenario, root, start, stop, completion)
-    return {**usage, **price_training(scenario, usage, draws)}, draws
+    return {**usage, **costs}, draws, {}
 
 
 @dataclass(frozen=True)
@@ -66,33 +79,36 @@ class _Study:
     scenario_json: str
     entropy: int | Sequence[int] | None
     spawn_key: tuple[int, ...]
-    engine: Literal["analytic", "des"] = "analytic"
+    engine: Literal["analytic", "des"]
+    options: shared.DesOptions
 
 
-def _run_chunk(
-    study: _Study, start: int, stop: int
-) -> tuple[dict[str, FloatArray], dict[str, FloatArray]]:
+_Chunk = tuple[dict[str, FloatArray], dict[str, FloatArray], list[dict[str, np.ndarray]]]
+
+
+def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
     """Run ``[start, stop)`` in a worker: an importable function of plain arguments."""
     scenario = Scenario.model_validate_json(study.scenario_json)
     root = np.random.SeedSequence(study.entropy, spawn_key=study.spawn_key)
     metrics: list[dict[str, FloatArray]] = []
     inputs: list[dict[str, FloatArray]] = []
+    kept: list[dict[str, np.ndarray]] = []
     if study.engine == "analytic":
         block = _analytic_block
     elif isinstance(scenario.workload, TrainingRun):
-        block = _des_training_block
+        block = shared.simulate_training_block
     else:
         block = shared.simulate_block
     for b_start in range(start, stop, BLOCK_RUNS):
-        data, draws = block(scenario, root, b_start, min(b_start + BLOCK_RUNS, stop))
+        stop_b = min(b_start + BLOCK_RUNS, stop)
+        data, draws, arrays = block(scenario, root, b_start, stop_b, study.options)
         metrics.append(data)
         inputs.append(draws.drawn)
-    return _concat(metrics), _concat(inputs)
+        kept.append(arrays)
+    return _concat(metrics), _concat(inputs), kept
 
 
-def _map(
-    executor: Executor, study: _Study, chunks: Sequence[tuple[int, int]]
-) -> list[tuple[dict[str, FloatArray], dict[str, FloatArray]]]:
+def _map(executor: Executor, study: _Study, chunks: Sequence[tuple[int, int]]) -> list[_Chunk]:
     futures = [executor.submit(_run_chunk, study, a, b) for a, b in chunks]
     return [f.result() for f in futures]  # in submission order: results never depend on timing
 
@@ -114,6 +130,8 @@ def simulate(
     engine: EngineName = "auto",
     executor: ExecutorLike = None,
     chunk_runs: int = BLOCK_RUNS,
+    keep_jobs: bool = False,
+    utilization_resolution_hours: float | None = None,
 ) -> Result:
     """Monte Carlo study of one scenario: ``runs`` samples of every metric.
 
@@ -126,11 +144,34 @@ def simulate(
     seed : int, SeedSequence or None
         Root seed; the same seed gives bit-identical results with any executor.
     engine : {"auto", "analytic", "des"}
-        ``auto`` picks the analytic engine for a training run on one dedicated pool.
+        ``auto`` picks the analytic engine for a training run on one dedicated pool (no
+        ``background``, and neither ``keep_jobs`` nor a resolution asked), else the DES
+        engine. On the DES engine a training run is one gang job on the first pool,
+        competing with the scenario's ``background`` (see :mod:`accelsim.engines.shared`);
+        its queue wait is reported as ``queue_wait_days`` and counted in ``wait_days`` and
+        ``time_to_train_days``.
     executor : None, "processes" or concurrent.futures.Executor
         Where chunks run: in-process (None), a process pool sized to the cores, or yours.
     chunk_runs : int
         Runs per chunk handed to the executor (rounded to whole blocks of 4096).
+    keep_jobs : bool
+        DES engine only. Keep every job's record: ``Result.extras["jobs"]`` is one
+        structured numpy array (dtype :data:`accelsim.engines.shared.JOB_DTYPE`) with a
+        ``run`` column, one row per job that arrived in each run (so ``jobs_arrived`` rows
+        per run where that metric is reported). Times are hours from the start of the
+        simulation; a training run is job 0. Memory grows with the jobs.
+    utilization_resolution_hours : float or None
+        DES engine only, and the scenario needs ``horizon_days``. Width of the bins of
+        ``Result.extras["series"]``: ``start_hours`` (bins,), ``busy_chips``, ``up_chips``
+        and ``utilization`` (runs, bins, pools), ``queued_jobs`` (runs, bins), with
+        ``ceil(horizon / resolution)`` bins from time 0 (warm-up included). [h]
+
+    Raises
+    ------
+    ValueError
+        ``keep_jobs`` or ``utilization_resolution_hours`` with ``engine="analytic"``, a
+        resolution that is not > 0 or without ``horizon_days``, or a scenario the chosen
+        engine cannot run.
 
     Examples
     --------
@@ -143,16 +184,25 @@ def simulate(
     """
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
         raise ValueError(f"runs must be an integer >= 2, got {runs!r}")
-    chosen = _pick_engine(scenario, engine)
-    if chosen == "des" and isinstance(scenario.workload, TrainingRun) and len(scenario.fleet) > 1:
-        raise AccelsimError(
-            f"scenario {scenario.name!r}: a training run across several pools is not supported "
-            f"yet; use one pool, or model the run as a job in a JobStream or Trace"
-        )
+    resolution = utilization_resolution_hours
+    if resolution is not None:
+        if not (isinstance(resolution, int | float) and 0 < resolution < float("inf")):
+            raise ValueError(
+                f"utilization_resolution_hours must be a number > 0 or None, got {resolution!r}"
+            )
+        if scenario.horizon_days is None:
+            raise ValueError(
+                f"utilization_resolution_hours needs a horizon: scenario {scenario.name!r} "
+                f"has no horizon_days"
+            )
+    asked = "keep_jobs" if keep_jobs else None
+    asked = "utilization_resolution_hours" if resolution is not None else asked
+    chosen = _pick_engine(scenario, engine, asked)
     root = as_seed_sequence(seed)
     chunks = _chunks(runs, chunk_runs)
-    study = _Study(scenario.model_dump_json(), root.entropy, tuple(root.spawn_key), chosen)
-    parts: list[tuple[dict[str, FloatArray], dict[str, FloatArray]]]
+    options = shared.DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
+    study = _Study(scenario.model_dump_json(), root.entropy, tuple(root.spawn_key), chosen, options)
+    parts: list[_Chunk]
     if executor is None:
         parts = [_run_chunk(study, a, b) for a, b in chunks]
     elif executor == "processes":
@@ -172,6 +222,7 @@ def simulate(
         engine=chosen,
         info=analytic.run_info(scenario) if isinstance(scenario.workload, TrainingRun) else None,
         inputs=inputs,
+        extras=shared.merge_kept([kept for p in parts for kept in p[2]]),
     )
 
 

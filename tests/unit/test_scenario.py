@@ -222,3 +222,39 @@ def test_booleans_and_strings_are_not_numbers(value: object) -> None:
     """YAML `mfu: true` or a quoted number is an error, never silently 1.0 or 0.4."""
     with pytest.raises(ValidationError, match="mfu"):
         acs.Assumptions(mfu=value)  # type: ignore[arg-type]
+
+
+_BACKGROUND = acs.JobStream(interarrival_hours=acs.Exponential(mean=1.0), chips=8, duration_hours=2)
+
+
+def test_background_needs_a_training_run_and_a_horizon() -> None:
+    with pytest.raises(ValidationError, match="horizon_days is required with a background"):
+        _training(background=_BACKGROUND)
+    s = _training(background=_BACKGROUND, horizon_days=30, warmup_days=2)
+    assert isinstance(s.background, acs.JobStream)
+    with pytest.raises(ValidationError, match="no training run to compete with"):
+        acs.Scenario(
+            name="s", workload=_BACKGROUND, background=_BACKGROUND, horizon_days=30,
+            fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws")],
+        )  # fmt: skip
+    with pytest.raises(ValidationError, match="warmup_days"):
+        _training(background=_BACKGROUND, horizon_days=3, warmup_days=3)
+    too_big = acs.JobStream(interarrival_hours=1.0, chips=128, duration_hours=2)
+    with pytest.raises(ValidationError, match=r"background\.chips can reach 128"):
+        _training(background=too_big, horizon_days=30)
+
+
+def test_background_trace_path_is_resolved_against_the_scenario_file(tmp_path: Path) -> None:
+    (tmp_path / "jobs.csv").write_text("submit,chips,duration\n0,8,3600\n", encoding="utf-8")
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "name: hero\n"
+        "workload: {kind: training, params: 7e9, tokens: 1e11}\n"
+        "fleet: [{chip: h100-sxm, count: 64, provider: aws}]\n"
+        "background: {kind: trace, path: jobs.csv}\n"
+        "horizon_days: 10\n",
+        encoding="utf-8",
+    )
+    s = load_scenario(f)
+    assert isinstance(s.background, acs.Trace)
+    assert Path(s.background.path) == (tmp_path / "jobs.csv").resolve()

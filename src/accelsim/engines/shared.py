@@ -1,4 +1,4 @@
-"""Scenario -> DES engine: shared clusters, job streams, traces, several pools.
+"""Scenario -> DES engine: shared clusters, job streams, traces, several pools, hero runs.
 
 Each Monte Carlo run is one discrete-event simulation. The run's scalar inputs (failure
 rates, lead times, repair-time laws, prices) are drawn per block of runs exactly as the
@@ -10,13 +10,48 @@ the horizon (cloud pools are rented for that time, used or not; idle reserved ca
 first-class), on-prem pools pay amortisation, hosting and operations for those hours, and
 energy is charged on allocated chip-hours (idle draw is not modelled, an underestimate).
 Engineering and delay costs are not modelled for streams, so they are not reported.
+
+**A training run on the DES engine** (a ``background``, several pools, or ``engine="des"``)
+is one gang job, :data:`HERO_JOB_ID`, holding every chip of the first pool and allowed on
+that pool only, at priority :data:`HERO_PRIORITY` (the background keeps its own priorities,
+so the priority matters under the ``priority`` schedulers only; the hero is never evicted
+by ``priority_preemptive``). The analytic physics gives its compute hours, checkpoint
+interval, write and restart times (:func:`accelsim.engines.analytic.simulate_training` with
+a completion sampler that runs the DES). The background starts at time 0; the decision is at
+``warmup_days`` (0 without a horizon), and the hero is submitted once its capacity lead time
+and its porting are over: ``decision + max(lead, porting)``. Its queue wait (submission to
+first start) is added to ``wait_days`` and ``time_to_train_days``; ``training_days`` runs
+from its first start to its end, so waits after an interruption count there.
+
+The first pool keeps the analytic engine's failure model so both engines mean the same
+``training_days``: its chips fail at the run's interruption rate per chip (spot preemptions
+included) and a hot spare replaces a failed chip at once. Other pools keep their repair and
+return times. All pools are in service from time 0: a lead time is the hero's capacity or
+quota wait, not the delivery of a fleet that already runs the background.
+
+Horizon: the fleet's metrics (``jobs_*``, waits, ``utilization``) and the records and time
+series asked for cover ``[0, horizon_days)``, the hero included as one of the jobs. If the
+hero has not ended by then, the run is replayed with a wider horizon (doubling, at most
+:data:`MAX_WIDENINGS` times). A replay draws the same events (every source is an addressed
+stream read in time order), so it only extends the run: its hero equals that of one run with
+an unbounded horizon, and its first ``horizon_days`` equal the measured window. (Running
+until the hero ends would need a stop hook in :func:`accelsim.engines.des.run`; a replay
+costs at most one extra run per doubling.) A hero still unfinished after the last widening
+(starved, e.g. by ``smallest_first`` under a heavy stream) reports ``inf`` days.
+
+Costs of a hero scenario are the hero's own (its chip-hours, held hours, engineering and
+delay): the fleet's other costs belong to the background work.
 """
 
 from __future__ import annotations
 
 import functools
+import heapq
 import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,16 +60,130 @@ from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog.priors import Priors
 from accelsim.dists import as_dist
 from accelsim.engines import analytic, des
+from accelsim.engines.des.metrics import DesResult
+from accelsim.engines.des.records import JobRecord
 from accelsim.engines.des.specs import JobSpec, PoolSpec
 from accelsim.engines.des.streams import poisson_stream
 from accelsim.engines.des.trace import read_trace
 from accelsim.engines.inputs import InputDraws
-from accelsim.engines.pricing import pool_energy_kwh, price_pool
+from accelsim.engines.pricing import pool_energy_kwh, price_pool, price_training
 from accelsim.models import reliability
 from accelsim.scenario import JobStream, Pool, Scenario, Trace
 from accelsim.seeding import child
 
 _HOURS_PER_DAY = 24.0
+HERO_JOB_ID = 0
+"""Job id of the training run in a DES training scenario (background ids start at 1)."""
+HERO_PRIORITY = 1
+"""Priority of the training run; background jobs keep theirs (0 unless set)."""
+MAX_WIDENINGS = 6
+"""Horizon doublings tried before a training run that has not ended reports ``inf``."""
+
+JOB_DTYPE = np.dtype(
+    [
+        ("run", np.int64),
+        ("job_id", np.int64),
+        ("submit_hours", np.float64),
+        ("chips", np.int64),
+        ("priority", np.int64),
+        ("work_hours", np.float64),
+        ("pool", np.int64),
+        ("allocated_chips", np.int64),
+        ("first_start_hours", np.float64),
+        ("end_hours", np.float64),
+        ("interruptions", np.int64),
+        ("lost_compute_hours", np.float64),
+    ]
+)
+"""One row per job and run of ``Result.extras["jobs"]`` (fields of
+:class:`~accelsim.engines.des.records.JobRecord`, plus the Monte Carlo run)."""
+
+
+@dataclass(frozen=True)
+class DesOptions:
+    """What a DES study keeps beyond its metrics."""
+
+    keep_jobs: bool = False
+    """Keep every job's record (memory grows with the jobs)."""
+    resolution_hours: float | None = None
+    """Width of the bins of the utilisation / queue time series, or ``None``. [h]"""
+
+
+class _Kept:
+    """Per-job records and time series of the runs of one block, gathered as numpy arrays."""
+
+    def __init__(self, options: DesOptions) -> None:
+        self.options = options
+        self.jobs: list[np.ndarray] = []
+        self.series: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray]] = []
+
+    def add(self, run: int, result: DesResult) -> None:
+        """Keep what was asked of run ``run``."""
+        if self.options.keep_jobs:
+            assert result.jobs is not None
+            self.jobs.append(_job_rows(run, result.jobs))
+        if self.options.resolution_hours is not None:
+            ts = result.series
+            assert ts is not None
+            self.series.append((ts.start_hours, ts.busy_chips, ts.up_chips, ts.queued_jobs))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The block's kept data by name (empty when nothing was asked)."""
+        out: dict[str, np.ndarray] = {}
+        if self.options.keep_jobs:
+            out["jobs"] = np.concatenate(self.jobs) if self.jobs else np.empty(0, JOB_DTYPE)
+        if self.series:
+            out["series.start_hours"] = self.series[0][0]
+            for i, key in enumerate(("busy_chips", "up_chips", "queued_jobs"), start=1):
+                out[f"series.{key}"] = np.stack([s[i] for s in self.series])
+        return out
+
+
+def _job_rows(run: int, jobs: Iterable[JobRecord]) -> np.ndarray:
+    rows = [
+        (
+            run,
+            j.job_id,
+            j.submit_hours,
+            j.chips,
+            j.priority,
+            j.work_hours,
+            j.pool,
+            j.allocated_chips,
+            j.first_start_hours,
+            j.end_hours,
+            j.interruptions,
+            j.lost_compute_hours,
+        )
+        for j in jobs
+    ]
+    return np.array(rows, dtype=JOB_DTYPE)
+
+
+def merge_kept(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, Any]:
+    """``Result.extras`` from the blocks' kept arrays, in run order.
+
+    ``"jobs"``: one structured array of :data:`JOB_DTYPE`, all runs (column ``run``).
+    ``"series"``: ``start_hours`` (bins,), ``busy_chips`` and ``up_chips`` (runs, bins,
+    pools), ``queued_jobs`` (runs, bins) and ``utilization`` (busy / up, ``nan`` with no
+    chip up) per bin from time 0 to the horizon.
+    """
+    out: dict[str, Any] = {}
+    if parts and "jobs" in parts[0]:
+        out["jobs"] = np.concatenate([p["jobs"] for p in parts])
+    if parts and "series.start_hours" in parts[0]:
+        busy = np.concatenate([p["series.busy_chips"] for p in parts])
+        up = np.concatenate([p["series.up_chips"] for p in parts])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            util = np.where(up > 0, busy / np.where(up > 0, up, 1.0), np.nan)
+        out["series"] = {
+            "start_hours": parts[0]["series.start_hours"],
+            "busy_chips": busy,
+            "up_chips": up,
+            "queued_jobs": np.concatenate([p["series.queued_jobs"] for p in parts]),
+            "utilization": util,
+        }
+    return out
 
 
 def _fits(framework: str, pool: Pool, priors: Priors) -> bool:
@@ -60,33 +209,52 @@ def _trace_jobs(path: str, columns: tuple[tuple[str, str], ...] | None, unit: st
     return read_trace(Path(path), columns=dict(columns) if columns else None, time_unit=unit)  # type: ignore[arg-type]
 
 
-def _pool_specs(scenario: Scenario, draws: InputDraws, run: int, priors: Priors) -> list[PoolSpec]:
-    """The fleet of run ``run`` of this block, with its drawn rates and lead times."""
+@dataclass(frozen=True)
+class _FleetDraws:
+    """The fleet's drawn inputs of one block: one array per pool and input, drawn once."""
+
+    failure_rate_per_chip_hour: FloatArray
+    lead_time_days: tuple[FloatArray, ...]
+    preemptions_per_chip_hour: tuple[FloatArray, ...]
+
+
+def _fleet_draws(scenario: Scenario, draws: InputDraws, priors: Priors) -> _FleetDraws:
     a = scenario.assumptions
-    first_peak = catalog.chip(scenario.fleet[0].chip).bf16_tflops
     fail = draws.get(
         "assumptions.failure_rate_per_chip_hour",
         a.failure_rate_per_chip_hour,
         priors.failure_rate_per_chip_hour.value,
     )
-    repair = as_dist(a.repair_hours if a.repair_hours is not None else priors.repair_hours.value)
-    specs = []
-    for i, pool in enumerate(scenario.fleet):
-        chip = catalog.chip(pool.chip)
-        lead = draws.get(
+    lead = tuple(
+        draws.get(
             f"assumptions.lead_time_days.{pool.pricing}",
             a.lead_time_days,
             priors.lead_time_days[pool.pricing].value,
         )
-        preempt = (
-            draws.get(
-                "assumptions.spot_preemptions_per_hour",
-                a.spot_preemptions_per_hour,
-                priors.spot_preemptions_per_chip_hour.value,
-            )[run]
-            if pool.pricing == "spot"
-            else 0.0
+        for pool in scenario.fleet
+    )
+    preempt = tuple(
+        draws.get(
+            "assumptions.spot_preemptions_per_hour",
+            a.spot_preemptions_per_hour,
+            priors.spot_preemptions_per_chip_hour.value,
         )
+        if pool.pricing == "spot"
+        else np.zeros(draws.runs)
+        for pool in scenario.fleet
+    )
+    return _FleetDraws(fail, lead, preempt)
+
+
+def _pool_specs(scenario: Scenario, fleet: _FleetDraws, run: int) -> list[PoolSpec]:
+    """The fleet of run ``run`` of this block, with its drawn rates and lead times."""
+    a = scenario.assumptions
+    priors = catalog.priors()
+    first_peak = catalog.chip(scenario.fleet[0].chip).bf16_tflops
+    repair = as_dist(a.repair_hours if a.repair_hours is not None else priors.repair_hours.value)
+    specs = []
+    for i, pool in enumerate(scenario.fleet):
+        chip = catalog.chip(pool.chip)
         specs.append(
             PoolSpec(
                 name=f"{i}:{pool.chip}@{pool.provider}",
@@ -94,9 +262,9 @@ def _pool_specs(scenario: Scenario, draws: InputDraws, run: int, priors: Priors)
                 domain_chips=chip.scale_up_domain_chips,
                 # Durations are on the first pool's chip; others scale with peak throughput.
                 speed=chip.bf16_tflops / first_peak,
-                failure_rate_per_chip_hour=float(fail[run]),
-                preemptions_per_chip_hour=float(preempt),
-                lead_time_hours=float(lead[run]) * _HOURS_PER_DAY,
+                failure_rate_per_chip_hour=float(fleet.failure_rate_per_chip_hour[run]),
+                preemptions_per_chip_hour=float(fleet.preemptions_per_chip_hour[i][run]),
+                lead_time_hours=float(fleet.lead_time_days[i][run]) * _HOURS_PER_DAY,
                 repair_hours=repair.sample,
                 preemption_return_hours=repair.sample,
             )
@@ -104,70 +272,94 @@ def _pool_specs(scenario: Scenario, draws: InputDraws, run: int, priors: Priors)
     return specs
 
 
-def _jobs(scenario: Scenario, root: np.random.SeedSequence, run: int) -> object:
-    work = scenario.workload
-    assert scenario.horizon_days is not None
-    horizon_h = scenario.horizon_days * _HOURS_PER_DAY
+def _stream_jobs(
+    scenario: Scenario,
+    work: JobStream | Trace,
+    root: np.random.SeedSequence,
+    run: int,
+    until_hours: float,
+    first_job_id: int = 0,
+) -> Iterable[JobSpec]:
+    """The jobs of a stream or trace in run ``run``, numbered from ``first_job_id``."""
     if isinstance(work, JobStream):
         template = JobSpec(
             0, 0.0, 1, 1.0, 0, allowed_pools(scenario, work.framework), None, work.whole_domains
         )
-        priority = as_dist(work.priority)
         return poisson_stream(
             child(root, "des", run),
             interarrival_hours=as_dist(work.interarrival_hours).sample,
             chips=as_dist(work.chips).sample,
             work_hours=as_dist(work.duration_hours).sample,
-            priority=priority.sample,
-            until_hours=horizon_h,
+            priority=as_dist(work.priority).sample,
+            until_hours=until_hours,
             template=template,
+            first_job_id=first_job_id,
         )
-    assert isinstance(work, Trace)
     cols = tuple(sorted(work.columns.items())) if work.columns else None
     pools = allowed_pools(scenario, work.framework)
-    return [j._replace(pools=pools) for j in _trace_jobs(work.path, cols, work.time_unit)]
+    return [
+        j._replace(job_id=j.job_id + first_job_id, pools=pools)
+        for j in _trace_jobs(work.path, cols, work.time_unit)
+    ]
+
+
+def _window_row(result: DesResult) -> dict[str, float]:
+    """The shared fleet's metrics over the measurement window of one run."""
+    row = {
+        "jobs_arrived": float(result.jobs_arrived),
+        "jobs_completed": float(result.jobs_completed),
+        "jobs_running_at_horizon": float(result.jobs_running_at_horizon),
+        "jobs_queued_at_horizon": float(result.jobs_queued_at_horizon),
+        "mean_wait_hours": result.mean_wait_hours,
+        "p95_wait_hours": result.p95_wait_hours,
+        "mean_jct_hours": result.mean_jct_hours,
+        "utilization": result.utilization,
+    }
+    for i, pm in enumerate(result.pools):
+        row[f"utilization_pool{i}"] = pm.utilization
+    return row
 
 
 def simulate_block(
-    scenario: Scenario, root: np.random.SeedSequence, start: int, stop: int
-) -> tuple[dict[str, FloatArray], InputDraws]:
-    """Metrics of runs ``[start, stop)`` (one block) of a job-stream or trace scenario."""
+    scenario: Scenario,
+    root: np.random.SeedSequence,
+    start: int,
+    stop: int,
+    options: DesOptions = DesOptions(),  # frozen: a shared default is safe
+) -> tuple[dict[str, FloatArray], InputDraws, dict[str, np.ndarray]]:
+    """Metrics, draws and kept arrays of runs ``[start, stop)`` of a stream or trace scenario."""
     priors = catalog.priors()
     draws = InputDraws(root=root, start=start, stop=stop)
+    fleet = _fleet_draws(scenario, draws, priors)
     assert scenario.horizon_days is not None
+    assert isinstance(scenario.workload, JobStream | Trace)
     horizon_h = scenario.horizon_days * _HOURS_PER_DAY
     warmup_h = scenario.warmup_days * _HOURS_PER_DAY
+    kept = _Kept(options)
     rows: list[dict[str, float]] = []
     for k in range(draws.runs):
-        pools = _pool_specs(scenario, draws, k, priors)
+        pools = _pool_specs(scenario, fleet, k)
         result = des.run(
             pools,
-            _jobs(scenario, root, start + k),  # type: ignore[arg-type]
+            _stream_jobs(scenario, scenario.workload, root, start + k, horizon_h),
             scheduler=scenario.scheduler,
             horizon_hours=horizon_h,
             warmup_hours=warmup_h,
             seed_seq=child(root, "des", start + k),
+            keep_jobs=options.keep_jobs,
+            utilization_resolution_hours=options.resolution_hours,
         )
-        row = {
-            "jobs_arrived": float(result.jobs_arrived),
-            "jobs_completed": float(result.jobs_completed),
-            "jobs_running_at_horizon": float(result.jobs_running_at_horizon),
-            "jobs_queued_at_horizon": float(result.jobs_queued_at_horizon),
-            "mean_wait_hours": result.mean_wait_hours,
-            "p95_wait_hours": result.p95_wait_hours,
-            "mean_jct_hours": result.mean_jct_hours,
-            "utilization": result.utilization,
-            "goodput": result.goodput,
-            "interruptions": float(result.interruptions),
-        }
+        kept.add(start + k, result)
+        row = _window_row(result)
+        row["goodput"] = result.goodput
+        row["interruptions"] = float(result.interruptions)
         for i, pm in enumerate(result.pools):
-            row[f"utilization_pool{i}"] = pm.utilization
             row[f"allocated_chip_hours_pool{i}"] = pm.allocated_chip_hours
             row[f"held_hours_pool{i}"] = max(0.0, horizon_h - pools[i].lead_time_hours)
         rows.append(row)
     data = {key: np.array([r[key] for r in rows]) for key in rows[0]}
     data |= _price_fleet(scenario, draws, data, priors)
-    return data, draws
+    return data, draws, kept.arrays()
 
 
 def _price_fleet(
@@ -203,21 +395,73 @@ def _price_fleet(
     return out
 
 
-__all__ = ["allowed_pools", "simulate_block"]
+class _Hero:
+    """A completion sampler that runs each run's training job on the shared fleet.
 
-
-def des_completion(
-    scenario: Scenario, root: np.random.SeedSequence, start: int
-) -> analytic.CompletionSampler:
-    """A completion sampler that simulates each run's training job event by event.
-
-    The job holds every chip of its dedicated pool; a failed chip is replaced at once (hot
-    spare), so the model is the analytic engine's: interruptions at ``rate``, work lost
-    since the last checkpoint, a restart that failures can also interrupt.
+    Called by :func:`analytic.simulate_training` with the run's physics; remembers each
+    run's queue wait, the fleet's window metrics and what the study keeps.
     """
-    chips = scenario.fleet[0].count
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        root: np.random.SeedSequence,
+        start: int,
+        submit_hours: FloatArray,
+        fleet: _FleetDraws,
+        options: DesOptions,
+    ) -> None:
+        self.scenario = scenario
+        self.root = root
+        self.start = start
+        self.submit_hours = submit_hours
+        self.fleet = fleet
+        self.kept = _Kept(options)
+        self.resolution_hours = options.resolution_hours
+        days = scenario.horizon_days
+        self.window_hours = None if days is None else days * _HOURS_PER_DAY
+        self.warmup_hours = 0.0 if days is None else scenario.warmup_days * _HOURS_PER_DAY
+        self.queue_hours = np.full(submit_hours.size, math.inf)
+        self.rows: list[dict[str, float]] = []
+
+    def _pools(self, k: int, rate_per_hour: float) -> list[PoolSpec]:
+        specs = [replace(p, lead_time_hours=0.0) for p in _pool_specs(self.scenario, self.fleet, k)]
+        # The hero's pool keeps the analytic model: interruptions at the run's rate (spot
+        # preemptions included), a failed chip replaced at once by a hot spare.
+        specs[0] = replace(
+            specs[0],
+            failure_rate_per_chip_hour=rate_per_hour / specs[0].chips,
+            preemptions_per_chip_hour=0.0,
+            repair_hours=None,
+            preemption_return_hours=None,
+        )
+        return specs
+
+    def _jobs(self, hero: JobSpec, k: int, horizon_hours: float) -> Iterable[JobSpec]:
+        background = self.scenario.background
+        if background is None:
+            return [hero]
+        others = _stream_jobs(
+            self.scenario, background, self.root, self.start + k, horizon_hours, HERO_JOB_ID + 1
+        )
+        return heapq.merge([hero], others, key=lambda j: (j.submit_hours, j.job_id))
+
+    def _run(
+        self, hero: JobSpec, k: int, rate_per_hour: float, horizon_hours: float, first: bool
+    ) -> DesResult:
+        return des.run(
+            self._pools(k, rate_per_hour),
+            self._jobs(hero, k, horizon_hours),
+            scheduler=self.scenario.scheduler,
+            horizon_hours=horizon_hours,
+            warmup_hours=self.warmup_hours,
+            seed_seq=child(self.root, "des", self.start + k),
+            keep_jobs=True,
+            utilization_resolution_hours=self.resolution_hours if first else None,
+        )
 
     def sample(
+        self,
         rng: np.random.Generator,
         work: FloatArray,
         interval: FloatArray,
@@ -225,39 +469,105 @@ def des_completion(
         restart: FloatArray,
         rate: FloatArray,
     ) -> tuple[FloatArray, IntArray]:
+        """``(hours from first start to end, interruptions)`` of each run's training job."""
         del rng  # each run's events come from its own addressed stream
-        hours = np.empty(work.size)
-        count = np.empty(work.size, dtype=np.int64)
+        hours = np.full(work.size, math.inf)
+        count = np.zeros(work.size, dtype=np.int64)
+        chips = self.scenario.fleet[0].count
         for k in range(work.size):
-            pool = PoolSpec("dedicated", chips=chips, failure_rate_per_chip_hour=rate[k] / chips)
+            submit = float(self.submit_hours[k])
             tau = None if not np.isfinite(interval[k]) else float(interval[k])
-            job = JobSpec(
-                0, 0.0, chips, float(work[k]), 0, None, None, False, tau,
-                float(write[k]), float(restart[k]), False,
+            hero = JobSpec(
+                HERO_JOB_ID, submit, chips, float(work[k]), HERO_PRIORITY, (0,), None, False,
+                tau, float(write[k]), float(restart[k]), False,
             )  # fmt: skip
-            # The engine runs to a horizon; start at twice the exact mean and widen until
-            # the job ends. The same seed replays the same events, so a wider horizon only
-            # extends the run: the result equals one run with an unbounded horizon.
-            horizon = 2.0 * float(
+            expected = float(
                 reliability.expected_completion_hours(
                     work[k], interval[k], write[k], restart[k], rate[k]
                 )
             )
-            while True:
-                result = des.run(
-                    [pool],
-                    [job],
-                    scheduler="fifo",
-                    horizon_hours=horizon,
-                    seed_seq=child(root, "des", start + k),
-                    keep_jobs=True,
-                )
-                assert result.jobs is not None
-                if math.isfinite(result.jobs[0].end_hours):
+            # (An expected time that overflows means the run cannot end: no widening then.)
+            reach = submit + 2.0 * (expected if math.isfinite(expected) else float(work[k]))
+            horizon = self.window_hours or reach
+            window = result = self._run(hero, k, float(rate[k]), horizon, first=True)
+            for _ in range(MAX_WIDENINGS):
+                if _ended(result) or not math.isfinite(expected):
                     break
-                horizon *= 4.0
-            hours[k] = result.jobs[0].end_hours
-            count[k] = result.jobs[0].interruptions
+                horizon = 2.0 * max(horizon, reach)
+                result = self._run(hero, k, float(rate[k]), horizon, first=False)
+            record = _hero_record(result)
+            if record is not None:
+                self.queue_hours[k] = record.first_start_hours - submit
+                count[k] = record.interruptions
+                if math.isfinite(record.end_hours):
+                    hours[k] = record.end_hours - record.first_start_hours
+            if self.window_hours is not None:
+                self.rows.append(_window_row(window))
+                self.kept.add(self.start + k, window)
+            else:
+                self.kept.add(self.start + k, result)
         return hours, count
 
-    return sample
+    def window_metrics(self) -> dict[str, FloatArray]:
+        """The fleet's metrics over ``[warmup, horizon)`` per run (none without a horizon)."""
+        if not self.rows:
+            return {}
+        return {key: np.array([r[key] for r in self.rows]) for key in self.rows[0]}
+
+
+def _hero_record(result: DesResult) -> JobRecord | None:
+    """The training job's record (records are sorted by id; absent if never submitted)."""
+    assert result.jobs is not None
+    if result.jobs and result.jobs[0].job_id == HERO_JOB_ID:
+        return result.jobs[0]
+    return None
+
+
+def _ended(result: DesResult) -> bool:
+    record = _hero_record(result)
+    return record is not None and math.isfinite(record.end_hours)
+
+
+def simulate_training_block(
+    scenario: Scenario,
+    root: np.random.SeedSequence,
+    start: int,
+    stop: int,
+    options: DesOptions = DesOptions(),  # frozen: a shared default is safe
+) -> tuple[dict[str, FloatArray], InputDraws, dict[str, np.ndarray]]:
+    """Usage, costs and fleet metrics of runs ``[start, stop)`` of a training scenario.
+
+    Two passes over the same draws: the first (the analytic engine, cheap) gives each run's
+    lead time and porting, hence the training job's submission; the second runs the job in
+    the DES as the completion sampler. Queue waits are then added to the calendar before
+    pricing, so the delay cost sees them.
+    """
+    priors = catalog.priors()
+    before, pre_draws = analytic.simulate_training(scenario, root, start, stop)
+    decision_h = 0.0 if scenario.horizon_days is None else scenario.warmup_days * _HOURS_PER_DAY
+    submit_h = decision_h + _HOURS_PER_DAY * np.maximum(
+        before["lead_time_days"], before["porting_days"]
+    )
+    hero = _Hero(
+        scenario, root, start, submit_h, _fleet_draws(scenario, pre_draws, priors), options
+    )
+    usage, draws = analytic.simulate_training(scenario, root, start, stop, hero.sample)
+    queue_days = hero.queue_hours / _HOURS_PER_DAY
+    usage["queue_wait_days"] = queue_days
+    usage["wait_days"] = usage["wait_days"] + queue_days
+    usage["time_to_train_days"] = usage["time_to_train_days"] + queue_days
+    data = {**usage, **price_training(scenario, usage, draws), **hero.window_metrics()}
+    return data, draws, hero.kept.arrays()
+
+
+__all__ = [
+    "HERO_JOB_ID",
+    "HERO_PRIORITY",
+    "JOB_DTYPE",
+    "MAX_WIDENINGS",
+    "DesOptions",
+    "allowed_pools",
+    "merge_kept",
+    "simulate_block",
+    "simulate_training_block",
+]
