@@ -337,6 +337,15 @@ class Scenario(_Model):
                         f"{where}.chips can reach {most:g} chips but the largest pool has "
                         f"{biggest}; such jobs could never start"
                     )
+                tpus = [p.chip for p in self.fleet if catalog.chip(p.chip).kind == "tpu"]
+                if stream.whole_domains and tpus:
+                    # A TPU's scale-up domain is its whole pod; valid slice shapes are not
+                    # modelled yet, so rounding to domains would hand every job a pod.
+                    raise ValueError(
+                        f"{where}.whole_domains rounds jobs to whole scale-up domains, which on "
+                        f"{', '.join(tpus)} is a whole pod; TPU slice shapes are not modelled "
+                        f"yet: set whole_domains: false for fleets with TPU pools"
+                    )
         return self
 
     def _check_fits(self, work: TrainingRun) -> None:

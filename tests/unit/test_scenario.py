@@ -258,3 +258,20 @@ def test_background_trace_path_is_resolved_against_the_scenario_file(tmp_path: P
     s = load_scenario(f)
     assert isinstance(s.background, acs.Trace)
     assert Path(s.background.path) == (tmp_path / "jobs.csv").resolve()
+
+
+def test_whole_domains_on_a_tpu_pool_is_rejected() -> None:
+    """A TPU's scale-up domain is its pod: rounding jobs to it would hand each job a pod."""
+    stream = acs.JobStream(
+        interarrival_hours=acs.Exponential(mean=1.0),
+        chips=4,
+        duration_hours=1.0,
+        whole_domains=True,
+    )
+    with pytest.raises(ValidationError, match="TPU slice shapes are not modelled"):
+        acs.Scenario(
+            name="tpu-stream",
+            workload=stream,
+            fleet=[acs.Pool(chip="tpu-v5p", count=256, provider="gcp")],
+            horizon_days=1,
+        )
