@@ -337,14 +337,21 @@ class Scenario(_Model):
                         f"{where}.chips can reach {most:g} chips but the largest pool has "
                         f"{biggest}; such jobs could never start"
                     )
-                tpus = [p.chip for p in self.fleet if catalog.chip(p.chip).kind == "tpu"]
-                if stream.whole_domains and tpus:
-                    # A TPU's scale-up domain is its whole pod; valid slice shapes are not
-                    # modelled yet, so rounding to domains would hand every job a pod.
+                unsliced = [
+                    p.chip
+                    for p in self.fleet
+                    if catalog.chip(p.chip).kind == "tpu"
+                    and not (
+                        catalog.chip(p.chip).slice_sizes or catalog.chip(p.chip).slice_multiple
+                    )
+                ]
+                if stream.whole_domains and unsliced:
+                    # A TPU's scale-up domain is its whole pod: without the chip's valid slice
+                    # shapes, rounding to domains would hand every job a pod.
                     raise ValueError(
-                        f"{where}.whole_domains rounds jobs to whole scale-up domains, which on "
-                        f"{', '.join(tpus)} is a whole pod; TPU slice shapes are not modelled "
-                        f"yet: set whole_domains: false for fleets with TPU pools"
+                        f"{where}.whole_domains needs valid slice shapes for TPU pools, and the "
+                        f"catalog has none for {', '.join(unsliced)} (its domain is a whole "
+                        f"pod): set whole_domains: false or give the chip slice_sizes"
                     )
         return self
 

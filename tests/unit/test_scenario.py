@@ -260,18 +260,27 @@ def test_background_trace_path_is_resolved_against_the_scenario_file(tmp_path: P
     assert Path(s.background.path) == (tmp_path / "jobs.csv").resolve()
 
 
-def test_whole_domains_on_a_tpu_pool_is_rejected() -> None:
-    """A TPU's scale-up domain is its pod: rounding jobs to it would hand each job a pod."""
+def test_whole_domains_on_a_tpu_without_slice_shapes_is_rejected() -> None:
+    """A TPU's scale-up domain is its pod: without slice shapes, rounding would give a pod."""
     stream = acs.JobStream(
         interarrival_hours=acs.Exponential(mean=1.0),
         chips=4,
         duration_hours=1.0,
         whole_domains=True,
     )
-    with pytest.raises(ValidationError, match="TPU slice shapes are not modelled"):
+    assert acs.catalog.chip("tpu-v7").slice_sizes is None
+    with pytest.raises(ValidationError, match="needs valid slice shapes"):
         acs.Scenario(
             name="tpu-stream",
             workload=stream,
-            fleet=[acs.Pool(chip="tpu-v5p", count=256, provider="gcp")],
+            fleet=[acs.Pool(chip="tpu-v7", count=256, provider=None)],
             horizon_days=1,
         )
+    ok = acs.Scenario(
+        name="tpu-stream",
+        workload=stream,
+        fleet=[acs.Pool(chip="tpu-v5p", count=256, provider="gcp")],
+        horizon_days=1,
+    )
+    assert isinstance(ok.workload, acs.JobStream)
+    assert ok.workload.whole_domains

@@ -257,3 +257,25 @@ def test_a_hero_that_outlasts_the_horizon_is_replayed_to_its_end() -> None:
     assert np.isfinite(short.samples("time_to_train_days")).all()
     hero = short.extras["jobs"][short.extras["jobs"]["job_id"] == 0]
     assert np.isnan(hero["end_hours"]).all()
+
+
+def test_whole_domain_jobs_get_valid_tpu_slices() -> None:
+    """A 20-chip job on TPU v5p holds a 32-chip slice (2x4x4), never the 8,960-chip pod."""
+    s = acs.Scenario(
+        name="tpu-slices",
+        workload=acs.JobStream(
+            interarrival_hours=acs.Exponential(mean=2.0),
+            chips=20,
+            duration_hours=1.0,
+            framework="jax",
+            whole_domains=True,
+        ),
+        fleet=[acs.Pool(chip="tpu-v5p", count=128, provider="gcp")],
+        horizon_days=2,
+        assumptions=acs.Assumptions(lead_time_days=0.0, failure_rate_per_chip_hour=0.0),
+    )
+    res = acs.simulate(s, runs=2, seed=1, keep_jobs=True)
+    jobs = res.extras["jobs"]
+    started = jobs[jobs["pool"] >= 0]
+    assert len(started) > 0
+    assert set(started["allocated_chips"].tolist()) == {32}

@@ -82,6 +82,11 @@ class Chip(_Frozen):
     """Scale-up chip-to-chip bandwidth per chip, bidirectional aggregate [GB/s]."""
     scale_up_domain_chips: int = Field(ge=1)
     """Chips in one scale-up domain (NVLink node/rack, TPU pod) [chips]."""
+    slice_sizes: tuple[int, ...] | None = None
+    """TPU only: the valid slice sizes below ``slice_multiple`` (e.g. 4, 8, 16, 32) [chips];
+    a job asking for whole domains gets the smallest valid slice that holds it."""
+    slice_multiple: int | None = Field(default=None, ge=1)
+    """TPU only: above ``slice_sizes``, any multiple of this is a valid slice [chips]."""
     scale_out_gbps: PositiveFloat
     """Bandwidth per chip across scale-up domains (NIC share or TPU DCN share) [GB/s]."""
     tdp_watts: PositiveFloat

@@ -267,6 +267,8 @@ def _pool_specs(scenario: Scenario, fleet: _FleetDraws, run: int) -> list[PoolSp
                 lead_time_hours=float(fleet.lead_time_days[i][run]) * _HOURS_PER_DAY,
                 repair_hours=repair.sample,
                 preemption_return_hours=repair.sample,
+                slice_sizes=chip.slice_sizes or (),
+                slice_multiple=chip.slice_multiple or 0,
             )
         )
     return specs

@@ -59,6 +59,11 @@ class PoolSpec:
         place, so a failure interrupts the job on it but never shrinks the pool). [h]
     preemption_return_hours : Sampler or None
         Draws how long preempted capacity stays away; ``None``: at once. [h]
+    slice_sizes : tuple of int
+        Valid slice sizes (TPU topologies); when given, or with ``slice_multiple``, a job
+        with ``whole_domains`` gets the smallest valid slice instead of whole domains. [chips]
+    slice_multiple : int
+        Above ``slice_sizes``, any multiple of this is a valid slice; 0: none. [chips]
     """
 
     name: str
@@ -70,6 +75,8 @@ class PoolSpec:
     lead_time_hours: float = 0.0
     repair_hours: Sampler | None = None
     preemption_return_hours: Sampler | None = None
+    slice_sizes: tuple[int, ...] = ()
+    slice_multiple: int = 0
 
     def __post_init__(self) -> None:
         what = f"pool {self.name!r}"
@@ -87,15 +94,27 @@ class PoolSpec:
             _require(math.isfinite(value) and value >= 0, what, f"{name} must be >= 0, got {value}")
 
     def allocation_chips(self, chips: int, whole_domains: bool) -> int:
-        """Chips a job of ``chips`` holds here: rounded up to whole domains if it asks. [chips]
+        """Chips a job of ``chips`` holds here: whole domains or the smallest valid slice. [chips]
+
+        A job that asks for whole domains gets the smallest valid TPU slice that holds it
+        when the pool has slice shapes, else its chips rounded up to whole domains.
 
         Examples
         --------
         >>> PoolSpec("p", chips=64, domain_chips=8).allocation_chips(12, whole_domains=True)
         16
+        >>> tpu = PoolSpec("v5p", chips=512, slice_sizes=(4, 8, 16, 32), slice_multiple=64)
+        >>> [tpu.allocation_chips(n, whole_domains=True) for n in (3, 20, 40, 65)]
+        [4, 32, 64, 128]
         """
         if not whole_domains:
             return chips
+        if self.slice_sizes or self.slice_multiple:
+            fits = [s for s in self.slice_sizes if s >= chips]
+            if self.slice_multiple:
+                fits.append(-(-chips // self.slice_multiple) * self.slice_multiple)
+            # No valid slice holds the job: more chips than any slice (the pool is the cap).
+            return min(fits) if fits else self.chips + 1
         return -(-chips // self.domain_chips) * self.domain_chips
 
 
