@@ -125,13 +125,21 @@ class JobStream(_Model):
     """Failure-free run time on the first pool's chip [h]."""
     priority: Uncertain = 0.0
     """Job priority (higher runs first under the ``priority`` scheduler)."""
-    framework: Framework = "pytorch"
-    """Framework of the jobs; a job cannot run on a pool whose stack needs a port."""
+    framework: Framework | dict[Framework, float] = "pytorch"
+    """Framework of the jobs, or a mix given as weights (``{pytorch: 0.7, jax: 0.3}``); a
+    job cannot run on a pool whose stack its framework would need a port to."""
     whole_domains: bool = False
     """Allocate whole scale-up domains (NVLink nodes, TPU slices) to each job."""
 
     @model_validator(mode="after")
     def _positive(self) -> JobStream:
+        if isinstance(self.framework, dict):
+            weights = list(self.framework.values())
+            if not weights or any(not (w >= 0) for w in weights) or sum(weights) <= 0:
+                raise ValueError(
+                    "framework weights must be >= 0 with a positive sum, e.g. "
+                    "{pytorch: 0.7, jax: 0.3}"
+                )
         # Continuous laws such as Exponential have 0 in their support but draw it with
         # probability zero, so times are checked on [0, inf); a job needs at least one chip.
         _check_range("interarrival_hours", self.interarrival_hours, 0, math.inf, low_open=False)
@@ -146,12 +154,20 @@ class Trace(_Model):
     kind: Literal["trace"] = "trace"
     path: str
     """CSV file; relative paths are resolved against the scenario file's folder."""
-    columns: dict[str, str] | None = None
-    """Mapping from accelsim's column names to the file's (``submit``, ``chips``, ...)."""
+    columns: dict[str, str] | Literal["helios", "acme"] | None = None
+    """Mapping from accelsim's fields (``submit``, ``chips``, ``duration``, ``priority``,
+    ``chip_type``, ``estimate``) to the file's column names, or a preset for a public trace."""
     time_unit: Literal["s", "min", "h"] = "s"
     """Unit of the submit and duration columns."""
     framework: Framework = "pytorch"
     """Framework of the traced jobs."""
+    chip_types: dict[str, str] | None = None
+    """Trace chip-type label -> catalog chip id (e.g. ``{"V100": "v100"}``), when a
+    ``chip_type`` column is mapped; a job then runs only on pools of that chip. Labels that
+    already are catalog ids need no entry."""
+    skip_zero: bool = False
+    """Skip rows with zero chips or zero duration (CPU-only or instantly failed jobs, common
+    in public traces) instead of reporting them as bad rows."""
 
 
 Workload = Annotated[TrainingRun | JobStream | Trace, Field(discriminator="kind")]

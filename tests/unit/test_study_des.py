@@ -279,3 +279,62 @@ def test_whole_domain_jobs_get_valid_tpu_slices() -> None:
     started = jobs[jobs["pool"] >= 0]
     assert len(started) > 0
     assert set(started["allocated_chips"].tolist()) == {32}
+
+
+def test_a_framework_mix_sends_each_job_to_pools_it_fits() -> None:
+    """PyTorch jobs never run on the TPU pool; JAX jobs may run on either."""
+    s = stream_scenario(
+        workload=acs.JobStream(
+            interarrival_hours=acs.Exponential(mean=0.5),
+            chips=acs.Choice(values=[1, 4]),
+            duration_hours=acs.LogNormal(low=0.5, high=4.0),
+            framework={"pytorch": 0.5, "jax": 0.5},
+        ),
+        fleet=[
+            acs.Pool(chip="tpu-v5p", count=16, provider="gcp"),
+            acs.Pool(chip="h100-sxm", count=16, provider="aws"),
+        ],
+        scheduler="fifo",
+    )
+    res = acs.simulate(s, runs=2, seed=4, keep_jobs=True)
+    jobs = res.extras["jobs"]
+    on_tpu = jobs[jobs["pool"] == 0]
+    assert len(on_tpu) > 0  # JAX jobs use the TPU pool
+    assert len(jobs[jobs["pool"] == 1]) > 0
+    only_pytorch = s.replace("workload.framework", "pytorch")
+    jobs = acs.simulate(only_pytorch, runs=2, seed=4, keep_jobs=True).extras["jobs"]
+    assert len(jobs[jobs["pool"] == 0]) == 0  # never on the TPU pool without a port
+    assert len(jobs[jobs["pool"] == 1]) > 0
+
+
+def test_bad_framework_weights_are_rejected() -> None:
+    with pytest.raises(ValueError, match="framework weights"):
+        acs.JobStream(
+            interarrival_hours=1.0, chips=1, duration_hours=1.0, framework={"pytorch": 0.0}
+        )
+
+
+def test_trace_chip_types_pin_jobs_to_pools(tmp_path: Path) -> None:
+    trace = tmp_path / "typed.csv"
+    trace.write_text(
+        "submit,chips,duration,gpu\n0,4,3600,A100\n0,4,3600,H100\n60,4,3600,H100\n",
+        encoding="utf-8",
+    )
+    s = stream_scenario(
+        workload=acs.Trace(
+            path=str(trace),
+            columns={"chip_type": "gpu"},
+            chip_types={"A100": "a100-80gb", "H100": "h100-sxm"},
+        ),
+        fleet=[
+            acs.Pool(chip="h100-sxm", count=8, provider="aws"),
+            acs.Pool(chip="a100-80gb", count=8, provider="aws"),
+        ],
+        horizon_days=1,
+        warmup_days=0,
+        assumptions=acs.Assumptions(lead_time_days=0.0, failure_rate_per_chip_hour=0.0),
+    )
+    res = acs.simulate(s, runs=2, seed=1, keep_jobs=True)
+    jobs = res.extras["jobs"]
+    first_run = jobs[jobs["run"] == 0]
+    assert first_run["pool"].tolist() == [1, 0, 0]

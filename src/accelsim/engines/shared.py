@@ -48,7 +48,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -64,12 +64,12 @@ from accelsim.engines.des.metrics import DesResult
 from accelsim.engines.des.records import JobRecord
 from accelsim.engines.des.specs import JobSpec, PoolSpec
 from accelsim.engines.des.streams import poisson_stream
-from accelsim.engines.des.trace import read_trace
+from accelsim.engines.des.trace import TRACE_COLUMNS, read_trace
 from accelsim.engines.inputs import InputDraws
 from accelsim.engines.pricing import pool_energy_kwh, price_pool, price_training
 from accelsim.models import reliability
 from accelsim.scenario import JobStream, Pool, Scenario, Trace
-from accelsim.seeding import child
+from accelsim.seeding import child, stream
 
 _HOURS_PER_DAY = 24.0
 HERO_JOB_ID = 0
@@ -204,9 +204,42 @@ def allowed_pools(scenario: Scenario, framework: str) -> tuple[int, ...]:
     return allowed
 
 
+def _trace_jobs(scenario: Scenario, work: Trace) -> list[JobSpec]:
+    """The trace's jobs with the pools each may use (framework fit, and chip type if mapped)."""
+    columns = TRACE_COLUMNS[work.columns] if isinstance(work.columns, str) else work.columns
+    fits = set(allowed_pools(scenario, work.framework))
+    by_type: dict[str, list[int]] = {}
+    for i, pool in enumerate(scenario.fleet):
+        if i in fits:
+            by_type.setdefault(pool.chip, []).append(i)
+    for label, chip_id in (work.chip_types or {}).items():
+        by_type[label] = by_type.get(catalog.chip(chip_id).id, [])
+    jobs = _read_trace_cached(
+        work.path,
+        tuple(sorted((columns or {}).items())),
+        work.time_unit,
+        tuple((k, tuple(v)) for k, v in sorted(by_type.items())),
+        work.skip_zero,
+    )
+    pools = tuple(sorted(fits))
+    return [j if j.pools is not None else j._replace(pools=pools) for j in jobs]
+
+
 @functools.cache
-def _trace_jobs(path: str, columns: tuple[tuple[str, str], ...] | None, unit: str) -> list[JobSpec]:
-    return read_trace(Path(path), columns=dict(columns) if columns else None, time_unit=unit)  # type: ignore[arg-type]
+def _read_trace_cached(
+    path: str,
+    columns: tuple[tuple[str, str], ...],
+    unit: str,
+    pools_by_chip_type: tuple[tuple[str, tuple[int, ...]], ...],
+    skip_zero: bool,
+) -> list[JobSpec]:
+    return read_trace(
+        Path(path),
+        columns=dict(columns) or None,
+        time_unit=unit,  # type: ignore[arg-type]
+        pools_by_chip_type=dict(pools_by_chip_type),
+        skip_zero=skip_zero,
+    )
 
 
 @dataclass(frozen=True)
@@ -284,10 +317,11 @@ def _stream_jobs(
 ) -> Iterable[JobSpec]:
     """The jobs of a stream or trace in run ``run``, numbered from ``first_job_id``."""
     if isinstance(work, JobStream):
-        template = JobSpec(
-            0, 0.0, 1, 1.0, 0, allowed_pools(scenario, work.framework), None, work.whole_domains
-        )
-        return poisson_stream(
+        mix = work.framework if isinstance(work.framework, dict) else {work.framework: 1.0}
+        frameworks = [f for f, w in mix.items() if w > 0]
+        pools_of: dict[str, tuple[int, ...]] = {f: allowed_pools(scenario, f) for f in frameworks}
+        template = JobSpec(0, 0.0, 1, 1.0, 0, pools_of[frameworks[0]], None, work.whole_domains)
+        jobs = poisson_stream(
             child(root, "des", run),
             interarrival_hours=as_dist(work.interarrival_hours).sample,
             chips=as_dist(work.chips).sample,
@@ -297,12 +331,34 @@ def _stream_jobs(
             template=template,
             first_job_id=first_job_id,
         )
-    cols = tuple(sorted(work.columns.items())) if work.columns else None
-    pools = allowed_pools(scenario, work.framework)
-    return [
-        j._replace(job_id=j.job_id + first_job_id, pools=pools)
-        for j in _trace_jobs(work.path, cols, work.time_unit)
-    ]
+        if len(frameworks) == 1:
+            return jobs
+        return _mixed_frameworks(
+            jobs, frameworks, [mix[f] for f in frameworks], pools_of, root, run
+        )
+    return [j._replace(job_id=j.job_id + first_job_id) for j in _trace_jobs(scenario, work)]
+
+
+def _mixed_frameworks(
+    jobs: Iterable[JobSpec],
+    frameworks: Sequence[str],
+    weights: Sequence[float],
+    pools_of: Mapping[str, tuple[int, ...]],
+    root: np.random.SeedSequence,
+    run: int,
+) -> Iterator[JobSpec]:
+    """Give each job a framework drawn from the mix, and the pools that framework fits."""
+    p = np.asarray(weights) / sum(weights)
+    rng = stream(root, "des", run, "framework")
+    source = iter(jobs)
+    block = 4096
+    while True:
+        picks = rng.choice(len(frameworks), size=block, p=p)
+        for pick in picks.tolist():
+            job = next(source, None)
+            if job is None:
+                return
+            yield job._replace(pools=pools_of[frameworks[pick]])
 
 
 def _window_row(result: DesResult) -> dict[str, float]:
