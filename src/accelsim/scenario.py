@@ -232,6 +232,8 @@ class Assumptions(_Model):
     """Time a failed chip is out of service [h] (shared-cluster engine)."""
     spot_preemptions_per_hour: Uncertain | None = None
     """Spot preemptions per chip-hour of a spot pool [1/(chip·h)]."""
+    spot_return_hours: Uncertain | None = None
+    """Time until preempted spot capacity returns (shared-cluster engine) [h]."""
     lead_time_days: Uncertain | None = None
     """Capacity, quota or procurement wait before the first step [d]."""
     porting_hours: Uncertain | None = None
@@ -273,6 +275,7 @@ class Assumptions(_Model):
             "restart_hours",
             "repair_hours",
             "spot_preemptions_per_hour",
+            "spot_return_hours",
             "lead_time_days",
             "porting_hours",
             "optimization_hours",

@@ -157,6 +157,8 @@ class Priors(_Frozen):
     """Share of allocated time lost to causes other than hardware failures. [fraction]"""
     spot_preemptions_per_chip_hour: Prior
     """Spot preemptions per chip-hour. [1/(chip*h)]"""
+    spot_return_hours: Prior
+    """Time until preempted spot capacity can be had again. [h]"""
     lead_time_days: dict[Pricing, Prior]
     """Quota, capacity or procurement wait before the first step, by pricing model. [d]"""
     engineers: Prior

@@ -285,6 +285,9 @@ def _pool_specs(scenario: Scenario, fleet: _FleetDraws, run: int) -> list[PoolSp
     priors = catalog.priors()
     first_peak = catalog.chip(scenario.fleet[0].chip).bf16_tflops
     repair = as_dist(a.repair_hours if a.repair_hours is not None else priors.repair_hours.value)
+    spot_return = as_dist(
+        a.spot_return_hours if a.spot_return_hours is not None else priors.spot_return_hours.value
+    )
     specs = []
     for i, pool in enumerate(scenario.fleet):
         chip = catalog.chip(pool.chip)
@@ -299,7 +302,7 @@ def _pool_specs(scenario: Scenario, fleet: _FleetDraws, run: int) -> list[PoolSp
                 preemptions_per_chip_hour=float(fleet.preemptions_per_chip_hour[i][run]),
                 lead_time_hours=float(fleet.lead_time_days[i][run]) * _HOURS_PER_DAY,
                 repair_hours=repair.sample,
-                preemption_return_hours=repair.sample,
+                preemption_return_hours=spot_return.sample,
                 slice_sizes=chip.slice_sizes or (),
                 slice_multiple=chip.slice_multiple or 0,
             )
