@@ -41,6 +41,7 @@ SchedulerName = Literal["fifo", "backfill", "smallest_first", "priority", "prior
 # "ZeRO", SC'20, section 3.1. Used only for the boundary check "can this fit at all".
 _STATE_BYTES_PER_PARAM = 16.0
 _GIB = 2.0**30
+_MFU_MIN = 1e-3
 
 
 class _Model(BaseModel):
@@ -259,7 +260,8 @@ class Assumptions(_Model):
 
     @model_validator(mode="after")
     def _ranges(self) -> Assumptions:
-        _check_range("mfu", self.mfu, 0, 1, low_open=True)
+        # Below 0.1 % no real run operates, and compute time would overflow float64.
+        _check_range("mfu", self.mfu, _MFU_MIN, 1, low_open=False)
         _check_range("badput_fraction", self.badput_fraction, 0, 0.99, low_open=False)
         _check_range("pue", self.pue, 1, 5, low_open=False)
         _check_range("engineers", self.engineers, 0, math.inf, low_open=True)

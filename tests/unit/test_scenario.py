@@ -77,7 +77,7 @@ def test_non_positive_count_is_rejected(count: int) -> None:
 )
 def test_mfu_outside_unit_interval_is_rejected(mfu: object) -> None:
     """An untruncated normal can go below 0, so it is rejected as an MFU too."""
-    with pytest.raises(ValidationError, match=r"mfu must lie in \(0, 1\]"):
+    with pytest.raises(ValidationError, match=r"mfu must lie in \[0.001, 1\]"):
         acs.Assumptions(mfu=mfu)  # type: ignore[arg-type]
 
 

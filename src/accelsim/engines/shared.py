@@ -67,11 +67,14 @@ from accelsim.engines.des.streams import poisson_stream
 from accelsim.engines.des.trace import TRACE_COLUMNS, read_trace
 from accelsim.engines.inputs import InputDraws
 from accelsim.engines.pricing import pool_energy_kwh, price_pool, price_training
+from accelsim.errors import AccelsimError
 from accelsim.models import reliability
 from accelsim.scenario import JobStream, Pool, Scenario, Trace
 from accelsim.seeding import child, stream
 
 _HOURS_PER_DAY = 24.0
+MAX_EXPECTED_INTERRUPTIONS = 1e6
+"""Largest expected number of interruptions of a training job the DES will simulate."""
 HERO_JOB_ID = 0
 """Job id of the training run in a DES training scenario (background ids start at 1)."""
 HERO_PRIORITY = 1
@@ -547,6 +550,20 @@ class _Hero:
                     work[k], interval[k], write[k], restart[k], rate[k]
                 )
             )
+            events = float(
+                reliability.expected_interruptions(
+                    work[k], interval[k], write[k], restart[k], rate[k]
+                )
+            )
+            if not events <= MAX_EXPECTED_INTERRUPTIONS:
+                # Every interruption is an event here; past this the DES would run for hours.
+                raise AccelsimError(
+                    f"scenario {self.scenario.name!r}: run {self.start + k} expects "
+                    f"{events:.3g} interruptions of its training job; the shared-cluster "
+                    f"engine simulates each one and stops at {MAX_EXPECTED_INTERRUPTIONS:.0e}. "
+                    f"Check the MFU, failure and preemption rates, or use one pool with the "
+                    f"analytic engine"
+                )
             # (An expected time that overflows means the run cannot end: no widening then.)
             reach = submit + 2.0 * (expected if math.isfinite(expected) else float(work[k]))
             horizon = self.window_hours or reach
