@@ -8,11 +8,9 @@ order. The result is bit-identical whatever the executor, chunk size or worker c
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -22,11 +20,21 @@ from accelsim.engines import analytic, shared
 from accelsim.engines.inputs import BLOCK_RUNS, InputDraws
 from accelsim.engines.pricing import price_training
 from accelsim.results import Comparison, Result, render_table
+from accelsim.runner import (
+    Convergence,
+    ExecutorLike,
+    ProgressLike,
+    as_progress,
+    open_executor,
+    run_chunks,
+)
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
+from accelsim.store import ChunkStore, manifest, stored_seed
 
 EngineName = Literal["auto", "analytic", "des"]
-ExecutorLike = Executor | Literal["processes"] | None
+MAX_RUNS = 64 * BLOCK_RUNS
+"""Default cap of a ``runs="auto"`` study."""
 
 
 def _pick_engine(
@@ -108,23 +116,49 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
     return _concat(metrics), _concat(inputs), kept
 
 
-def _map(executor: Executor, study: _Study, chunks: Sequence[tuple[int, int]]) -> list[_Chunk]:
-    futures = [executor.submit(_run_chunk, study, a, b) for a, b in chunks]
-    return [f.result() for f in futures]  # in submission order: results never depend on timing
-
-
 def _concat(parts: Sequence[Mapping[str, FloatArray]]) -> dict[str, FloatArray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
 
 
+def _chunk_size(chunk_runs: int) -> int:
+    return max(BLOCK_RUNS, (chunk_runs // BLOCK_RUNS) * BLOCK_RUNS)
+
+
 def _chunks(runs: int, chunk_runs: int) -> list[tuple[int, int]]:
-    size = max(BLOCK_RUNS, (chunk_runs // BLOCK_RUNS) * BLOCK_RUNS)
+    size = _chunk_size(chunk_runs)
     return [(s, min(s + size, runs)) for s in range(0, runs, size)]
+
+
+def _json_entropy(entropy: object) -> int | list[int]:
+    """A seed's entropy as JSON: an int, or a list of ints (e.g. an array entropy)."""
+    if isinstance(entropy, int):
+        return entropy
+    return [int(e) for e in np.asarray(entropy).ravel()]
+
+
+def _check_runs(
+    runs: int | Literal["auto"], target: Mapping[str, float] | None, max_runs: int
+) -> int:
+    """Validate ``runs``/``target``/``max_runs``; the number of runs of the chunk grid."""
+    if runs == "auto":
+        if isinstance(max_runs, bool) or not isinstance(max_runs, int) or max_runs < 2:
+            raise ValueError(f"max_runs must be an integer >= 2, got {max_runs!r}")
+        if not target:
+            raise ValueError('runs="auto" needs a target, e.g. target={"tco_usd": 0.01}')
+        for m, tol in target.items():
+            if not (isinstance(tol, int | float) and 0 < tol < float("inf")):
+                raise ValueError(f"target[{m!r}] must be a relative tolerance > 0, got {tol!r}")
+        return max_runs
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
+        raise ValueError(f"runs must be an integer >= 2 or 'auto', got {runs!r}")
+    if target is not None:
+        raise ValueError('target is the stopping rule of runs="auto"; pass runs="auto"')
+    return runs
 
 
 def simulate(
     scenario: Scenario,
-    runs: int = 2000,
+    runs: int | Literal["auto"] = 2000,
     seed: SeedLike = None,
     *,
     engine: EngineName = "auto",
@@ -132,6 +166,11 @@ def simulate(
     chunk_runs: int = BLOCK_RUNS,
     keep_jobs: bool = False,
     utilization_resolution_hours: float | None = None,
+    target: Mapping[str, float] | None = None,
+    max_runs: int = MAX_RUNS,
+    store: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    progress: ProgressLike = False,
 ) -> Result:
     """Monte Carlo study of one scenario: ``runs`` samples of every metric.
 
@@ -139,8 +178,9 @@ def simulate(
     ----------
     scenario : Scenario
         The validated scenario.
-    runs : int
-        Number of Monte Carlo runs.
+    runs : int or "auto"
+        Number of Monte Carlo runs, or ``"auto"``: add blocks of 4096 runs until every
+        ``target`` holds, up to ``max_runs``.
     seed : int, SeedSequence or None
         Root seed; the same seed gives bit-identical results with any executor.
     engine : {"auto", "analytic", "des"}
@@ -150,8 +190,9 @@ def simulate(
         competing with the scenario's ``background`` (see :mod:`accelsim.engines.shared`);
         its queue wait is reported as ``queue_wait_days`` and counted in ``wait_days`` and
         ``time_to_train_days``.
-    executor : None, "processes" or concurrent.futures.Executor
-        Where chunks run: in-process (None), a process pool sized to the cores, or yours.
+    executor : None, "processes", concurrent.futures.Executor or distributed.Client
+        Where chunks run: in-process (None), a process pool sized to the cores, yours, or a
+        Dask cluster (through ``client.get_executor()``).
     chunk_runs : int
         Runs per chunk handed to the executor (rounded to whole blocks of 4096).
     keep_jobs : bool
@@ -165,13 +206,44 @@ def simulate(
         ``Result.extras["series"]``: ``start_hours`` (bins,), ``busy_chips``, ``up_chips``
         and ``utilization`` (runs, bins, pools), ``queued_jobs`` (runs, bins), with
         ``ceil(horizon / resolution)`` bins from time 0 (warm-up included). [h]
+    target : mapping of metric name to relative tolerance, optional
+        ``runs="auto"`` only. Stop at the first multiple of 4096 runs where, for every
+        metric, the half-width of the 95 % confidence interval of its mean is at most
+        ``tolerance * |mean|``. Runs are iid, so the interval is ``mean ± 1.96 s/sqrt(n)``.
+        The achieved precision is in ``Result.extras["precision"]`` (per metric: ``runs``,
+        ``mean``, ``half_width``, ``relative``, ``target``, ``met``). The stopping point
+        depends on the data only, so the result is the first runs of a fixed study with
+        the same seed, whatever the executor or chunk size.
+    max_runs : int
+        ``runs="auto"`` only: the cap. Where it is reached, ``met`` is false for the
+        metrics still short of their target.
+    store : path, optional
+        A directory (e.g. ``"study.parquet"``) where each finished chunk is written as it
+        completes, one Parquet file per chunk, after a JSON manifest (see
+        :mod:`accelsim.store`; needs ``pip install 'accelsim[store]'``). Not with
+        ``keep_jobs`` or ``utilization_resolution_hours``.
+    resume : bool
+        Continue the study in ``store``: check that its manifest matches this call, reuse
+        its finished chunks and run only the missing ones; the result is bit-identical to
+        an uninterrupted study. With ``seed=None`` the stored seed is used. Without
+        ``resume`` a store that already holds files is an error.
+    progress : bool or callable(done, total)
+        ``True``: a progress line on stderr when it is a terminal. A callable is called in
+        this process after each finished chunk with the runs done so far and the runs in
+        total (for ``runs="auto"``, ``max_runs``, then ``(n, n)`` once the study stops
+        after ``n`` runs).
 
     Raises
     ------
     ValueError
-        ``keep_jobs`` or ``utilization_resolution_hours`` with ``engine="analytic"``, a
-        resolution that is not > 0 or without ``horizon_days``, or a scenario the chosen
-        engine cannot run.
+        ``keep_jobs`` or ``utilization_resolution_hours`` with ``engine="analytic"`` or a
+        store, a resolution that is not > 0 or without ``horizon_days``, a scenario the
+        chosen engine cannot run, a bad ``runs``/``target``/``max_runs``, or a store whose
+        manifest differs from this study.
+    FileExistsError
+        ``store`` already holds a study and ``resume`` is false.
+    ImportError
+        ``store`` without pyarrow installed.
 
     Examples
     --------
@@ -181,9 +253,11 @@ def simulate(
     >>> res = acs.simulate(s, runs=200, seed=1)
     >>> res.runs, res.samples("tco_usd").shape
     (200, (200,))
+    >>> auto = acs.simulate(s, runs="auto", target={"tco_usd": 0.01}, seed=1)
+    >>> auto.extras["precision"]["tco_usd"]["met"]
+    True
     """
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 2:
-        raise ValueError(f"runs must be an integer >= 2, got {runs!r}")
+    total = _check_runs(runs, target, max_runs)
     resolution = utilization_resolution_hours
     if resolution is not None:
         if not (isinstance(resolution, int | float) and 0 < resolution < float("inf")):
@@ -198,22 +272,73 @@ def simulate(
     asked = "keep_jobs" if keep_jobs else None
     asked = "utilization_resolution_hours" if resolution is not None else asked
     chosen = _pick_engine(scenario, engine, asked)
+    if store is not None and asked is not None:
+        raise ValueError(f"a study store keeps metrics and inputs only, not {asked}")
+    if resume and store is None:
+        raise ValueError("resume=True needs the store= of the study to resume")
+    if seed is None and resume and store is not None:
+        seed = stored_seed(store)
     root = as_seed_sequence(seed)
-    chunks = _chunks(runs, chunk_runs)
+    chunks = _chunks(total, chunk_runs)
     options = shared.DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
     study = _Study(scenario.model_dump_json(), root.entropy, tuple(root.spawn_key), chosen, options)
-    parts: list[_Chunk]
-    if executor is None:
-        parts = [_run_chunk(study, a, b) for a, b in chunks]
-    elif executor == "processes":
-        # spawn: workers import accelsim afresh, so no state leaks in from the parent.
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
-            parts = _map(pool, study, chunks)
-    else:
-        parts = _map(executor, study, chunks)
+
+    have: dict[int, _Chunk] = {}
+    chunk_store: ChunkStore | None = None
+    if store is not None:
+        meta = manifest(
+            scenario_json=study.scenario_json,
+            entropy=_json_entropy(root.entropy),
+            spawn_key=study.spawn_key,
+            runs=runs if runs != "auto" else {"auto": dict(target or {}), "max_runs": max_runs},
+            chunk_runs=_chunk_size(chunk_runs),
+            engine=chosen,
+            options=asdict(options),
+        )
+        chunk_store = ChunkStore.open(store, meta, resume)
+        for i in sorted(chunk_store.finished() & set(range(len(chunks)))):
+            metrics, inputs = chunk_store.read(i, *chunks[i])
+            have[i] = (metrics, inputs, [])
+
+    report = as_progress(progress)
+    done = sum(b - a for i, (a, b) in enumerate(chunks) if i in have)
+    if report is not None and done:
+        report(done, total)
+
+    def on_chunk(i: int, part: _Chunk) -> None:
+        nonlocal done
+        if chunk_store is not None:
+            chunk_store.write(i, chunks[i][0], part[0], part[1])
+        done += chunks[i][1] - chunks[i][0]
+        if report is not None:
+            report(done, total)
+
+    rule = Convergence(target, chunks) if runs == "auto" and target else None
+    with open_executor(executor) as pool:
+        # auto: chunks go out in waves (one in-process); the rule is checked in chunk order
+        wave = 1 if pool is None else max(2, os.cpu_count() or 1)
+        parts = run_chunks(
+            _run_chunk,
+            study,
+            chunks,
+            executor=pool,
+            have=have,
+            on_chunk=on_chunk,
+            wave=len(chunks) if rule is None else wave,
+            stop=None if rule is None else lambda i, part: rule(i, part[0]),
+        )
     data = _concat([p[0] for p in parts])
     inputs = _concat([p[1] for p in parts])
+    kept = [k for p in parts for k in p[2]]
+    extras: dict[str, Any] = {}
+    if rule is not None:
+        n = rule.runs
+        data = {k: v[:n] for k, v in data.items()}
+        inputs = {k: v[:n] for k, v in inputs.items()}
+        kept = kept[: -(-n // BLOCK_RUNS)]
+        extras["precision"] = rule.precision
+        if report is not None:
+            report(n, n)
     entropy = root.entropy if isinstance(root.entropy, int) else None
     return Result(
         scenario_name=scenario.name,
@@ -222,7 +347,7 @@ def simulate(
         engine=chosen,
         info=analytic.run_info(scenario) if isinstance(scenario.workload, TrainingRun) else None,
         inputs=inputs,
-        extras=shared.merge_kept([kept for p in parts for kept in p[2]]),
+        extras={**shared.merge_kept(kept), **extras},
     )
 
 
@@ -299,28 +424,31 @@ def sweep(
 
 
 def sensitivity(
-    scenario: Scenario, metric: str = "tco_usd", runs: int = 4096, seed: SeedLike = None
-) -> list[tuple[str, float]]:
-    """Which uncertain inputs drive ``metric``: Spearman rank correlation per input.
+    scenario: Scenario,
+    metric: str = "tco_usd",
+    runs: int = 4096,
+    seed: SeedLike = None,
+    method: Literal["spearman", "sobol", "morris", "tornado"] = "spearman",
+) -> Any:
+    """Which uncertain inputs drive ``metric`` (see :mod:`accelsim.sensitivity_analysis`).
 
-    Returns ``(input name, rho)`` pairs sorted by ``|rho|``, largest first; inputs that did
-    not vary are left out. (Variance-based Sobol indices are planned; rank correlation is
-    the screening step.)
+    ``method="spearman"`` (default): ``(input name, rho)`` pairs sorted by ``|rho|``,
+    largest first, over a ``runs``-run study (inputs that did not vary are left out).
+    ``"sobol"``: first-order and total indices with 95% intervals (``runs`` is the base
+    sample, a power of two). ``"morris"``: elementary-effect screening over ``runs``
+    trajectories (needs the ``sensitivity`` extra). ``"tornado"``: P10/P90 swing of the
+    metric's mean per input, the others at their median (``runs`` per setting). All but
+    spearman run the analytic engine. Every result has a ``table()``.
     """
-    from scipy.stats import spearmanr
+    from accelsim.sensitivity_analysis import analyse
 
-    res = simulate(scenario, runs=runs, seed=seed)
-    y = res.samples(metric)
-    out = []
-    for name, x in res.inputs.items():
-        if np.ptp(x) > 0 and np.ptp(y) > 0:
-            rho = float(spearmanr(x, y).statistic)
-            out.append((name, rho))
-    return sorted(out, key=lambda t: -abs(t[1]))
+    return analyse(scenario, metric, runs, seed, method)
 
 
-def sensitivity_table(pairs: Sequence[tuple[str, float]]) -> str:
-    """The output of :func:`sensitivity` as a table."""
+def sensitivity_table(pairs: Any) -> str:
+    """The output of :func:`sensitivity` (any method, or ``(name, rho)`` pairs) as a table."""
+    if hasattr(pairs, "table"):
+        return str(pairs.table())
     return render_table(["input", "spearman rho"], [[n, f"{r:+.2f}"] for n, r in pairs])
 
 

@@ -6,10 +6,17 @@ study may be shorter). Each input is keyed by a stable name (its field path, e.g
 b)``. So results do not depend on how blocks are grouped into chunks or workers, and two
 scenarios compared with the same seed share the draws of every input they share (common
 random numbers), whatever else either of them draws.
+
+A sensitivity analysis replaces the random draws of chosen inputs by designed uniforms:
+inside ``with designed({name: u}):`` every :class:`InputDraws` maps ``u[start:stop]``
+through the input's ``ppf`` instead of sampling (see :mod:`accelsim.sensitivity_analysis`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +27,27 @@ from accelsim.seeding import stream
 
 BLOCK_RUNS = 4096
 """Run indices per block: the unit of random-stream addressing."""
+
+
+_DESIGN: ContextVar[Mapping[str, FloatArray] | None] = ContextVar("accelsim_design", default=None)
+
+
+@contextmanager
+def designed(design: Mapping[str, FloatArray]) -> Iterator[None]:
+    """Within the block, inputs named in ``design`` take their designed uniforms.
+
+    ``design[name]`` holds one U(0, 1) value per run index of the study (from run 0); an
+    :class:`InputDraws` created inside the block maps its slice through the input's ``ppf``.
+    """
+    token = _DESIGN.set(design)
+    try:
+        yield
+    finally:
+        _DESIGN.reset(token)
+
+
+def _active_design() -> Mapping[str, FloatArray] | None:
+    return _DESIGN.get()
 
 
 def blocks(start: int, stop: int) -> list[tuple[int, int]]:
@@ -40,6 +68,8 @@ class InputDraws:
     """Every input drawn so far, by name (for sensitivity analysis and replay)."""
     source: dict[str, str] = field(default_factory=dict)
     """``"user"`` or ``"prior"`` per input name."""
+    design: Mapping[str, FloatArray] | None = field(default_factory=_active_design)
+    """Designed U(0, 1) values by input name, indexed by run (``None``: sample every input)."""
 
     @property
     def runs(self) -> int:
@@ -66,6 +96,13 @@ class InputDraws:
         dist: Dist = as_dist(value)
         if isinstance(dist, Fixed):
             out = np.full(self.runs, float(dist.value))
+        elif self.design is not None and name in self.design:
+            u = np.asarray(self.design[name], dtype=float)[self.start : self.stop]
+            if u.shape != (self.runs,):
+                raise ValueError(
+                    f"the design of {name!r} covers {u.size} of runs [{self.start}, {self.stop})"
+                )
+            out = np.asarray(dist.ppf(u), dtype=float)
         else:
             out = dist.sample(stream(self.root, "input", name, self.block), self.runs)
         self.drawn[name] = out
@@ -79,4 +116,4 @@ class InputDraws:
         return out
 
 
-__all__ = ["BLOCK_RUNS", "InputDraws", "blocks"]
+__all__ = ["BLOCK_RUNS", "InputDraws", "blocks", "designed"]

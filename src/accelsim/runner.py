@@ -1,0 +1,233 @@
+"""The chunked runner behind :func:`accelsim.simulate`: executors, progress and convergence.
+
+A study's runs are cut into chunks of whole blocks; :func:`run_chunks` runs the chunks on an
+executor (in-process, a process pool, any ``concurrent.futures.Executor`` or a Dask
+``distributed.Client``), hands each finished chunk to a callback in the parent (which writes
+it to a store and reports progress) and returns the chunks **in order**, so the result never
+depends on timing. With a stopping rule (``runs="auto"``) chunks run in waves, the rule is
+checked chunk by chunk in order, and chunks computed beyond the stopping point are dropped:
+where a study stops depends on its data only, never on the executor.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+
+from accelsim._typing import FloatArray
+from accelsim.engines.inputs import BLOCK_RUNS
+
+_Z95 = 1.959963984540054  # two-sided 95 % normal quantile
+
+T = TypeVar("T")
+S = TypeVar("S")
+
+
+@runtime_checkable
+class HasExecutor(Protocol):
+    """Anything with ``get_executor()``, such as a Dask ``distributed.Client``."""
+
+    def get_executor(self, **kwargs: Any) -> Executor:
+        """A ``concurrent.futures.Executor`` that runs on this client's cluster."""
+        ...  # pragma: no cover
+
+
+ExecutorLike = Executor | HasExecutor | Literal["processes"] | None
+ProgressLike = bool | Callable[[int, int], object]
+
+
+@contextmanager
+def open_executor(executor: ExecutorLike) -> Iterator[Executor | None]:
+    """The executor to submit chunks to (``None``: run in-process).
+
+    ``"processes"`` starts a pool sized to the cores with the spawn context (workers import
+    accelsim afresh, so no state leaks in from the parent) and shuts it down afterwards; a
+    Dask client is used through ``client.get_executor(pure=False)``; an executor is used as given.
+    """
+    if executor is None:
+        yield None
+    elif isinstance(executor, str):
+        if executor != "processes":
+            raise ValueError(f"executor must be None, 'processes' or an Executor, not {executor!r}")
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
+            yield pool
+    elif isinstance(executor, Executor):
+        yield executor
+    elif isinstance(executor, HasExecutor):
+        # pure=False: every chunk is computed, never taken from a cached task of the same key
+        yield executor.get_executor(pure=False)
+    else:
+        raise TypeError(
+            f"executor must be None, 'processes', a concurrent.futures.Executor or a Dask "
+            f"Client, not {type(executor).__name__}"
+        )
+
+
+def run_chunks(
+    fn: Callable[[S, int, int], T],
+    study: S,
+    chunks: Sequence[tuple[int, int]],
+    *,
+    executor: Executor | None,
+    have: Mapping[int, T],
+    on_chunk: Callable[[int, T], None],
+    wave: int,
+    stop: Callable[[int, T], bool] | None = None,
+) -> list[T]:
+    """Run ``fn(study, start, stop)`` for every chunk not in ``have``; return chunks in order.
+
+    ``on_chunk(i, chunk)`` is called in the parent as each chunk finishes (completion order).
+    Chunks are submitted ``wave`` at a time; after each wave ``stop(i, chunk)`` is asked in
+    chunk order, and the first ``True`` ends the study with chunk ``i`` the last returned.
+    """
+    out: list[T] = []
+    for w0 in range(0, len(chunks), max(1, wave)):
+        idx = range(w0, min(w0 + max(1, wave), len(chunks)))
+        got = {i: have[i] for i in idx if i in have}
+        todo = [i for i in idx if i not in have]
+        if executor is None:
+            for i in todo:
+                got[i] = fn(study, *chunks[i])
+                on_chunk(i, got[i])
+        else:
+            futures: dict[Future[T], int] = {
+                executor.submit(fn, study, *chunks[i]): i for i in todo
+            }
+            try:
+                for f in as_completed(futures):
+                    got[futures[f]] = f.result()
+                    on_chunk(futures[f], got[futures[f]])
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+        for i in idx:
+            out.append(got[i])
+            if stop is not None and stop(i, got[i]):
+                return out
+    return out
+
+
+def mean_precision(x: FloatArray) -> dict[str, float]:
+    """Mean of ``x`` and the half-width of its 95 % confidence interval.
+
+    Runs are independent and identically distributed (every run draws its own inputs), so
+    the plain standard error ``s / sqrt(n)`` is valid and the interval is ``mean ± 1.96 SE``
+    (normal approximation, good for the thousands of runs a block holds). ``relative`` is
+    ``half_width / |mean|`` (0 when the half-width is 0, inf when only the mean is 0).
+
+    Examples
+    --------
+    >>> p = mean_precision(np.array([1.0, 2.0, 3.0, 4.0]))
+    >>> p["mean"], round(p["half_width"], 4)
+    (2.5, 1.2652)
+    """
+    n = int(x.size)
+    mean = float(np.mean(x))
+    half = _Z95 * float(np.std(x, ddof=1)) / np.sqrt(n) if n > 1 else float("inf")
+    if half == 0.0:
+        rel = 0.0
+    elif mean == 0.0:
+        rel = float("inf")
+    else:
+        rel = half / abs(mean)
+    return {"runs": n, "mean": mean, "half_width": float(half), "relative": float(rel)}
+
+
+class Convergence:
+    """Stopping rule of ``runs="auto"``: stop at the first block end where every target holds.
+
+    The rule is checked at every multiple of :data:`BLOCK_RUNS` runs (and at the cap), so the
+    stopping point depends on the data only, not on the chunk size or the executor; a study
+    that stops after ``n`` runs is the first ``n`` runs of a fixed study of the same seed.
+    """
+
+    def __init__(self, target: Mapping[str, float], chunks: Sequence[tuple[int, int]]) -> None:
+        self.target = dict(target)
+        self.chunks = chunks
+        self.seen: dict[str, list[FloatArray]] = {m: [] for m in self.target}
+        self.runs = 0
+        self.precision: dict[str, dict[str, Any]] = {}
+
+    def __call__(self, i: int, metrics: Mapping[str, FloatArray]) -> bool:
+        """Take chunk ``i``'s metrics; true (and ``self.runs`` set) once the targets hold."""
+        missing = [m for m in self.target if m not in metrics]
+        if missing:
+            raise KeyError(
+                f"target metric(s) {', '.join(missing)} not in this study; it has: "
+                f"{', '.join(metrics)}"
+            )
+        start, stop = self.chunks[i]
+        ends = [*range(start + BLOCK_RUNS, stop, BLOCK_RUNS), stop]
+        for end in ends:
+            used = end - start
+            self.runs = end
+            self.precision = {}
+            for m, tol in self.target.items():
+                x = np.concatenate([*self.seen[m], metrics[m][:used]])
+                p: dict[str, Any] = dict(mean_precision(x))
+                p["target"] = tol
+                p["met"] = bool(p["relative"] <= tol)
+                self.precision[m] = p
+            if all(p["met"] for p in self.precision.values()):
+                return True
+        for m in self.target:
+            self.seen[m].append(np.asarray(metrics[m]))
+        return False
+
+
+class _TtyProgress:
+    """A one-line progress report on stderr (runs done, runs/s, ETA), only on a terminal."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.first: int | None = None
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.first is None:
+            self.first = done
+            self.t0 = time.perf_counter()
+        elapsed = time.perf_counter() - self.t0
+        rate = (done - self.first) / elapsed if elapsed > 0 else 0.0
+        eta = f"{(total - done) / rate:,.0f} s" if rate > 0 else "?"
+        end = "\n" if done >= total else ""
+        sys.stderr.write(
+            f"\raccelsim: {done:,}/{total:,} runs ({100 * done / max(total, 1):.0f} %), "
+            f"{rate:,.0f} runs/s, ETA {eta}   {end}"
+        )
+        sys.stderr.flush()
+
+
+def as_progress(progress: ProgressLike) -> Callable[[int, int], object] | None:
+    """The progress callback for ``progress=`` (False: none; True: a line on a terminal)."""
+    if progress is False:
+        return None
+    if progress is True:
+        return _TtyProgress()
+    if callable(progress):
+        return progress
+    raise TypeError(f"progress must be a bool or a callable(done, total), not {progress!r}")
+
+
+__all__ = [
+    "Convergence",
+    "ExecutorLike",
+    "HasExecutor",
+    "ProgressLike",
+    "as_progress",
+    "mean_precision",
+    "open_executor",
+    "run_chunks",
+]

@@ -1,0 +1,232 @@
+"""The chunked runner: runs="auto" convergence, progress reporting and executors (Dask too)."""
+
+from __future__ import annotations
+
+import io
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import accelsim as acs
+from accelsim.engines.inputs import BLOCK_RUNS
+from accelsim.runner import mean_precision
+
+LOW_USD, HIGH_USD, HOURS = 50.0, 150.0, 150.0
+
+
+def scenario() -> acs.Scenario:
+    """Engineering cost = 150 h (porting 100 + optimisation 50, fixed) x U(50, 150) USD/h.
+
+    So its exact mean is 150 * 100 = 15,000 USD and its coefficient of variation
+    (100 / sqrt(12)) / 100 = 0.2887.
+    """
+    return acs.Scenario(
+        name="known-mean",
+        workload=acs.TrainingRun(params=7e9, tokens=1e11),
+        fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws")],
+        assumptions=acs.Assumptions(
+            mfu=0.4,
+            porting_hours=100.0,
+            optimization_hours=50.0,
+            engineer_usd_per_hour=acs.Uniform(low=LOW_USD, high=HIGH_USD),
+        ),
+    )
+
+
+TRUE_MEAN_USD = HOURS * (LOW_USD + HIGH_USD) / 2
+
+
+def assert_same(a: acs.Result, b: acs.Result) -> None:
+    assert list(a.data) == list(b.data)
+    for m in a.data:
+        np.testing.assert_array_equal(a.samples(m), b.samples(m), err_msg=m)
+    for k in a.inputs:
+        np.testing.assert_array_equal(a.inputs[k], b.inputs[k], err_msg=k)
+
+
+def test_scenario_has_the_stated_known_mean() -> None:
+    """The oracle of the coverage test: hours are constant, the wage is the only draw."""
+    res = acs.simulate(scenario(), runs=BLOCK_RUNS, seed=0)
+    np.testing.assert_array_equal(res.samples("engineering_hours"), HOURS)
+    wage = res.inputs["assumptions.engineer_usd_per_hour"]
+    np.testing.assert_allclose(res.samples("engineering_cost_usd"), HOURS * wage, rtol=1e-15)
+
+
+def test_auto_stops_at_the_first_block_meeting_the_target() -> None:
+    """It stops once the 95 % half-width is within 0.4 % of the mean, and not a block earlier.
+
+    Needed runs ~ (1.96 * 0.2887 / 0.004)^2 = 20,000, so about 5 blocks: the rule is
+    checked at several block ends before it holds.
+    """
+    res = acs.simulate(scenario(), runs="auto", target={"engineering_cost_usd": 0.004}, seed=7)
+    p = res.extras["precision"]["engineering_cost_usd"]
+    x = res.samples("engineering_cost_usd")
+    assert res.runs % BLOCK_RUNS == 0
+    assert res.runs >= 4 * BLOCK_RUNS
+    assert p["runs"] == res.runs
+    assert p["met"]
+    assert p["relative"] <= 0.004
+    assert p == {**mean_precision(x), "target": 0.004, "met": True}
+    earlier = mean_precision(x[: res.runs - BLOCK_RUNS])
+    assert earlier["relative"] > 0.004
+
+
+def test_auto_study_is_the_first_blocks_of_a_fixed_study() -> None:
+    """Streams are addressed by block: an auto study that stops after n runs equals a fixed
+    study of n runs with the same seed, whatever the chunk size and executor."""
+    target = {"engineering_cost_usd": 0.004, "tco_usd": 0.05}
+    auto = acs.simulate(scenario(), runs="auto", target=target, seed=3)
+    fixed = acs.simulate(scenario(), runs=auto.runs, seed=3)
+    assert_same(auto, fixed)
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        other = acs.simulate(
+            scenario(),
+            runs="auto",
+            target=target,
+            seed=3,
+            chunk_runs=3 * BLOCK_RUNS,
+            executor=pool,
+        )
+    assert_same(auto, other)
+    assert other.extras["precision"] == auto.extras["precision"]
+
+
+def test_auto_stops_at_the_cap_and_says_the_target_was_missed() -> None:
+    res = acs.simulate(
+        scenario(), runs="auto", target={"engineering_cost_usd": 1e-6}, max_runs=6000, seed=1
+    )
+    p = res.extras["precision"]["engineering_cost_usd"]
+    assert res.runs == 6000
+    assert p["runs"] == 6000
+    assert not p["met"]
+    assert p["relative"] > 1e-6
+
+
+def test_stated_interval_covers_the_true_mean_at_the_nominal_rate() -> None:
+    """Repeated experiment: 100 independent auto studies (seeds 1000-1099), target 0.6 %.
+
+    Each study's interval mean ± half_width should cover the exact mean 15,000 USD with
+    probability 0.95: runs are iid, so the plain standard error is valid, and stopping at
+    the first block end where the target holds (here after 3 blocks, 12,288 runs) barely
+    matters with thousands of runs per block. The number of covering intervals is then
+    Binomial(100, 0.95); we accept the central region holding 99.8 % of its mass,
+    [binom.ppf(0.001), binom.isf(0.001)] = [87, 100]. A correct interval fails with
+    probability < 0.2 %; an interval with 80 % coverage passes with probability ~5 %, one
+    twice too narrow (68 %) essentially never.
+    """
+    trials = 100
+    covered = 0
+    for k in range(trials):
+        res = acs.simulate(
+            scenario(), runs="auto", target={"engineering_cost_usd": 0.006}, seed=1000 + k
+        )
+        p = res.extras["precision"]["engineering_cost_usd"]
+        assert p["met"]
+        covered += abs(p["mean"] - TRUE_MEAN_USD) <= p["half_width"]
+    lo = int(stats.binom.ppf(0.001, trials, 0.95))
+    hi = int(stats.binom.isf(0.001, trials, 0.95))
+    assert lo <= covered <= hi, (covered, lo, hi)
+
+
+def test_auto_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="needs a target"):
+        acs.simulate(scenario(), runs="auto", seed=1)
+    with pytest.raises(ValueError, match="relative tolerance"):
+        acs.simulate(scenario(), runs="auto", target={"tco_usd": 0.0}, seed=1)
+    with pytest.raises(ValueError, match="max_runs"):
+        acs.simulate(scenario(), runs="auto", target={"tco_usd": 0.1}, max_runs=1, seed=1)
+    with pytest.raises(ValueError, match='runs="auto"'):
+        acs.simulate(scenario(), runs=100, target={"tco_usd": 0.1}, seed=1)
+    with pytest.raises(KeyError, match="no_such_metric"):
+        acs.simulate(scenario(), runs="auto", target={"no_such_metric": 0.1}, seed=1)
+
+
+def test_progress_callable_gets_runs_done_after_each_chunk() -> None:
+    calls: list[tuple[int, int]] = []
+    runs = 3 * BLOCK_RUNS + 100
+    acs.simulate(scenario(), runs=runs, seed=1, progress=lambda d, t: calls.append((d, t)))
+    assert calls == [
+        (BLOCK_RUNS, runs),
+        (2 * BLOCK_RUNS, runs),
+        (3 * BLOCK_RUNS, runs),
+        (runs, runs),
+    ]
+
+
+def test_progress_with_an_executor_counts_up_to_the_total() -> None:
+    calls: list[tuple[int, int]] = []
+    runs = 4 * BLOCK_RUNS
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        acs.simulate(
+            scenario(), runs=runs, seed=1, executor=pool, progress=lambda *a: calls.append(a)
+        )
+    assert [d for d, _ in calls] == [BLOCK_RUNS * k for k in range(1, 5)]
+    assert {t for _, t in calls} == {runs}
+
+
+def test_progress_of_an_auto_study_ends_at_the_runs_used() -> None:
+    calls: list[tuple[int, int]] = []
+    res = acs.simulate(
+        scenario(),
+        runs="auto",
+        target={"engineering_cost_usd": 0.01},
+        max_runs=10 * BLOCK_RUNS,
+        seed=2,
+        progress=lambda *a: calls.append(a),
+    )
+    assert calls[0] == (BLOCK_RUNS, 10 * BLOCK_RUNS)
+    assert calls[-1] == (res.runs, res.runs)
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_true_prints_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    acs.simulate(scenario(), runs=2 * BLOCK_RUNS, seed=1, progress=True)
+    assert pipe.getvalue() == ""
+    tty = _Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    acs.simulate(scenario(), runs=2 * BLOCK_RUNS, seed=1, progress=True)
+    text = tty.getvalue()
+    assert f"{2 * BLOCK_RUNS:,}/{2 * BLOCK_RUNS:,} runs (100 %)" in text
+    assert text.endswith("\n")
+
+
+def test_bad_executor_and_progress_are_rejected() -> None:
+    with pytest.raises(ValueError, match="processes"):
+        acs.simulate(scenario(), runs=100, seed=1, executor="threads")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Dask"):
+        acs.simulate(scenario(), runs=100, seed=1, executor=object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="progress"):
+        acs.simulate(scenario(), runs=100, seed=1, progress="yes")  # type: ignore[arg-type]
+
+
+def test_dask_local_cluster_is_bit_identical_to_in_process() -> None:
+    """A 2-worker, 2-process Dask LocalCluster (through client.get_executor()) gives the
+    in-process result exactly, for a training study and a DES job-stream study."""
+    from distributed import Client, LocalCluster
+
+    des = (
+        acs.load_scenario("examples/shared_onprem_h100_jobstream.yaml")
+        .replace("warmup_days", 0.5)
+        .replace("horizon_days", 3.0)
+    )
+    analytic_in = acs.simulate(scenario(), runs=3 * BLOCK_RUNS + 7, seed=4)
+    des_in = acs.simulate(des, runs=3, seed=4)
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        analytic_dask = acs.simulate(scenario(), runs=3 * BLOCK_RUNS + 7, seed=4, executor=client)
+        des_dask = acs.simulate(des, runs=3, seed=4, executor=client)
+    assert_same(analytic_in, analytic_dask)
+    assert_same(des_in, des_dask)

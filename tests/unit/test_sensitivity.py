@@ -1,0 +1,174 @@
+"""Scenario-level sensitivity: designed inputs, Sobol, Morris, tornado, Spearman dispatch.
+
+The scenario fixes every user assumption except two: ``engineer_usd_per_hour`` ~ U(100,
+200) and ``failure_rate_per_chip_hour`` ~ U(1e-6, 1e-5). With porting 100 h and
+optimisation 200 h fixed (no prototype re-optimisation), ``engineering_cost_usd`` is
+exactly 300 h x the hourly rate: by construction only the rate drives it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import accelsim as acs
+from accelsim import sensitivity_analysis as sa
+from accelsim.dists import Uniform
+from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, designed
+
+RATE = "assumptions.engineer_usd_per_hour"
+FAILURES = "assumptions.failure_rate_per_chip_hour"
+HOURS = 300.0  # porting 100 h + optimisation 200 h
+RATE_DIST = Uniform(low=100, high=200)
+
+
+def known() -> acs.Scenario:
+    a = acs.Assumptions(
+        mfu=0.4,
+        checkpoint_write_hours=0.1,
+        checkpoint_interval_hours=2.0,
+        restart_hours=0.5,
+        lead_time_days=0,
+        porting_hours=100,
+        optimization_hours=200,
+        engineers=2,
+        pue=1.2,
+        badput_fraction=0.0,
+        emission_kg_per_kwh=0.4,
+        engineer_usd_per_hour=RATE_DIST,
+        failure_rate_per_chip_hour=Uniform(low=1e-6, high=1e-5),
+    )
+    return acs.Scenario(
+        name="known",
+        workload=acs.TrainingRun(params=7e9, tokens=1e11),
+        fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws")],
+        assumptions=a,
+    )
+
+
+def test_input_names_are_the_inputs_that_vary() -> None:
+    names = sa.input_names(known(), seed=1)
+    assert {RATE, FAILURES} <= set(names)
+    assert "assumptions.pue" not in names  # fixed by the user
+    assert "engineering.reoptimization_hours" not in names  # a known constant
+
+
+@given(u=st.lists(st.floats(0.001, 0.999), min_size=2, max_size=40))
+def test_evaluate_maps_the_design_through_the_ppf(u: list[float]) -> None:
+    """engineering_cost = 300 h x ppf(u), run by run (float rounding only: rel 1e-12)."""
+    design = {RATE: np.array(u)}
+    got = sa.evaluate(known(), design, "engineering_cost_usd", np.random.SeedSequence(5))
+    np.testing.assert_allclose(got, HOURS * RATE_DIST.ppf(np.array(u)), rtol=1e-12)
+
+
+def test_design_spans_blocks_and_leaves_the_default_path_alone() -> None:
+    """A block at run 4096 takes its slice; outside ``designed`` nothing changes."""
+    root = np.random.SeedSequence(9)
+    u = np.linspace(0.0, 1.0, BLOCK_RUNS + 10)
+    before = InputDraws(root, 0, 10).get(RATE, RATE_DIST, RATE_DIST)
+    with designed({RATE: u}):
+        late = InputDraws(root, BLOCK_RUNS, BLOCK_RUNS + 10).get(RATE, RATE_DIST, RATE_DIST)
+        fixed = InputDraws(root, 0, 10).get(RATE, 150.0, RATE_DIST)
+        with pytest.raises(ValueError, match="covers"):
+            InputDraws(root, 0, BLOCK_RUNS + 20).get(RATE, RATE_DIST, RATE_DIST)
+    after = InputDraws(root, 0, 10).get(RATE, RATE_DIST, RATE_DIST)
+    np.testing.assert_array_equal(late, RATE_DIST.ppf(u[BLOCK_RUNS:]))
+    np.testing.assert_array_equal(fixed, np.full(10, 150.0))  # a fixed input ignores it
+    np.testing.assert_array_equal(before, after)
+    assert np.ptp(before) > 0
+
+
+def test_sobol_puts_all_of_engineering_cost_on_the_rate() -> None:
+    """The rate's S1 and ST intervals contain 1; every other index is exactly 0.
+
+    An input without effect gives f(AB_i) == f(A) bit for bit (failures share run j's
+    stream), so its Saltelli S1 and Jansen ST are 0 up to rounding (1e-12).
+    """
+    res = sa.sobol(known(), "engineering_cost_usd", runs=256, seed=2)
+    i = res.names.index(RATE)
+    assert res.first_order_ci[i, 0] <= 1.0 <= res.first_order_ci[i, 1]
+    assert res.total_order_ci[i, 0] <= 1.0 <= res.total_order_ci[i, 1]
+    others = [j for j in range(len(res.names)) if j != i]
+    np.testing.assert_allclose(res.first_order[others], 0.0, atol=1e-12)
+    np.testing.assert_allclose(res.total_order[others], 0.0, atol=1e-12)
+    assert res.table().splitlines()[2].startswith(RATE)
+
+
+def test_same_seed_same_indices_and_intervals() -> None:
+    a = sa.sobol(known(), "tco_usd", runs=64, seed=4)
+    b = sa.sobol(known(), "tco_usd", runs=64, seed=4)
+    assert a.names == b.names
+    for x, y in [
+        (a.first_order, b.first_order),
+        (a.total_order, b.total_order),
+        (a.first_order_ci, b.first_order_ci),
+        (a.total_order_ci, b.total_order_ci),
+    ]:
+        np.testing.assert_array_equal(x, y)
+
+
+def test_sobol_needs_a_power_of_two() -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        sa.sobol(known(), runs=100, seed=1)
+
+
+def test_tornado_swing_is_the_rate_range_times_the_hours() -> None:
+    """Swing = 300 h x (P90 - P10) = 300 x 80 = 24,000 USD; inputs without effect: 0."""
+    res = sa.tornado(known(), "engineering_cost_usd", runs=64, seed=1)
+    assert res.names[0] == RATE
+    assert res.swing[0] == pytest.approx(HOURS * 80.0, rel=1e-12)
+    assert res.base == pytest.approx(HOURS * 150.0, rel=1e-12)
+    np.testing.assert_array_equal(res.swing[1:], 0.0)
+    assert FAILURES in res.names
+    assert "assumptions.pue" not in res.names  # Fixed inputs are not analysed
+    assert "swing" in res.table()
+
+
+def test_morris_mu_star_is_the_p1_to_p99_change() -> None:
+    """mu* of the rate = 300 h x (P99 - P1) = 300 x 98 (the grid spans P1..P99); else 0."""
+    res = sa.morris(known(), "engineering_cost_usd", trajectories=8, seed=1)
+    i = res.names.index(RATE)
+    assert res.mu_star[i] == pytest.approx(HOURS * 98.0, rel=1e-9)
+    assert res.mu[i] == pytest.approx(HOURS * 98.0, rel=1e-9)
+    np.testing.assert_allclose(np.delete(res.mu_star, i), 0.0, atol=1e-9)
+    assert res.table().splitlines()[2].startswith(RATE)
+
+
+def test_morris_without_salib_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "SALib.analyze", None)
+    with pytest.raises(ImportError, match=r"accelsim\[sensitivity\]"):
+        sa.morris(known(), "engineering_cost_usd", trajectories=2, seed=1)
+
+
+def test_study_sensitivity_dispatches_and_keeps_spearman_pairs() -> None:
+    s = known()
+    pairs = acs.sensitivity(s, metric="engineering_cost_usd", runs=512, seed=3)
+    assert pairs[0][0] == RATE
+    assert pairs[0][1] == pytest.approx(1.0)
+    assert "spearman rho" in acs.study.sensitivity_table(pairs)
+    sob = acs.sensitivity(s, "engineering_cost_usd", runs=64, seed=3, method="sobol")
+    assert isinstance(sob, sa.SobolResult)
+    assert acs.study.sensitivity_table(sob) == sob.table()
+    tor = acs.sensitivity(s, "engineering_cost_usd", runs=16, seed=3, method="tornado")
+    assert isinstance(tor, sa.TornadoResult)
+    with pytest.raises(ValueError, match="unknown sensitivity method"):
+        acs.sensitivity(s, method="pawn")  # type: ignore[arg-type]
+
+
+def test_errors_name_the_problem() -> None:
+    root = np.random.SeedSequence(1)
+    with pytest.raises(ValueError, match="unknown metric"):
+        sa.evaluate(known(), {RATE: np.full(4, 0.5)}, "nope", root)
+    with pytest.raises(ValueError, match="does not draw"):
+        sa.evaluate(known(), {"assumptions.nope": np.full(4, 0.5)}, "tco_usd", root)
+    inference = acs.Scenario(
+        name="svc",
+        workload=acs.TrainingRun(params=7e9, tokens=1e11),
+        fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws")] * 2,
+    )
+    with pytest.raises(ValueError, match="analytic engine"):
+        sa.sobol(inference, runs=4, seed=1)
