@@ -1,7 +1,7 @@
 """The built-in default question: a 70B-parameter PyTorch production run, H100 vs TPU v5p.
 
 The two fleets are sized to similar peak bf16 compute (the TPU count is rounded to a
-multiple of 64 chips, a valid v5p slice size), so the comparison is about cost per
+valid v5p slice size from the catalog), so the comparison is about cost per
 delivered FLOP, utilisation, porting and waits rather than about raw fleet size.
 """
 
@@ -13,16 +13,16 @@ from accelsim.scenario import Pool, Scenario, TrainingRun
 
 GPU_CHIPS = 1024
 """H100s in the GPU option (a common reservation size for a 70B run)."""
-TPU_SLICE_MULTIPLE = 64
-"""TPU v5p slices come in multiples of 64 chips (4x4x4 cubes)."""
 
 
 def default_scenarios() -> dict[str, Scenario]:
     """The GPU and TPU options of the default comparison, both on-demand."""
     workload = TrainingRun(params=70e9, tokens=2e12, framework="pytorch", stage="production")
     gpu_peak = catalog.chip("h100-sxm").bf16_tflops * GPU_CHIPS
-    tpu_each = catalog.chip("tpu-v5p").bf16_tflops
-    tpu_chips = TPU_SLICE_MULTIPLE * round(gpu_peak / tpu_each / TPU_SLICE_MULTIPLE)
+    tpu = catalog.chip("tpu-v5p")
+    # Round to a valid slice: above 32 chips, v5p slices are multiples of 64 (4x4x4 cubes).
+    multiple = tpu.slice_multiple or 1
+    tpu_chips = multiple * round(gpu_peak / tpu.bf16_tflops / multiple)
     return {
         "h100-aws": Scenario(
             name="llama-70b-h100",

@@ -75,6 +75,15 @@ def _check_range(
         )
 
 
+def training_state_gib(params: float) -> float:
+    """Weights, gradients and Adam state of ``params`` parameters, fully sharded. [GiB]
+
+    The floor of HBM a fleet needs to train the model at all (16 bytes per parameter,
+    ZeRO section 3.1); activations come on top.
+    """
+    return params * _STATE_BYTES_PER_PARAM / _GIB
+
+
 class TrainingRun(_Model):
     """One training run: a model of ``params`` parameters trained on ``tokens`` tokens."""
 
@@ -377,7 +386,7 @@ class Scenario(_Model):
         return self
 
     def _check_fits(self, work: TrainingRun) -> None:
-        need_gib = work.params * _STATE_BYTES_PER_PARAM / _GIB
+        need_gib = training_state_gib(work.params)
         have = {p.chip: catalog.chip(p.chip).hbm_gib * p.count for p in self.fleet}
         best_chip, best_gib = max(have.items(), key=lambda kv: kv[1])
         if need_gib > best_gib:

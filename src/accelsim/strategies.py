@@ -51,12 +51,16 @@ from pydantic import ValidationError
 from accelsim import catalog
 from accelsim.catalog.schema import Pricing
 from accelsim.dists import PERT, Beta, Choice, Dist, Fixed, Normal, Triangular, Uniform
-from accelsim.scenario import Assumptions, Framework, Pool, Precision, Scenario, Stage, TrainingRun
-
-# Bytes of training state per parameter that Scenario's memory check assumes (mixed-precision
-# Adam, ZeRO paper section 3.1); mirrored here so drawn pools are large enough to pass it.
-_STATE_BYTES_PER_PARAM = 16.0
-_GIB = 2.0**30
+from accelsim.scenario import (
+    Assumptions,
+    Framework,
+    Pool,
+    Precision,
+    Scenario,
+    Stage,
+    TrainingRun,
+    training_state_gib,
+)
 
 Range = tuple[float, float]
 FRAMEWORKS: tuple[Framework, ...] = ("pytorch", "jax", "tensorflow")
@@ -370,7 +374,7 @@ def assumptions(
 
 def _fitting_count(params: float, chip_id: str) -> int:
     """Fewest chips of ``chip_id`` whose HBM holds the training state of ``params``."""
-    need_gib = params * _STATE_BYTES_PER_PARAM / _GIB
+    need_gib = training_state_gib(params)
     return max(1, math.ceil(need_gib / catalog.chip(chip_id).hbm_gib))
 
 
