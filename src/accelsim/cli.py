@@ -7,18 +7,23 @@ Built on stdlib ``argparse`` so the core package needs no CLI dependency.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from concurrent.futures import Executor, ProcessPoolExecutor
+from typing import TYPE_CHECKING, Any
 
 from accelsim import catalog
+from accelsim._yaml import load_yaml, to_plain
 from accelsim.demo import catalog_table, default_scenarios
 from accelsim.errors import AccelsimError
-from accelsim.results import render_table
+from accelsim.results import Result, format_value, render_table
 from accelsim.scenario import Scenario, load_scenario
-from accelsim.study import compare, simulate
+from accelsim.study import compare, simulate, sweep
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -102,10 +107,83 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _runs(text: str) -> int | str:
+    """``--runs``: a count of runs or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--runs takes a number or 'auto', not {text!r}") from None
+
+
+def _targets(pairs: Sequence[str] | None) -> dict[str, float] | None:
+    """``--target tco_usd=0.01`` pairs as a mapping of metric to relative precision."""
+    if not pairs:
+        return None
+    out = {}
+    for pair in pairs:
+        metric, _, value = pair.partition("=")
+        try:
+            out[metric] = float(value)
+        except ValueError:
+            raise AccelsimError(
+                f"--target takes METRIC=RELATIVE, e.g. tco_usd=0.01, not {pair!r}"
+            ) from None
+    return out
+
+
+def _study_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments for simulate/compare/sweep from the common options."""
+    options: dict[str, Any] = {}
+    if args.workers is not None:
+        if args.workers < 1:
+            raise AccelsimError(f"--workers must be >= 1, got {args.workers}")
+        options["executor"] = None if args.workers == 1 else _pool(args.workers)
+    return options
+
+
+def _pool(workers: int) -> Executor:
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+def _emit(res: Result, fmt: str) -> None:
+    """A result as a table, JSON summary, or CSV of every run."""
+    if fmt == "json":
+        summary = {
+            m: {
+                "mean": res.mean(m),
+                "std_error": res.std_error(m),
+                "p5": res.quantile(m, 0.05),
+                "p50": res.quantile(m, 0.5),
+                "p95": res.quantile(m, 0.95),
+            }
+            for m in res.metrics
+        }
+        out: dict[str, Any] = {"scenario": res.scenario_name, "runs": res.runs, "metrics": summary}
+        if "precision" in res.extras:
+            out["precision"] = res.extras["precision"]
+        print(json.dumps(out, indent=2, default=float))
+    elif fmt == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(["run", *res.metrics])
+        columns = [res.samples(m) for m in res.metrics]
+        for i in range(res.runs):
+            writer.writerow([i, *(repr(float(c[i])) for c in columns)])
+    else:
+        print(res.summary())
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     s = load_scenario(args.scenario)
-    res = simulate(s, runs=args.runs, seed=args.seed)
-    print(res.summary())
+    options = _study_options(args)
+    try:
+        res = simulate(s, runs=args.runs, seed=args.seed, target=_targets(args.target), **options)
+    finally:
+        if isinstance(options.get("executor"), Executor):
+            options["executor"].shutdown()
+    _emit(res, args.format)
     if args.plot is not None:
         from accelsim import plot
 
@@ -174,9 +252,50 @@ Outliers and why:
 """
 
 
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    s = load_scenario(args.scenario)
+    grid = to_plain(load_yaml(args.grid))
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        raise AccelsimError(
+            f"{args.grid}: a grid maps dotted field paths to lists of values, e.g. "
+            f"'fleet.0.count: [512, 1024]'"
+        )
+    metrics = args.metrics.split(",")
+    options = _study_options(args)
+    try:
+        rows = sweep(s, grid=grid, runs=args.runs, seed=args.seed, metrics=metrics, **options)
+    finally:
+        if isinstance(options.get("executor"), Executor):
+            options["executor"].shutdown()
+    if args.format == "json":
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    keys = [*grid, "metric", "mean", "std_error", "p5", "p50", "p95"]
+    if args.format == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(keys)
+        writer.writerows([[r[k] for k in keys] for r in rows])
+        return 0
+    table = [
+        [*(str(r[k]) for k in grid), r["metric"]]
+        + [format_value(r["metric"], r[k]) for k in ("mean", "std_error", "p5", "p50", "p95")]
+        for r in rows
+    ]
+    print(render_table(keys, table))
+    return 0
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
     print(json.dumps(Scenario.model_json_schema(), indent=2))
     return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workers", type=int, default=None, help="worker processes (default: 1)")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--json", dest="format", action="store_const", const="json")
+    group.add_argument("--csv", dest="format", action="store_const", const="csv")
+    p.set_defaults(format="table")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -203,10 +322,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="simulate one scenario file")
     r.add_argument("scenario")
-    r.add_argument("--runs", type=int, default=2000)
+    r.add_argument("--runs", type=_runs, default=2000, help="a number of runs, or 'auto'")
     r.add_argument("--seed", type=int, default=42)
+    r.add_argument(
+        "--target",
+        action="append",
+        metavar="METRIC=REL",
+        help="with --runs auto: stop when the mean's 95%% half-width is this fraction of it",
+    )
     r.add_argument("--plot", default=None, help="write an ECDF of the main metric to this PNG")
+    _common(r)
     r.set_defaults(func=_cmd_run)
+
+    w = sub.add_parser("sweep", help="simulate every point of a grid (common random numbers)")
+    w.add_argument("scenario")
+    w.add_argument("--grid", required=True, help="YAML mapping dotted paths to value lists")
+    w.add_argument("--runs", type=int, default=500)
+    w.add_argument("--seed", type=int, default=42)
+    w.add_argument("--metrics", default="tco_usd,time_to_train_days", help="comma-separated")
+    _common(w)
+    w.set_defaults(func=_cmd_sweep)
 
     m = sub.add_parser("compare", help="compare scenario files with common random numbers")
     m.add_argument("scenarios", nargs="+")
@@ -233,6 +368,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AccelsimError, ValueError, FileNotFoundError) as exc:
         print(f"accelsim: error: {exc}", file=sys.stderr)
         return _BAD_INPUT
+    except BrokenPipeError:
+        # The reader went away (`accelsim run ... --csv | head`): not an error of ours.
+        # Point stdout at devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return code
 
 

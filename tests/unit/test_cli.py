@@ -77,3 +77,38 @@ def test_run_writes_a_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     h100 = str(EXAMPLES / "llama70b_h100_aws.yaml")
     assert main(["run", h100, "--runs", "100", "--plot", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_run_json_and_csv(capsys: pytest.CaptureFixture[str]) -> None:
+    h100 = str(EXAMPLES / "llama70b_h100_aws.yaml")
+    assert main(["run", h100, "--runs", "100", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"] == 100
+    assert data["metrics"]["tco_usd"]["p5"] <= data["metrics"]["tco_usd"]["p95"]
+    assert main(["run", h100, "--runs", "100", "--csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("run,")
+    assert len(lines) == 101
+
+
+def test_run_auto_reports_its_precision(capsys: pytest.CaptureFixture[str]) -> None:
+    h100 = str(EXAMPLES / "llama70b_h100_aws.yaml")
+    assert main(["run", h100, "--runs", "auto", "--target", "tco_usd=0.02", "--json"]) == 0
+    precision = json.loads(capsys.readouterr().out)["precision"]["tco_usd"]
+    assert precision["met"]
+    assert precision["relative"] <= 0.02
+    assert main(["run", h100, "--runs", "auto", "--target", "tco_usd"]) == 2
+
+
+def test_sweep_over_a_grid_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("fleet.0.count: [512, 1024]\n", encoding="utf-8")
+    h100 = str(EXAMPLES / "llama70b_h100_aws.yaml")
+    assert main(["sweep", h100, "--grid", str(grid), "--runs", "100", "--csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split(",")[:2] == ["fleet.0.count", "metric"]
+    assert len(lines) == 1 + 2 * 2  # two points x two metrics
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("fleet.0.count: 512\n", encoding="utf-8")
+    assert main(["sweep", h100, "--grid", str(bad), "--runs", "10"]) == 2
+    assert "a grid maps dotted field paths" in capsys.readouterr().err
