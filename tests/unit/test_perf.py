@@ -320,3 +320,13 @@ def test_carry_takes_the_reference_batch_and_layout_apart() -> None:
         **kw,
     )
     assert float(got) == pytest.approx(float(expected), rel=1e-12)
+
+
+def test_chips_without_a_scale_up_link_have_finite_allreduce_time() -> None:
+    """L4 (interconnect 0 GB/s, domain 1): all traffic crosses the scale-out network, so
+    the scale-up term is 0 rather than 0/0 (found by the scenario property tests)."""
+    l4 = {"params": 1e9, "scale_up_domain_chips": 1, "scale_up_gbps": 0.0, "scale_out_gbps": 8.0}
+    t = perf.gradient_allreduce_seconds(np.array([1.0, 8.0]), **l4)
+    assert np.isfinite(t).all()
+    assert t[0] == 0.0
+    assert t[1] > 0.0

@@ -391,7 +391,12 @@ def gradient_allreduce_seconds(
     groups = np.ceil(n / np.maximum(_f(scale_up_domain_chips), p))
     up = _f(scale_up_gbps) * 0.5e9
     out = _f(scale_out_gbps) * 1e9
-    seconds = 2.0 * grad_bytes / replicas * ((replicas - groups) / up + (groups - 1.0) / out)
+    inside = replicas - groups
+    # Chips without a scale-up link (L4, CPU servers: domain 1) move nothing inside a
+    # domain: that term is 0, not 0/0. A link of 0 GB/s with traffic on it takes forever.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up_term = np.where(inside > 0, inside / up, 0.0)
+    seconds = 2.0 * grad_bytes / replicas * (up_term + (groups - 1.0) / out)
     return np.where(replicas >= 1.0, seconds, np.nan)
 
 
