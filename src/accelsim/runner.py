@@ -1,6 +1,6 @@
 """The chunked runner behind :func:`accelsim.simulate`: executors, progress and convergence.
 
-A study's runs are cut into chunks of whole blocks; :func:`run_chunks` runs the chunks on an
+A study's runs are cut into chunks; :func:`run_chunks` runs the chunks on an
 executor (in-process, a process pool, any ``concurrent.futures.Executor`` or a Dask
 ``distributed.Client``), hands each finished chunk to a callback in the parent (which writes
 it to a store and reports progress) and returns the chunks **in order**, so the result never
@@ -167,7 +167,11 @@ class Convergence:
                 f"{', '.join(metrics)}"
             )
         start, stop = self.chunks[i]
-        ends = [*range(start + BLOCK_RUNS, stop, BLOCK_RUNS), stop]
+        # the block ends inside (start, stop], and the cap
+        ends = list(range((start // BLOCK_RUNS + 1) * BLOCK_RUNS, stop + 1, BLOCK_RUNS))
+        cap = self.chunks[-1][1]
+        if stop == cap and (not ends or ends[-1] != cap):
+            ends.append(cap)
         for end in ends:
             used = end - start
             self.runs = end

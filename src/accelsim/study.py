@@ -1,9 +1,13 @@
 """Studies: ``simulate``, ``compare``, ``sweep`` and ``sensitivity``.
 
-A study normalises its seed once, splits its runs into chunks made of whole blocks
-(:data:`accelsim.engines.inputs.BLOCK_RUNS` runs each; streams are addressed by block), runs
-the chunks in-process or on any ``concurrent.futures.Executor``, and concatenates them in
-order. The result is bit-identical whatever the executor, chunk size or worker count.
+A study normalises its seed once, splits its runs into chunks, runs the chunks in-process or
+on any ``concurrent.futures.Executor``, and concatenates them in order. Input streams are
+addressed by block (:data:`accelsim.engines.inputs.BLOCK_RUNS` runs); a chunk holding part
+of a block draws the whole block's inputs and keeps its slice. The analytic engine also
+samples failures per block, so its chunks are whole blocks; the DES engine draws each run's
+events from the run's own stream, so its chunks may be any runs (small studies are split
+over the workers). The result is bit-identical whatever the executor, chunk size or worker
+count.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.engines import analytic, shared
-from accelsim.engines.inputs import BLOCK_RUNS, InputDraws
+from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, blocks, study_runs
 from accelsim.engines.pricing import price_training
 from accelsim.results import Comparison, Result, render_table
 from accelsim.runner import (
@@ -35,6 +39,8 @@ from accelsim.store import ChunkStore, manifest, stored_seed
 EngineName = Literal["auto", "analytic", "des"]
 MAX_RUNS = 64 * BLOCK_RUNS
 """Default cap of a ``runs="auto"`` study."""
+DES_CHUNKS = 32
+"""Default chunks of a DES study of up to ``DES_CHUNKS`` blocks (larger: one block each)."""
 
 
 def _pick_engine(
@@ -89,6 +95,7 @@ class _Study:
     spawn_key: tuple[int, ...]
     engine: Literal["analytic", "des"]
     options: shared.DesOptions
+    total_runs: int
 
 
 _Chunk = tuple[dict[str, FloatArray], dict[str, FloatArray], list[dict[str, np.ndarray]]]
@@ -107,12 +114,12 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
         block = shared.simulate_training_block
     else:
         block = shared.simulate_block
-    for b_start in range(start, stop, BLOCK_RUNS):
-        stop_b = min(b_start + BLOCK_RUNS, stop)
-        data, draws, arrays = block(scenario, root, b_start, stop_b, study.options)
-        metrics.append(data)
-        inputs.append(draws.drawn)
-        kept.append(arrays)
+    with study_runs(study.total_runs):
+        for b_start, b_stop in blocks(start, stop):
+            data, draws, arrays = block(scenario, root, b_start, b_stop, study.options)
+            metrics.append(data)
+            inputs.append(draws.drawn)
+            kept.append(arrays)
     return _concat(metrics), _concat(inputs), kept
 
 
@@ -120,12 +127,22 @@ def _concat(parts: Sequence[Mapping[str, FloatArray]]) -> dict[str, FloatArray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
 
 
-def _chunk_size(chunk_runs: int) -> int:
-    return max(BLOCK_RUNS, (chunk_runs // BLOCK_RUNS) * BLOCK_RUNS)
+def _chunk_size(chunk_runs: int | None, runs: int, engine: Literal["analytic", "des"]) -> int:
+    """Runs per chunk: whole blocks on the analytic engine, any number on the DES engine."""
+    if chunk_runs is not None and (
+        isinstance(chunk_runs, bool) or not isinstance(chunk_runs, int) or chunk_runs < 1
+    ):
+        raise ValueError(f"chunk_runs must be a positive integer or None, got {chunk_runs!r}")
+    if engine == "analytic":
+        # failures are sampled per block (InputDraws.rng): chunks of whole blocks only
+        wanted = BLOCK_RUNS if chunk_runs is None else chunk_runs
+        return max(BLOCK_RUNS, (wanted // BLOCK_RUNS) * BLOCK_RUNS)
+    if chunk_runs is None:
+        return min(BLOCK_RUNS, -(-runs // DES_CHUNKS))
+    return chunk_runs
 
 
-def _chunks(runs: int, chunk_runs: int) -> list[tuple[int, int]]:
-    size = _chunk_size(chunk_runs)
+def _chunks(runs: int, size: int) -> list[tuple[int, int]]:
     return [(s, min(s + size, runs)) for s in range(0, runs, size)]
 
 
@@ -163,14 +180,14 @@ def simulate(
     *,
     engine: EngineName = "auto",
     executor: ExecutorLike = None,
-    chunk_runs: int = BLOCK_RUNS,
+    chunk_runs: int | None = None,
     keep_jobs: bool = False,
     utilization_resolution_hours: float | None = None,
     target: Mapping[str, float] | None = None,
     max_runs: int = MAX_RUNS,
     store: str | os.PathLike[str] | None = None,
     resume: bool = False,
-    progress: ProgressLike = False,
+    progress: ProgressLike = True,
 ) -> Result:
     """Monte Carlo study of one scenario: ``runs`` samples of every metric.
 
@@ -193,8 +210,11 @@ def simulate(
     executor : None, "processes", concurrent.futures.Executor or distributed.Client
         Where chunks run: in-process (None), a process pool sized to the cores, yours, or a
         Dask cluster (through ``client.get_executor()``).
-    chunk_runs : int
-        Runs per chunk handed to the executor (rounded to whole blocks of 4096).
+    chunk_runs : int or None
+        Runs per chunk handed to the executor. The analytic engine rounds it to whole
+        blocks of 4096 (default one block); the DES engine takes any size (default
+        ``ceil(runs / 32)``, at most 4096, so a small study is still split over the
+        workers). The result does not depend on it.
     keep_jobs : bool
         DES engine only. Keep every job's record: ``Result.extras["jobs"]`` is one
         structured numpy array (dtype :data:`accelsim.engines.shared.JOB_DTYPE`) with a
@@ -228,7 +248,8 @@ def simulate(
         an uninterrupted study. With ``seed=None`` the stored seed is used. Without
         ``resume`` a store that already holds files is an error.
     progress : bool or callable(done, total)
-        ``True``: a progress line on stderr when it is a terminal. A callable is called in
+        ``True`` (default): a progress line on stderr (runs done, runs/s, ETA) when it is a
+        terminal, nothing otherwise; ``False``: none. A callable is called in
         this process after each finished chunk with the runs done so far and the runs in
         total (for ``runs="auto"``, ``max_runs``, then ``(n, n)`` once the study stops
         after ``n`` runs).
@@ -279,9 +300,12 @@ def simulate(
     if seed is None and resume and store is not None:
         seed = stored_seed(store)
     root = as_seed_sequence(seed)
-    chunks = _chunks(total, chunk_runs)
+    size = _chunk_size(chunk_runs, total, chosen)
+    chunks = _chunks(total, size)
     options = shared.DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
-    study = _Study(scenario.model_dump_json(), root.entropy, tuple(root.spawn_key), chosen, options)
+    study = _Study(
+        scenario.model_dump_json(), root.entropy, tuple(root.spawn_key), chosen, options, total
+    )
 
     have: dict[int, _Chunk] = {}
     chunk_store: ChunkStore | None = None
@@ -291,7 +315,7 @@ def simulate(
             entropy=_json_entropy(root.entropy),
             spawn_key=study.spawn_key,
             runs=runs if runs != "auto" else {"auto": dict(target or {}), "max_runs": max_runs},
-            chunk_runs=_chunk_size(chunk_runs),
+            chunk_runs=size,
             engine=chosen,
             options=asdict(options),
         )
@@ -335,7 +359,8 @@ def simulate(
         n = rule.runs
         data = {k: v[:n] for k, v in data.items()}
         inputs = {k: v[:n] for k, v in inputs.items()}
-        kept = kept[: -(-n // BLOCK_RUNS)]
+        # one kept entry per piece of a block in each chunk; n ends a block or the study
+        kept = kept[: sum(len(blocks(a, min(b, n))) for a, b in chunks)]
         extras["precision"] = rule.precision
         if report is not None:
             report(n, n)

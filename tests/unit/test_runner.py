@@ -11,8 +11,10 @@ import pytest
 from scipy import stats
 
 import accelsim as acs
-from accelsim.engines.inputs import BLOCK_RUNS
-from accelsim.runner import mean_precision
+from accelsim.dists import Uniform
+from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, blocks, study_runs
+from accelsim.runner import Convergence, mean_precision
+from accelsim.seeding import as_seed_sequence
 
 LOW_USD, HIGH_USD, HOURS = 50.0, 150.0, 150.0
 
@@ -199,6 +201,19 @@ def test_progress_true_prints_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch
     assert text.endswith("\n")
 
 
+def test_progress_is_on_by_default_in_a_terminal_and_off_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tty = _Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    acs.simulate(scenario(), runs=100, seed=1)
+    assert "100/100 runs (100 %)" in tty.getvalue()
+    quiet = _Tty()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    acs.simulate(scenario(), runs=100, seed=1, progress=False)
+    assert quiet.getvalue() == ""
+
+
 def test_bad_executor_and_progress_are_rejected() -> None:
     with pytest.raises(ValueError, match="processes"):
         acs.simulate(scenario(), runs=100, seed=1, executor="threads")  # type: ignore[arg-type]
@@ -230,3 +245,76 @@ def test_dask_local_cluster_is_bit_identical_to_in_process() -> None:
         des_dask = acs.simulate(des, runs=3, seed=4, executor=client)
     assert_same(analytic_in, analytic_dask)
     assert_same(des_in, des_dask)
+
+
+def short_jobstream() -> acs.Scenario:
+    return (
+        acs.load_scenario("examples/shared_onprem_h100_jobstream.yaml")
+        .replace("warmup_days", 0.5)
+        .replace("horizon_days", 3.0)
+    )
+
+
+def test_des_study_in_chunks_smaller_than_a_block_is_bit_identical() -> None:
+    """A 10-run DES job-stream study: in-process (default chunks), 2 threads with chunks of
+    3 runs, and the process pool (default chunks of ceil(10 / 32) = 1 run) agree exactly."""
+    runs = 10
+    alone = acs.simulate(short_jobstream(), runs=runs, seed=8)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        threaded = acs.simulate(short_jobstream(), runs=runs, seed=8, executor=pool, chunk_runs=3)
+    procs = acs.simulate(short_jobstream(), runs=runs, seed=8, executor="processes")
+    assert alone.runs == runs
+    assert_same(alone, threaded)
+    assert_same(alone, procs)
+
+
+def test_part_of_a_block_draws_the_slice_of_the_whole_block() -> None:
+    """Inputs of runs [a, b) inside block k equal the same runs of the whole block's draws,
+    in the first block and in a short last block (study of 4096 + 10 runs)."""
+    root = as_seed_sequence(3)
+    total = BLOCK_RUNS + 10
+    dist = Uniform(low=0.0, high=1.0)
+    with study_runs(total):
+        for first, last in [(0, BLOCK_RUNS), (BLOCK_RUNS, total)]:
+            whole = InputDraws(root=root, start=first, stop=last)
+            full = whole.get("x", dist, dist)
+            full_u = whole.uniforms("u")
+            for a, b in [(first, first + 3), (first + 4, last - 1), (last - 2, last)]:
+                part = InputDraws(root=root, start=a, stop=b)
+                np.testing.assert_array_equal(
+                    part.get("x", dist, dist), full[a - first : b - first]
+                )
+                np.testing.assert_array_equal(part.uniforms("u"), full_u[a - first : b - first])
+    with pytest.raises(ValueError, match="total runs"):
+        InputDraws(root=root, start=5, stop=9).get("x", dist, dist)
+    with pytest.raises(ValueError, match="block boundary"):
+        InputDraws(root=root, start=BLOCK_RUNS - 1, stop=BLOCK_RUNS + 1, total_runs=total).get(
+            "x", dist, dist
+        )
+
+
+def test_blocks_split_any_range_at_block_boundaries() -> None:
+    assert blocks(3, 7) == [(3, 7)]
+    assert blocks(4000, 2 * BLOCK_RUNS + 1) == [
+        (4000, BLOCK_RUNS),
+        (BLOCK_RUNS, 2 * BLOCK_RUNS),
+        (2 * BLOCK_RUNS, 2 * BLOCK_RUNS + 1),
+    ]
+    assert blocks(5, 5) == []
+
+
+def test_convergence_over_small_chunks_stops_only_at_a_block_end() -> None:
+    """Chunks of 1000 runs: with a target any 2+ runs meet (relative tolerance 10 on
+    samples of mean 1, sd 0.01), the rule still stops at the first block end, 4096 runs."""
+    total = 3 * BLOCK_RUNS
+    chunks = [(s, min(s + 1000, total)) for s in range(0, total, 1000)]
+    rule = Convergence({"m": 10.0}, chunks)
+    rng = np.random.default_rng(0)
+    stopped = None
+    for i, (a, b) in enumerate(chunks):
+        if rule(i, {"m": 1.0 + 0.01 * rng.standard_normal(b - a)}):
+            stopped = i
+            break
+    assert stopped == 4
+    assert rule.runs == BLOCK_RUNS
+    assert rule.precision["m"]["runs"] == BLOCK_RUNS

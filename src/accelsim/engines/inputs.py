@@ -3,7 +3,10 @@
 Runs are processed in **blocks** of :data:`BLOCK_RUNS` run indices (the last block of a
 study may be shorter). Each input is keyed by a stable name (its field path, e.g.
 ``"assumptions.mfu"``), and its draws in block ``b`` come from ``stream(root, "input", name,
-b)``. So results do not depend on how blocks are grouped into chunks or workers, and two
+b)``. A chunk may hold part of a block: it draws the block's full length (which needs the
+study's total runs, see :func:`study_runs`) and keeps its slice, so results do not depend on
+how runs are grouped into chunks or workers (except for :meth:`InputDraws.rng`, which is
+per block: an engine using it runs whole blocks). Two
 scenarios compared with the same seed share the draws of every input they share (common
 random numbers), whatever else either of them draws.
 
@@ -18,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -30,6 +34,27 @@ BLOCK_RUNS = 4096
 
 
 _DESIGN: ContextVar[Mapping[str, FloatArray] | None] = ContextVar("accelsim_design", default=None)
+_TOTAL_RUNS: ContextVar[int | None] = ContextVar("accelsim_total_runs", default=None)
+
+
+@contextmanager
+def study_runs(total: int) -> Iterator[None]:
+    """Within the block, :class:`InputDraws` know the study has ``total`` runs.
+
+    That fixes the length of the study's last block, so a chunk holding part of a block
+    draws exactly the values the whole block would and keeps its slice.
+    """
+    if total < 1:
+        raise ValueError(f"a study has at least one run, not {total}")
+    token = _TOTAL_RUNS.set(total)
+    try:
+        yield
+    finally:
+        _TOTAL_RUNS.reset(token)
+
+
+def _active_total() -> int | None:
+    return _TOTAL_RUNS.get()
 
 
 @contextmanager
@@ -51,15 +76,25 @@ def _active_design() -> Mapping[str, FloatArray] | None:
 
 
 def blocks(start: int, stop: int) -> list[tuple[int, int]]:
-    """Split runs ``[start, stop)`` at multiples of :data:`BLOCK_RUNS` (``start`` must be one)."""
-    if start % BLOCK_RUNS:
-        raise ValueError(f"a chunk must start at a multiple of {BLOCK_RUNS} runs, not {start}")
-    return [(s, min(s + BLOCK_RUNS, stop)) for s in range(start, stop, BLOCK_RUNS)]
+    """Split runs ``[start, stop)`` at multiples of :data:`BLOCK_RUNS`.
+
+    Examples
+    --------
+    >>> blocks(4000, 8300)
+    [(4000, 4096), (4096, 8192), (8192, 8300)]
+    """
+    cuts = [start, *range((start // BLOCK_RUNS + 1) * BLOCK_RUNS, stop, BLOCK_RUNS), stop]
+    return list(pairwise(cuts)) if stop > start else []
 
 
 @dataclass
 class InputDraws:
-    """Draws of uncertain inputs for the runs ``[start, stop)`` of one block."""
+    """Draws of uncertain inputs for the runs ``[start, stop)``, all inside one block.
+
+    Inside :func:`study_runs` the chunk may be any part of its block: every input draws the
+    block's full length and keeps the chunk's slice. Outside it the chunk must start on a
+    block boundary and is taken to end where its block ends (a whole block).
+    """
 
     root: np.random.SeedSequence
     start: int
@@ -70,6 +105,8 @@ class InputDraws:
     """``"user"`` or ``"prior"`` per input name."""
     design: Mapping[str, FloatArray] | None = field(default_factory=_active_design)
     """Designed U(0, 1) values by input name, indexed by run (``None``: sample every input)."""
+    total_runs: int | None = field(default_factory=_active_total)
+    """Runs in the whole study (``None``: this chunk is a whole block)."""
 
     @property
     def runs(self) -> int:
@@ -81,13 +118,43 @@ class InputDraws:
         """Index of this block in the study."""
         return self.start // BLOCK_RUNS
 
+    @property
+    def block_runs(self) -> int:
+        """Number of runs in this chunk's whole block (checks the chunk lies in one block)."""
+        if not 0 <= self.start < self.stop:
+            raise ValueError(f"runs [{self.start}, {self.stop}) are empty or negative")
+        if self.start // BLOCK_RUNS != (self.stop - 1) // BLOCK_RUNS:
+            raise ValueError(f"runs [{self.start}, {self.stop}) cross a block boundary")
+        if self.total_runs is None and self.start % BLOCK_RUNS:
+            raise ValueError(
+                f"runs [{self.start}, {self.stop}) are part of a block: draws of part of "
+                f"a block need the study's total runs (accelsim.engines.inputs.study_runs)"
+            )
+        if self.total_runs is not None and self.stop > self.total_runs:
+            raise ValueError(
+                f"runs [{self.start}, {self.stop}) exceed the study's {self.total_runs}"
+            )
+        first = self.block * BLOCK_RUNS
+        if self.total_runs is None:
+            return self.stop - first
+        return min(BLOCK_RUNS, self.total_runs - first)
+
+    def _slice(self, full: FloatArray) -> FloatArray:
+        first = self.block * BLOCK_RUNS
+        return full[self.start - first : self.stop - first]
+
     def rng(self, name: str) -> np.random.Generator:
-        """The generator of this block for a named random source other than an input."""
+        """The generator of this block for a named random source other than an input.
+
+        Per block, not per run: what a chunk draws from it depends on the chunk's runs, so
+        an engine that uses it must run whole blocks to be independent of the chunking.
+        """
         return stream(self.root, name, self.block)
 
     def uniforms(self, name: str) -> FloatArray:
-        """U(0, 1) variates of input ``name`` for this block's runs."""
-        return stream(self.root, "input", name, self.block).random(self.runs)
+        """U(0, 1) variates of input ``name`` for this chunk's runs."""
+        full = stream(self.root, "input", name, self.block).random(self.block_runs)
+        return self._slice(full)
 
     def get(self, name: str, user: Uncertain | None, prior: Uncertain) -> FloatArray:
         """Draws of input ``name``: the user's value if set, else the catalog prior."""
@@ -104,7 +171,8 @@ class InputDraws:
                 )
             out = np.asarray(dist.ppf(u), dtype=float)
         else:
-            out = dist.sample(stream(self.root, "input", name, self.block), self.runs)
+            rng = stream(self.root, "input", name, self.block)
+            out = self._slice(np.asarray(dist.sample(rng, self.block_runs), dtype=float))
         self.drawn[name] = out
         return out
 
@@ -116,4 +184,4 @@ class InputDraws:
         return out
 
 
-__all__ = ["BLOCK_RUNS", "InputDraws", "blocks", "designed"]
+__all__ = ["BLOCK_RUNS", "InputDraws", "blocks", "designed", "study_runs"]
