@@ -214,11 +214,16 @@ class Comparison:
             row = [m]
             for res in self.results.values():
                 lo, hi = res.interval(m, 0.9)
+                half = _Z95 * res.std_error(m)
                 row.append(
-                    f"{format_value(m, res.mean(m))} [{format_value(m, lo)}-{format_value(m, hi)}]"
+                    f"{format_value(m, res.mean(m))} ±{format_value(m, half)} "
+                    f"[{format_value(m, lo)}-{format_value(m, hi)}]"
                 )
             rows.append(row)
-        head = f"mean [P5-P95] over {first.runs} paired runs"
+        head = (
+            f"mean ±95% MC error [P5-P95] over {first.runs} paired runs "
+            f"(the MC error is of the mean; P5-P95 is the spread of outcomes)"
+        )
         return f"{head}\n{render_table(['metric', *self.results], rows)}"
 
     @property
