@@ -1,21 +1,30 @@
-"""The ``accelsim`` command: a thin layer over :mod:`accelsim.study`.
+"""The ``accelsim`` command: a thin layer over :mod:`accelsim.study`, built on typer.
 
-Exit codes: 0 success, 2 bad input (a scenario file, an option; no traceback), 1 failure.
-Built on stdlib ``argparse`` so the core package needs no CLI dependency.
+Exit codes: 0 success, 2 bad input (a scenario file, an option; one line on stderr and no
+traceback), 1 failure. Tables are drawn with rich when stdout is a terminal and as plain
+text when it is piped; ``--json`` and ``--csv`` are for machines.
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import multiprocessing
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from itertools import pairwise
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from typer.core import TyperGroup
 
 from accelsim import catalog
 from accelsim._yaml import load_yaml, to_plain
@@ -31,90 +40,118 @@ if TYPE_CHECKING:
 _BAD_INPUT = 2
 
 
-def _cmd_demo(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    options = default_scenarios()
-    print("Default question: 70B-parameter PyTorch production run (2T tokens),")
-    for name, s in options.items():
-        pool = s.fleet[0]
-        print(f"  {name}: {pool.count:,} x {pool.chip} on {pool.provider} {pool.pricing}")
-    print()
-    cmp = compare(options, runs=args.runs, seed=args.seed)
-    print(cmp.table())
-    print()
-    print(cmp.recommendation)
-    print()
-    print(f"({args.runs} paired runs, seed {args.seed}, {time.perf_counter() - started:.1f} s)")
-    return 0
+class _Group(TyperGroup):
+    """The command group; a reader that goes away is not an error of ours."""
+
+    def invoke(self, ctx: Any) -> Any:
+        """Run the subcommand; on a broken pipe, silence stdout and exit 0."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # `accelsim run ... --csv | head`: typer would turn this into exit 1, so it is
+            # caught here. Point stdout at devnull so the final flush does not fail again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise typer.Exit(0) from None
 
 
-def _cmd_catalog(args: argparse.Namespace) -> int:
-    if args.what == "chips":
-        print(catalog_table(mfu=args.mfu))
-        return 0
-    if args.what == "priors":
-        rows = [
-            [
-                name,
-                _describe(prior.value),
-                prior.unit,
-                "assumption" if prior.assumption else "published",
-                prior.sources[0].url,
-            ]
-            for name, prior in catalog.priors().by_name().items()
-        ]
-        print(render_table(["prior", "value", "unit", "basis", "first source"], rows))
-        return 0
-    offers = catalog.offers(provider=args.provider)
-    if not offers:
-        print(
-            f"no offers for provider {args.provider!r}; "
-            f"providers: {', '.join(catalog.price_sheets())}"
-        )
-        return _BAD_INPUT
-    rows = [
-        [
-            o.provider,
-            o.chip,
-            o.pricing,
-            f"{o.usd_per_chip_hour:.3f}"
-            if o.usd_per_chip_hour is not None
-            else f"buy {o.purchase_usd_per_chip:,.0f}",
-            str(o.as_of),
-            o.source,
-        ]
-        for o in sorted(offers, key=lambda o: (o.provider, o.chip, o.pricing))
-    ]
-    print(render_table(["provider", "chip", "pricing", "USD/chip-h", "as of", "source"], rows))
-    return 0
+app = typer.Typer(
+    name="accelsim",
+    cls=_Group,
+    help="GPU/TPU fleet cost and time-to-train studies (Monte Carlo and discrete-event).",
+    epilog="Exit codes: 0 ok, 2 bad input, 1 failure.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 
-def _describe(value: object) -> str:
-    """A prior's value as its YAML form, e.g. ``pert(low=0.3, mode=0.42, high=0.56)``."""
-    if isinstance(value, int | float):
-        return f"{value:g}"
-    fields = value.model_dump(exclude={"dist"})  # type: ignore[attr-defined]
-    inner = ", ".join(
-        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()
-    )
-    return f"{value.dist}({inner})"  # type: ignore[attr-defined]
+# ---------------------------------------------------------------- output
 
 
-def _cmd_validate(args: argparse.Namespace) -> int:
-    for path in args.scenarios:
-        s = load_scenario(path)
-        print(f"{path}: ok ({s.name}: {s.workload.kind} on {len(s.fleet)} pool(s))")
-    return 0
+_RULE = re.compile(r"-+(?:  -+)*")
 
 
-def _runs(text: str) -> int | str:
+def _is_row(line: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``line`` fits the columns of a plain table: blanks in every gap."""
+    if not line.strip() or len(line) > spans[-1][1]:
+        return False
+    gaps = [line[end:start] for (_, end), (start, _) in pairwise(spans)]
+    return all(not gap.strip() for gap in gaps)
+
+
+def _to_rich(text: str) -> list[Text | Table]:
+    """Plain text with ``render_table`` tables in it, the tables turned into rich tables.
+
+    A table is a header line over a rule of dashes; the rule gives each column's span,
+    because ``render_table`` pads every cell to its column's width.
+    """
+    lines = text.split("\n")
+    out: list[Text | Table] = []
+    i = 0
+    while i < len(lines):
+        if i + 1 < len(lines) and lines[i].strip() and _RULE.fullmatch(lines[i + 1]):
+            spans = [(m.start(), m.end()) for m in re.finditer("-+", lines[i + 1])]
+            table = Table(show_edge=False, header_style="bold")
+            for k, (start, end) in enumerate(spans):
+                table.add_column(lines[i][start:end].strip(), justify="left" if k == 0 else "right")
+            i += 2
+            while i < len(lines) and _is_row(lines[i], spans):
+                table.add_row(*(lines[i][start:end].strip() for start, end in spans))
+                i += 1
+            out.append(table)
+        else:
+            out.append(Text(lines[i]))
+            i += 1
+    return out
+
+
+def _show(text: object) -> None:
+    """Print human-readable output: rich tables in a terminal, plain text when piped."""
+    if not sys.stdout.isatty():
+        print(text)
+        return
+    console = Console(highlight=False)
+    for part in _to_rich(str(text)):
+        console.print(part)
+
+
+def _format(json_out: bool, csv_out: bool) -> str:
+    if json_out and csv_out:
+        raise typer.BadParameter("choose one of --json and --csv", param_hint="'--json/--csv'")
+    return "json" if json_out else "csv" if csv_out else "table"
+
+
+# ---------------------------------------------------------------- options
+
+_Workers = Annotated[
+    int | None,
+    typer.Option(min=1, help="Worker processes (default: 1, in this process).", show_default=False),
+]
+_Json = Annotated[bool, typer.Option("--json", help="A JSON summary instead of a table.")]
+_Csv = Annotated[bool, typer.Option("--csv", help="CSV for machines instead of a table.")]
+_Seed = Annotated[int, typer.Option(help="Root seed: same seed, same numbers.")]
+
+
+class Listing(StrEnum):
+    """What ``accelsim catalog`` lists."""
+
+    chips = "chips"
+    prices = "prices"
+    priors = "priors"
+
+
+def _runs(text: str) -> int | Literal["auto"]:
     """``--runs``: a count of runs or ``auto``."""
     if text == "auto":
-        return text
+        return "auto"
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--runs takes a number or 'auto', not {text!r}") from None
+        raise typer.BadParameter(
+            f"takes a number or 'auto', not {text!r}", param_hint="'--runs'"
+        ) from None
 
 
 def _targets(pairs: Sequence[str] | None) -> dict[str, float] | None:
@@ -133,13 +170,13 @@ def _targets(pairs: Sequence[str] | None) -> dict[str, float] | None:
     return out
 
 
-def _study_options(args: argparse.Namespace) -> dict[str, Any]:
+def _study_options(workers: int | None) -> dict[str, Any]:
     """Keyword arguments for simulate/compare/sweep from the common options."""
     options: dict[str, Any] = {}
-    if args.workers is not None:
-        if args.workers < 1:
-            raise AccelsimError(f"--workers must be >= 1, got {args.workers}")
-        options["executor"] = None if args.workers == 1 else _pool(args.workers)
+    if workers is not None:
+        if workers < 1:
+            raise AccelsimError(f"--workers must be >= 1, got {workers}")
+        options["executor"] = None if workers == 1 else _pool(workers)
     return options
 
 
@@ -172,55 +209,252 @@ def _emit(res: Result, fmt: str) -> None:
         for i in range(res.runs):
             writer.writerow([i, *(repr(float(c[i])) for c in columns)])
     else:
-        print(res.summary())
+        _show(res.summary())
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    s = load_scenario(args.scenario)
-    options = _study_options(args)
+# ---------------------------------------------------------------- commands
+
+
+@app.command()
+def demo(
+    runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per option.")] = 4000,
+    seed: _Seed = 42,
+) -> None:
+    """The built-in GPU-vs-TPU comparison for a 70B-parameter training run."""
+    started = time.perf_counter()
+    options = default_scenarios()
+    print("Default question: 70B-parameter PyTorch production run (2T tokens),")
+    for name, s in options.items():
+        pool = s.fleet[0]
+        print(f"  {name}: {pool.count:,} x {pool.chip} on {pool.provider} {pool.pricing}")
+    print()
+    cmp = compare(options, runs=runs, seed=seed)
+    _show(cmp.table())
+    print()
+    print(cmp.recommendation)
+    print()
+    print(f"({runs} paired runs, seed {seed}, {time.perf_counter() - started:.1f} s)")
+
+
+@app.command("catalog")
+def catalog_(
+    what: Annotated[Listing, typer.Argument(help="What to list.", show_default=False)],
+    provider: Annotated[
+        str | None, typer.Option(help="Only this provider's offers (prices).", show_default=False)
+    ] = None,
+    mfu: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="MFU for USD per delivered PFLOP-hour (chips).")
+    ] = 0.4,
+) -> None:
+    """The built-in chips, prices or priors, with their sources and dates."""
+    if what is Listing.chips:
+        _show(catalog_table(mfu=mfu))
+        return
+    if what is Listing.priors:
+        rows = [
+            [
+                name,
+                _describe(prior.value),
+                prior.unit,
+                "assumption" if prior.assumption else "published",
+                prior.sources[0].url,
+            ]
+            for name, prior in catalog.priors().by_name().items()
+        ]
+        _show(render_table(["prior", "value", "unit", "basis", "first source"], rows))
+        return
+    offers = catalog.offers(provider=provider)
+    if not offers:
+        raise AccelsimError(
+            f"no offers for provider {provider!r}; providers: {', '.join(catalog.price_sheets())}"
+        )
+    rows = [
+        [
+            o.provider,
+            o.chip,
+            o.pricing,
+            f"{o.usd_per_chip_hour:.3f}"
+            if o.usd_per_chip_hour is not None
+            else f"buy {o.purchase_usd_per_chip:,.0f}",
+            str(o.as_of),
+            o.source,
+        ]
+        for o in sorted(offers, key=lambda o: (o.provider, o.chip, o.pricing))
+    ]
+    _show(render_table(["provider", "chip", "pricing", "USD/chip-h", "as of", "source"], rows))
+
+
+def _describe(value: object) -> str:
+    """A prior's value as its YAML form, e.g. ``pert(low=0.3, mode=0.42, high=0.56)``."""
+    if isinstance(value, int | float):
+        return f"{value:g}"
+    fields = value.model_dump(exclude={"dist"})  # type: ignore[attr-defined]
+    inner = ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()
+    )
+    return f"{value.dist}({inner})"  # type: ignore[attr-defined]
+
+
+@app.command()
+def validate(
+    scenarios: Annotated[
+        list[str], typer.Argument(help="Scenario files (YAML, TOML or JSON).", show_default=False)
+    ],
+) -> None:
+    """Check scenario files; errors name the file, line and field path."""
+    for path in scenarios:
+        s = load_scenario(path)
+        print(f"{path}: ok ({s.name}: {s.workload.kind} on {len(s.fleet)} pool(s))")
+
+
+@app.command()
+def run(
+    scenario: Annotated[str, typer.Argument(help="Scenario file.", show_default=False)],
+    runs: Annotated[
+        str,
+        typer.Option(
+            metavar="N|auto",
+            help="A number of runs, or 'auto' to stop once every --target is met.",
+        ),
+    ] = "2000",
+    seed: _Seed = 42,
+    target: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="METRIC=REL",
+            help="With --runs auto: stop when the 95% half-width of the metric's mean is "
+            "this fraction of it, e.g. tco_usd=0.01. Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    plot: Annotated[
+        str | None,
+        typer.Option(help="Write an ECDF of the main metric to this PNG.", show_default=False),
+    ] = None,
+    workers: _Workers = None,
+    json_out: _Json = False,
+    csv_out: _Csv = False,
+) -> None:
+    """Simulate one scenario file: mean, Monte Carlo error and P5/P50/P95 of each metric."""
+    fmt = _format(json_out, csv_out)
+    n_runs = _runs(runs)
+    s = load_scenario(scenario)
+    options = _study_options(workers)
     try:
-        res = simulate(s, runs=args.runs, seed=args.seed, target=_targets(args.target), **options)
+        res = simulate(s, runs=n_runs, seed=seed, target=_targets(target), **options)
     finally:
         if isinstance(options.get("executor"), Executor):
             options["executor"].shutdown()
-    _emit(res, args.format)
-    if args.plot is not None:
-        from accelsim import plot
+    _emit(res, fmt)
+    if plot is not None:
+        from accelsim import plot as plotting
 
         metric = "time_to_train_days" if "time_to_train_days" in res.metrics else "tco_usd"
-        ax = plot.ecdf(res, metric=metric)
+        ax = plotting.ecdf(res, metric=metric)
         figure: Figure = ax.figure  # type: ignore[assignment]  # an Axes of a top-level figure
-        figure.savefig(args.plot, dpi=120)
-        print(f"wrote {args.plot}")
-    return 0
+        figure.savefig(plot, dpi=120)
+        print(f"wrote {plot}")
 
 
-def _cmd_compare(args: argparse.Namespace) -> int:
-    scenarios = [load_scenario(p) for p in args.scenarios]
+@app.command("compare")
+def compare_(
+    scenarios: Annotated[
+        list[str], typer.Argument(help="Scenario files, one per option.", show_default=False)
+    ],
+    runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per option.")] = 2000,
+    seed: _Seed = 42,
+) -> None:
+    """Compare scenario files with common random numbers: table, odds and a recommendation."""
     named: dict[str, Scenario] = {}
-    for s in scenarios:
+    for s in (load_scenario(p) for p in scenarios):
         if s.name in named:
             raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
         named[s.name] = s
-    cmp = compare(named, runs=args.runs, seed=args.seed)
-    print(cmp.table())
+    cmp = compare(named, runs=runs, seed=seed)
+    _show(cmp.table())
     print()
     print(cmp.recommendation)
-    return 0
 
 
-def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from accelsim.calibration import calibrate, calibration_markdown
+@app.command("sweep")
+def sweep_(
+    scenario: Annotated[str, typer.Argument(help="Scenario file.", show_default=False)],
+    grid: Annotated[
+        str,
+        typer.Option(
+            help="YAML file mapping dotted field paths to lists of values, "
+            "e.g. 'fleet.0.count: \\[512, 1024]'.",
+            show_default=False,
+        ),
+    ],
+    runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per grid point.")] = 500,
+    seed: _Seed = 42,
+    metrics: Annotated[
+        str, typer.Option(help="Comma-separated metrics to summarise.")
+    ] = "tco_usd,time_to_train_days",
+    workers: _Workers = None,
+    json_out: _Json = False,
+    csv_out: _Csv = False,
+) -> None:
+    """Simulate every point of a grid, with common random numbers across points."""
+    fmt = _format(json_out, csv_out)
+    s = load_scenario(scenario)
+    axes = to_plain(load_yaml(grid))
+    if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
+        raise AccelsimError(
+            f"{grid}: a grid maps dotted field paths to lists of values, e.g. "
+            f"'fleet.0.count: [512, 1024]'"
+        )
+    options = _study_options(workers)
+    try:
+        rows = sweep(s, grid=axes, runs=runs, seed=seed, metrics=metrics.split(","), **options)
+    finally:
+        if isinstance(options.get("executor"), Executor):
+            options["executor"].shutdown()
+    if fmt == "json":
+        print(json.dumps(rows, indent=2, default=str))
+        return
+    keys = [*axes, "metric", "mean", "std_error", "p5", "p50", "p95"]
+    if fmt == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(keys)
+        writer.writerows([[r[k] for k in keys] for r in rows])
+        return
+    table = [
+        [*(str(r[k]) for k in axes), r["metric"]]
+        + [format_value(r["metric"], r[k]) for k in ("mean", "std_error", "p5", "p50", "p95")]
+        for r in rows
+    ]
+    _show(render_table(keys, table))
 
-    table = calibration_markdown(calibrate(grades=None, runs=args.runs, seed=args.seed))
-    if args.out is None:
+
+@app.command()
+def calibrate(
+    runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per published run.")] = 2000,
+    seed: _Seed = 0,
+    out: Annotated[
+        str | None,
+        typer.Option(help="Write the docs page (Markdown) here instead of printing the table."),
+    ] = None,
+) -> None:
+    """Coverage of published training runs by the predicted P5-P95 intervals."""
+    from accelsim.calibration import calibrate as calibrate_runs
+    from accelsim.calibration import calibration_markdown
+
+    table = calibration_markdown(calibrate_runs(grades=None, runs=runs, seed=seed))
+    if out is None:
         print(table)
-        return 0
-    page = CALIBRATION_PAGE.format(runs=args.runs, seed=args.seed, table=table)
-    with open(args.out, "w", encoding="utf-8") as fh:
+        return
+    page = CALIBRATION_PAGE.format(runs=runs, seed=seed, table=table)
+    with open(out, "w", encoding="utf-8") as fh:
         fh.write(page)
-    print(f"wrote {args.out}")
-    return 0
+    print(f"wrote {out}")
+
+
+@app.command()
+def schema() -> None:
+    """JSON Schema of scenario files (for editors and validators)."""
+    print(json.dumps(Scenario.model_json_schema(), indent=2))
 
 
 CALIBRATION_PAGE = """# Calibration against published training runs
@@ -252,129 +486,32 @@ Outliers and why:
 """
 
 
-def _cmd_sweep(args: argparse.Namespace) -> int:
-    s = load_scenario(args.scenario)
-    grid = to_plain(load_yaml(args.grid))
-    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
-        raise AccelsimError(
-            f"{args.grid}: a grid maps dotted field paths to lists of values, e.g. "
-            f"'fleet.0.count: [512, 1024]'"
-        )
-    metrics = args.metrics.split(",")
-    options = _study_options(args)
-    try:
-        rows = sweep(s, grid=grid, runs=args.runs, seed=args.seed, metrics=metrics, **options)
-    finally:
-        if isinstance(options.get("executor"), Executor):
-            options["executor"].shutdown()
-    if args.format == "json":
-        print(json.dumps(rows, indent=2, default=str))
-        return 0
-    keys = [*grid, "metric", "mean", "std_error", "p5", "p50", "p95"]
-    if args.format == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(keys)
-        writer.writerows([[r[k] for k in keys] for r in rows])
-        return 0
-    table = [
-        [*(str(r[k]) for k in grid), r["metric"]]
-        + [format_value(r["metric"], r[k]) for k in ("mean", "std_error", "p5", "p50", "p95")]
-        for r in rows
-    ]
-    print(render_table(keys, table))
-    return 0
-
-
-def _cmd_schema(args: argparse.Namespace) -> int:
-    print(json.dumps(Scenario.model_json_schema(), indent=2))
-    return 0
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workers", type=int, default=None, help="worker processes (default: 1)")
-    group = p.add_mutually_exclusive_group()
-    group.add_argument("--json", dest="format", action="store_const", const="json")
-    group.add_argument("--csv", dest="format", action="store_const", const="csv")
-    p.set_defaults(format="table")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``accelsim`` command."""
-    p = argparse.ArgumentParser(
-        prog="accelsim", description="GPU/TPU fleet cost and time-to-train studies."
-    )
-    sub = p.add_subparsers(dest="command", required=True)
-
-    d = sub.add_parser("demo", help="the built-in GPU-vs-TPU comparison")
-    d.add_argument("--runs", type=int, default=4000, help="Monte Carlo runs per option")
-    d.add_argument("--seed", type=int, default=42, help="root seed")
-    d.set_defaults(func=_cmd_demo)
-
-    c = sub.add_parser("catalog", help="built-in chips or prices, with sources and dates")
-    c.add_argument("what", choices=["chips", "prices", "priors"])
-    c.add_argument("--provider", default=None, help="only this provider's offers")
-    c.add_argument("--mfu", type=float, default=0.4, help="MFU for USD per delivered PFLOP-hour")
-    c.set_defaults(func=_cmd_catalog)
-
-    v = sub.add_parser("validate", help="check scenario files")
-    v.add_argument("scenarios", nargs="+")
-    v.set_defaults(func=_cmd_validate)
-
-    r = sub.add_parser("run", help="simulate one scenario file")
-    r.add_argument("scenario")
-    r.add_argument("--runs", type=_runs, default=2000, help="a number of runs, or 'auto'")
-    r.add_argument("--seed", type=int, default=42)
-    r.add_argument(
-        "--target",
-        action="append",
-        metavar="METRIC=REL",
-        help="with --runs auto: stop when the mean's 95%% half-width is this fraction of it",
-    )
-    r.add_argument("--plot", default=None, help="write an ECDF of the main metric to this PNG")
-    _common(r)
-    r.set_defaults(func=_cmd_run)
-
-    w = sub.add_parser("sweep", help="simulate every point of a grid (common random numbers)")
-    w.add_argument("scenario")
-    w.add_argument("--grid", required=True, help="YAML mapping dotted paths to value lists")
-    w.add_argument("--runs", type=int, default=500)
-    w.add_argument("--seed", type=int, default=42)
-    w.add_argument("--metrics", default="tco_usd,time_to_train_days", help="comma-separated")
-    _common(w)
-    w.set_defaults(func=_cmd_sweep)
-
-    m = sub.add_parser("compare", help="compare scenario files with common random numbers")
-    m.add_argument("scenarios", nargs="+")
-    m.add_argument("--runs", type=int, default=2000)
-    m.add_argument("--seed", type=int, default=42)
-    m.set_defaults(func=_cmd_compare)
-
-    cal = sub.add_parser("calibrate", help="coverage of published training runs")
-    cal.add_argument("--runs", type=int, default=2000)
-    cal.add_argument("--seed", type=int, default=0)
-    cal.add_argument("--out", default=None, help="write the docs page here (Markdown)")
-    cal.set_defaults(func=_cmd_calibrate)
-
-    sc = sub.add_parser("schema", help="JSON Schema of scenario files")
-    sc.set_defaults(func=_cmd_schema)
-    return p
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``accelsim`` console script."""
-    args = build_parser().parse_args(argv)
+    """Entry point of the ``accelsim`` console script; returns the exit code.
+
+    Runs the typer app without its own exit handling, so that tests can call
+    ``main([...])`` and the console script can ``sys.exit(main())``.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    command = typer.main.get_command(app)
+    if not args:
+        command.main(args=["--help"], prog_name="accelsim", standalone_mode=False)
+        return _BAD_INPUT
     try:
-        code: int = args.func(args)
+        code = command.main(args=args, prog_name="accelsim", standalone_mode=False)
+    except typer.TyperException as exc:
+        # typer's (vendored click's) usage errors: exit_code 2; other click errors: 1.
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        print(f"accelsim: error: {exc.format_message()}{hint}", file=sys.stderr)
+        return int(exc.exit_code)
+    except typer.Abort:
+        print("accelsim: aborted", file=sys.stderr)
+        return 1
     except (AccelsimError, ValueError, FileNotFoundError) as exc:
         print(f"accelsim: error: {exc}", file=sys.stderr)
         return _BAD_INPUT
-    except BrokenPipeError:
-        # The reader went away (`accelsim run ... --csv | head`): not an error of ours.
-        # Point stdout at devnull so the interpreter's final flush does not fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
-    return code
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,54 @@ def test_sweep_over_a_grid_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     bad.write_text("fleet.0.count: 512\n", encoding="utf-8")
     assert main(["sweep", h100, "--grid", str(bad), "--runs", "10"]) == 2
     assert "a grid maps dotted field paths" in capsys.readouterr().err
+
+
+def test_help_lists_commands_and_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--help`` of the app names every command; ``run --help`` names every option."""
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    for command in ("demo", "catalog", "validate", "run", "compare", "sweep", "calibrate"):
+        assert command in out
+    assert "schema" in out
+    assert main(["run", "--help"]) == 0
+    out = capsys.readouterr().out
+    for option in ("--runs", "--seed", "--target", "--plot", "--workers", "--json", "--csv"):
+        assert option in out
+
+
+def test_bad_option_exits_2_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown option or a bad value is a user's mistake: exit 2, one line on stderr."""
+    h100 = str(EXAMPLES / "llama70b_h100_aws.yaml")
+    for argv in (
+        ["run", h100, "--bogus"],
+        ["run", h100, "--runs", "many"],
+        ["run", h100, "--json", "--csv"],
+        ["catalog", "gpus"],
+        ["nosuchcommand"],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("accelsim: error: "), argv
+        assert err.count("\n") == 1, argv
+        assert "Traceback" not in err
+
+
+def test_no_arguments_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a command there is nothing to do: show the commands, exit 2 (bad input)."""
+    assert main([]) == 2
+    assert "Commands" in capsys.readouterr().out
+
+
+def test_tables_are_rich_in_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a terminal the plain table becomes a rich table with the same cells."""
+    assert main(["catalog", "prices", "--provider", "gcp"]) == 0
+    plain = capsys.readouterr().out
+    assert plain.splitlines()[1].startswith("---")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["catalog", "prices", "--provider", "gcp"]) == 0
+    fancy = capsys.readouterr().out
+    assert not any(line.startswith("---") for line in fancy.splitlines())
+    assert "tpu-v5p" in fancy
+    assert "USD/chip-h" in fancy
