@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from enum import StrEnum
 from itertools import pairwise
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO
 
 import typer
 from rich.console import Console
@@ -185,8 +186,9 @@ def _pool(workers: int) -> Executor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 
-def _emit(res: Result, fmt: str) -> None:
-    """A result as a table, JSON summary, or CSV of every run."""
+def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
+    """A result as a table, JSON summary, or CSV of every run (to stdout or ``file``)."""
+    stream = sys.stdout if file is None else file
     if fmt == "json":
         summary = {
             m: {
@@ -201,9 +203,9 @@ def _emit(res: Result, fmt: str) -> None:
         out: dict[str, Any] = {"scenario": res.scenario_name, "runs": res.runs, "metrics": summary}
         if "precision" in res.extras:
             out["precision"] = res.extras["precision"]
-        print(json.dumps(out, indent=2, default=float))
+        print(json.dumps(out, indent=2, default=float), file=stream)
     elif fmt == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(["run", *res.metrics])
         columns = [res.samples(m) for m in res.metrics]
         for i in range(res.runs):
@@ -331,6 +333,13 @@ def run(
         str | None,
         typer.Option(help="Write an ECDF of the main metric to this PNG.", show_default=False),
     ] = None,
+    out: Annotated[
+        str | None,
+        typer.Option(
+            help="Also write the result to this file: .csv (every run) or .json (summary).",
+            show_default=False,
+        ),
+    ] = None,
     workers: _Workers = None,
     json_out: _Json = False,
     csv_out: _Csv = False,
@@ -346,6 +355,13 @@ def run(
         if isinstance(options.get("executor"), Executor):
             options["executor"].shutdown()
     _emit(res, fmt)
+    if out is not None:
+        kind = Path(out).suffix.lower().lstrip(".")
+        if kind not in {"csv", "json"}:
+            raise AccelsimError(f"--out takes a .csv or .json file, not {out!r}")
+        with open(out, "w", encoding="utf-8", newline="") as fh:
+            _emit(res, kind, fh)
+        print(f"wrote {out}", file=sys.stderr)
     if plot is not None:
         from accelsim import plot as plotting
 

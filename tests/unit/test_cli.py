@@ -164,3 +164,14 @@ def test_tables_are_rich_in_a_terminal(
     assert not any(line.startswith("---") for line in fancy.splitlines())
     assert "tpu-v5p" in fancy
     assert "USD/chip-h" in fancy
+
+
+def test_run_out_writes_every_run_or_the_summary(tmp_path: Path) -> None:
+    h100 = str(EXAMPLES / "llama70b_h100_aws.yaml")
+    runs_csv = tmp_path / "runs.csv"
+    assert main(["run", h100, "--runs", "50", "--out", str(runs_csv)]) == 0
+    assert len(runs_csv.read_text(encoding="utf-8").splitlines()) == 51
+    summary = tmp_path / "summary.json"
+    assert main(["run", h100, "--runs", "50", "--out", str(summary)]) == 0
+    assert json.loads(summary.read_text(encoding="utf-8"))["runs"] == 50
+    assert main(["run", h100, "--runs", "50", "--out", str(tmp_path / "x.txt")]) == 2
