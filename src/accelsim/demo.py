@@ -63,6 +63,7 @@ def catalog_table(mfu: float = 0.4) -> str:
                 price,
                 per_pflop,
                 where,
+                f"{chip.sources[0].url} ({chip.sources[0].as_of})",
             ]
         )
     header = [
@@ -74,6 +75,7 @@ def catalog_table(mfu: float = 0.4) -> str:
         "USD/chip-h",
         f"USD/PFLOP-h @MFU {mfu:.0%}",
         "cheapest (as of)",
+        "spec source (as of)",
     ]
     note = "* power not published by the vendor: an assumption (see the chip's sources)"
     return f"{render_table(header, rows)}\n{note}"
