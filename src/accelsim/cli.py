@@ -379,6 +379,8 @@ def compare_(
     ],
     runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per option.")] = 2000,
     seed: _Seed = 42,
+    workers: _Workers = None,
+    json_out: _Json = False,
 ) -> None:
     """Compare scenario files with common random numbers: table, odds and a recommendation."""
     named: dict[str, Scenario] = {}
@@ -386,7 +388,32 @@ def compare_(
         if s.name in named:
             raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
         named[s.name] = s
-    cmp = compare(named, runs=runs, seed=seed)
+    options = _study_options(workers)
+    try:
+        cmp = compare(named, runs=runs, seed=seed, **options)
+    finally:
+        if isinstance(options.get("executor"), Executor):
+            options["executor"].shutdown()
+    if json_out:
+        rec = cmp.recommendation
+        metrics = [m for m in ("tco_usd", "time_to_train_days") if m in cmp[cmp.options[0]].data]
+        doc = {
+            "runs": runs,
+            "options": {
+                name: {m: {"mean": r.mean(m), "std_error": r.std_error(m)} for m in r.metrics}
+                for name, r in cmp.results.items()
+            },
+            "prob_less": {
+                m: {
+                    a: {b: cmp.prob_less(m, a, b) for b in cmp.options if b != a}
+                    for a in cmp.options
+                }
+                for m in metrics
+            },
+            "recommendation": {"choice": rec.choice, "rationale": list(rec.rationale)},
+        }
+        print(json.dumps(doc, indent=2, default=float))
+        return
     _show(cmp.table())
     print()
     print(cmp.recommendation)

@@ -175,3 +175,14 @@ def test_run_out_writes_every_run_or_the_summary(tmp_path: Path) -> None:
     assert main(["run", h100, "--runs", "50", "--out", str(summary)]) == 0
     assert json.loads(summary.read_text(encoding="utf-8"))["runs"] == 50
     assert main(["run", h100, "--runs", "50", "--out", str(tmp_path / "x.txt")]) == 2
+
+
+def test_compare_json_has_odds_and_the_recommendation(capsys: pytest.CaptureFixture[str]) -> None:
+    h100 = str(EXAMPLES / "llama70b_h100_aws.yaml")
+    tpu = str(EXAMPLES / "llama70b_tpu_v5p_gcp.yaml")
+    assert main(["compare", h100, tpu, "--runs", "100", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    names = list(doc["options"])
+    odds = doc["prob_less"]["tco_usd"]
+    assert 0.0 <= odds[names[0]][names[1]] + odds[names[1]][names[0]] <= 1.0
+    assert doc["recommendation"]["choice"] in names
