@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+from scipy import stats
 
 from accelsim._typing import FloatArray
 from accelsim.engines.inputs import BLOCK_RUNS
@@ -143,24 +144,94 @@ def mean_precision(x: FloatArray) -> dict[str, float]:
     return {"runs": n, "mean": mean, "half_width": float(half), "relative": float(rel)}
 
 
+def split_target(key: str) -> tuple[str, float | None]:
+    """A target key as ``(metric, quantile)``: ``"m"`` is the mean, ``"m@p90"`` the 0.9 quantile.
+
+    Examples
+    --------
+    >>> split_target("tco_usd@p90"), split_target("tco_usd@p2.5"), split_target("tco_usd")
+    (('tco_usd', 0.9), ('tco_usd', 0.025), ('tco_usd', None))
+    """
+    metric, at, tail = key.partition("@")
+    if not at:
+        return key, None
+    try:
+        pct = float(tail[1:]) if tail[:1] == "p" else float("nan")
+    except ValueError:
+        pct = float("nan")
+    if not (metric and 0 < pct < 100):
+        raise ValueError(
+            f"target key {key!r}: a quantile target is 'metric@pNN' with 0 < NN < 100, "
+            f"e.g. 'tco_usd@p90'"
+        )
+    return metric, pct / 100
+
+
+def quantile_precision(x: FloatArray, q: float) -> dict[str, float]:
+    """The ``q`` quantile of ``x`` and its distribution-free 95 % confidence interval.
+
+    The number ``K`` of runs below the true quantile is Binomial(n, q) for iid runs of a
+    continuous metric, so with ``j`` the 2.5 % point and ``k - 1`` the 97.5 % point of that
+    binomial, ``[x_(j), x_(k)]`` (order statistics, 1-based) covers the quantile with
+    probability ``P(j <= K < k) >= 0.95`` whatever the distribution (the exact interval of
+    e.g. Conover, *Practical Nonparametric Statistics*, 3.2). ``half_width`` is half its width,
+    ``relative`` that over ``|value|`` (``value``: ``np.quantile(x, q)``). With too few runs for
+    an interval (an end past the sample) the half-width is inf.
+
+    Examples
+    --------
+    >>> p = quantile_precision(np.arange(1.0, 1001.0), 0.5)
+    >>> p["value"], p["lower"], p["upper"]
+    (500.5, 469.0, 532.0)
+    """
+    n = int(x.size)
+    value = float(np.quantile(x, q))
+    j = int(stats.binom.ppf(0.025, n, q))
+    k = int(stats.binom.ppf(0.975, n, q)) + 1
+    if j < 1 or k > n:
+        lower, upper, half = -float("inf"), float("inf"), float("inf")
+    else:
+        xs = np.sort(x)
+        lower, upper = float(xs[j - 1]), float(xs[k - 1])
+        half = (upper - lower) / 2
+    if half == 0.0:
+        rel = 0.0
+    elif value == 0.0:
+        rel = float("inf")
+    else:
+        rel = half / abs(value)
+    return {
+        "runs": n,
+        "quantile": q,
+        "value": value,
+        "lower": lower,
+        "upper": upper,
+        "half_width": half,
+        "relative": rel,
+    }
+
+
 class Convergence:
     """Stopping rule of ``runs="auto"``: stop at the first block end where every target holds.
 
     The rule is checked at every multiple of :data:`BLOCK_RUNS` runs (and at the cap), so the
     stopping point depends on the data only, not on the chunk size or the executor; a study
     that stops after ``n`` runs is the first ``n`` runs of a fixed study of the same seed.
+    A target key ``"metric@pNN"`` holds the NN % quantile's interval (:func:`quantile_precision`)
+    to its tolerance, any other key the mean's (:func:`mean_precision`).
     """
 
     def __init__(self, target: Mapping[str, float], chunks: Sequence[tuple[int, int]]) -> None:
         self.target = dict(target)
+        self.parsed = {key: split_target(key) for key in self.target}
         self.chunks = chunks
-        self.seen: dict[str, list[FloatArray]] = {m: [] for m in self.target}
+        self.seen: dict[str, list[FloatArray]] = {m: [] for m, _ in self.parsed.values()}
         self.runs = 0
         self.precision: dict[str, dict[str, Any]] = {}
 
     def __call__(self, i: int, metrics: Mapping[str, FloatArray]) -> bool:
         """Take chunk ``i``'s metrics; true (and ``self.runs`` set) once the targets hold."""
-        missing = [m for m in self.target if m not in metrics]
+        missing = sorted({m for m in self.seen if m not in metrics})
         if missing:
             raise KeyError(
                 f"target metric(s) {', '.join(missing)} not in this study; it has: "
@@ -176,15 +247,18 @@ class Convergence:
             used = end - start
             self.runs = end
             self.precision = {}
-            for m, tol in self.target.items():
-                x = np.concatenate([*self.seen[m], metrics[m][:used]])
-                p: dict[str, Any] = dict(mean_precision(x))
+            xs = {m: np.concatenate([*self.seen[m], metrics[m][:used]]) for m in self.seen}
+            for key, tol in self.target.items():
+                m, q = self.parsed[key]
+                p: dict[str, Any] = dict(
+                    mean_precision(xs[m]) if q is None else quantile_precision(xs[m], q)
+                )
                 p["target"] = tol
                 p["met"] = bool(p["relative"] <= tol)
-                self.precision[m] = p
+                self.precision[key] = p
             if all(p["met"] for p in self.precision.values()):
                 return True
-        for m in self.target:
+        for m in self.seen:
             self.seen[m].append(np.asarray(metrics[m]))
         return False
 
@@ -233,5 +307,7 @@ __all__ = [
     "as_progress",
     "mean_precision",
     "open_executor",
+    "quantile_precision",
     "run_chunks",
+    "split_target",
 ]

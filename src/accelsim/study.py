@@ -21,7 +21,15 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.engines import analytic, shared
-from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, blocks, study_runs
+from accelsim.engines.inputs import (
+    BLOCK_RUNS,
+    Design,
+    InputDraws,
+    blocks,
+    check_design_runs,
+    sampling,
+    study_runs,
+)
 from accelsim.engines.pricing import price_training
 from accelsim.results import Comparison, Result, render_table
 from accelsim.runner import (
@@ -31,6 +39,7 @@ from accelsim.runner import (
     as_progress,
     open_executor,
     run_chunks,
+    split_target,
 )
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
@@ -96,6 +105,7 @@ class _Study:
     engine: Literal["analytic", "des"]
     options: shared.DesOptions
     total_runs: int
+    design: Design = "mc"
 
 
 _Chunk = tuple[dict[str, FloatArray], dict[str, FloatArray], list[dict[str, np.ndarray]]]
@@ -114,7 +124,7 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
         block = shared.simulate_training_block
     else:
         block = shared.simulate_block
-    with study_runs(study.total_runs):
+    with study_runs(study.total_runs), sampling(study.design):
         for b_start, b_stop in blocks(start, stop):
             data, draws, arrays = block(scenario, root, b_start, b_stop, study.options)
             metrics.append(data)
@@ -163,6 +173,7 @@ def _check_runs(
         if not target:
             raise ValueError('runs="auto" needs a target, e.g. target={"tco_usd": 0.01}')
         for m, tol in target.items():
+            split_target(m)
             if not (isinstance(tol, int | float) and 0 < tol < float("inf")):
                 raise ValueError(f"target[{m!r}] must be a relative tolerance > 0, got {tol!r}")
         return max_runs
@@ -188,6 +199,7 @@ def simulate(
     store: str | os.PathLike[str] | None = None,
     resume: bool = False,
     progress: ProgressLike = True,
+    design: Design = "mc",
 ) -> Result:
     """Monte Carlo study of one scenario: ``runs`` samples of every metric.
 
@@ -200,6 +212,19 @@ def simulate(
         ``target`` holds, up to ``max_runs``.
     seed : int, SeedSequence or None
         Root seed; the same seed gives bit-identical results with any executor.
+    design : {"mc", "lhs", "sobol"}
+        How each uncertain input is drawn. ``"mc"`` (default): independent random draws.
+        ``"lhs"``: per input and block of 4096 runs, a Latin hypercube's marginal (one
+        point in each of the block's equal-probability strata, randomly permuted,
+        independently across inputs). ``"sobol"``: per input and block, a scrambled
+        one-dimensional Sobol' sequence, scrambled independently per input (randomised
+        quasi-Monte Carlo per input); ``runs`` must be a multiple of 4096 or a power of two
+        up to 4096. Both map their uniforms through each input's ``ppf`` (see
+        :func:`accelsim.engines.inputs.design_uniforms`): every run is still a draw from
+        the inputs' distributions, so means stay unbiased, but runs are no longer
+        independent, and ``Result.std_error`` (an iid formula) is not the error of their
+        mean (usually an overstatement). Not with ``runs="auto"``, whose stopping rule
+        assumes independent runs.
     engine : {"auto", "analytic", "des"}
         ``auto`` picks the analytic engine for a training run on one dedicated pool (no
         ``background``, and neither ``keep_jobs`` nor a resolution asked), else the DES
@@ -230,8 +255,14 @@ def simulate(
         ``runs="auto"`` only. Stop at the first multiple of 4096 runs where, for every
         metric, the half-width of the 95 % confidence interval of its mean is at most
         ``tolerance * |mean|``. Runs are iid, so the interval is ``mean ± 1.96 s/sqrt(n)``.
-        The achieved precision is in ``Result.extras["precision"]`` (per metric: ``runs``,
-        ``mean``, ``half_width``, ``relative``, ``target``, ``met``). The stopping point
+        A key ``"metric@pNN"`` (e.g. ``"tco_usd@p90"``) targets the NN % quantile instead:
+        its 95 % interval is the distribution-free order-statistic interval (from the
+        binomial distribution of the number of runs below the quantile, see
+        :func:`accelsim.runner.quantile_precision`), and half its width must be at most
+        ``tolerance * |quantile|``. The achieved precision is in
+        ``Result.extras["precision"]``, keyed like ``target`` (per key: ``runs``,
+        ``half_width``, ``relative``, ``target``, ``met``, and ``mean`` for a mean, or
+        ``quantile``, ``value``, ``lower`` and ``upper`` for a quantile). The stopping point
         depends on the data only, so the result is the first runs of a fixed study with
         the same seed, whatever the executor or chunk size.
     max_runs : int
@@ -279,6 +310,12 @@ def simulate(
     True
     """
     total = _check_runs(runs, target, max_runs)
+    check_design_runs(design, total)
+    if design != "mc" and runs == "auto":
+        raise ValueError(
+            f'design={design!r} needs a fixed number of runs: the stopping rule of runs="auto" '
+            f"assumes independent runs"
+        )
     resolution = utilization_resolution_hours
     if resolution is not None:
         if not (isinstance(resolution, int | float) and 0 < resolution < float("inf")):
@@ -304,7 +341,13 @@ def simulate(
     chunks = _chunks(total, size)
     options = shared.DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
     study = _Study(
-        scenario.model_dump_json(), root.entropy, tuple(root.spawn_key), chosen, options, total
+        scenario.model_dump_json(),
+        root.entropy,
+        tuple(root.spawn_key),
+        chosen,
+        options,
+        total,
+        design,
     )
 
     have: dict[int, _Chunk] = {}
@@ -317,7 +360,8 @@ def simulate(
             runs=runs if runs != "auto" else {"auto": dict(target or {}), "max_runs": max_runs},
             chunk_runs=size,
             engine=chosen,
-            options=asdict(options),
+            # the design joins the manifest only when not "mc", so older stores still resume
+            options=asdict(options) if design == "mc" else {**asdict(options), "design": design},
         )
         chunk_store = ChunkStore.open(store, meta, resume)
         for i in sorted(chunk_store.finished() & set(range(len(chunks)))):
@@ -364,6 +408,8 @@ def simulate(
         extras["precision"] = rule.precision
         if report is not None:
             report(n, n)
+    if design != "mc":
+        extras["design"] = design
     entropy = root.entropy if isinstance(root.entropy, int) else None
     return Result(
         scenario_name=scenario.name,
