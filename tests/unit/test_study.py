@@ -169,10 +169,9 @@ def test_sweep_gives_one_row_per_point_and_metric() -> None:
     rows = acs.sweep(small(), grid={"fleet.0.count": [32, 64]}, runs=200, seed=1)
     assert len(rows) == 4
     by = {(r["fleet.0.count"], r["metric"]): r for r in rows}
-    # Twice the chips: shorter failure-free training for the same work.
-    assert (
-        by[(64, "time_to_train_days")]["p50"] < by[(32, "time_to_train_days")]["p50"] + 1e-9 or True
-    )
+    # Twice the chips: shorter training for the same work, with the same lead-time and
+    # porting draws (common random numbers), so the median time to train falls.
+    assert by[(64, "time_to_train_days")]["p50"] < by[(32, "time_to_train_days")]["p50"]
     assert all(r["std_error"] >= 0 for r in rows)
     with pytest.raises(ValueError, match="sweep point"):
         acs.sweep(small(), grid={"fleet.0.count": [0]}, runs=10, seed=1)
