@@ -7,6 +7,7 @@ text when it is piped; ``--json`` and ``--csv`` are for machines.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import multiprocessing
@@ -14,7 +15,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from enum import StrEnum
 from itertools import pairwise
@@ -171,19 +172,17 @@ def _targets(pairs: Sequence[str] | None) -> dict[str, float] | None:
     return out
 
 
-def _study_options(workers: int | None) -> dict[str, Any]:
-    """Keyword arguments for simulate/compare/sweep from the common options."""
-    options: dict[str, Any] = {}
-    if workers is not None:
-        if workers < 1:
-            raise AccelsimError(f"--workers must be >= 1, got {workers}")
-        options["executor"] = None if workers == 1 else _pool(workers)
-    return options
-
-
-def _pool(workers: int) -> Executor:
+@contextlib.contextmanager
+def _executor(workers: int | None) -> Iterator[Executor | None]:
+    """The executor ``--workers`` asks for (None: in this process), shut down afterwards."""
+    if workers is None or workers == 1:
+        yield None
+        return
+    if workers < 1:
+        raise AccelsimError(f"--workers must be >= 1, got {workers}")
     context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        yield pool
 
 
 def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
@@ -348,12 +347,8 @@ def run(
     fmt = _format(json_out, csv_out)
     n_runs = _runs(runs)
     s = load_scenario(scenario)
-    options = _study_options(workers)
-    try:
-        res = simulate(s, runs=n_runs, seed=seed, target=_targets(target), **options)
-    finally:
-        if isinstance(options.get("executor"), Executor):
-            options["executor"].shutdown()
+    with _executor(workers) as pool:
+        res = simulate(s, runs=n_runs, seed=seed, target=_targets(target), executor=pool)
     _emit(res, fmt)
     if out is not None:
         kind = Path(out).suffix.lower().lstrip(".")
@@ -388,12 +383,8 @@ def compare_(
         if s.name in named:
             raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
         named[s.name] = s
-    options = _study_options(workers)
-    try:
-        cmp = compare(named, runs=runs, seed=seed, **options)
-    finally:
-        if isinstance(options.get("executor"), Executor):
-            options["executor"].shutdown()
+    with _executor(workers) as pool:
+        cmp = compare(named, runs=runs, seed=seed, executor=pool)
     if json_out:
         rec = cmp.recommendation
         metrics = [m for m in ("tco_usd", "time_to_train_days") if m in cmp[cmp.options[0]].data]
@@ -448,12 +439,8 @@ def sweep_(
             f"{grid}: a grid maps dotted field paths to lists of values, e.g. "
             f"'fleet.0.count: [512, 1024]'"
         )
-    options = _study_options(workers)
-    try:
-        rows = sweep(s, grid=axes, runs=runs, seed=seed, metrics=metrics.split(","), **options)
-    finally:
-        if isinstance(options.get("executor"), Executor):
-            options["executor"].shutdown()
+    with _executor(workers) as pool:
+        rows = sweep(s, grid=axes, runs=runs, seed=seed, metrics=metrics.split(","), executor=pool)
     if fmt == "json":
         print(json.dumps(rows, indent=2, default=str))
         return
