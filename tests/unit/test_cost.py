@@ -198,3 +198,11 @@ def test_cloud_breakdown_reports_kwh_but_prices_no_energy() -> None:
     zeros = np.zeros_like(rent)
     breakdown = CostBreakdown(rent, zeros, zeros, zeros)
     assert breakdown.total_usd == rent
+
+
+def test_free_delay_costs_nothing_even_for_a_run_that_never_finishes() -> None:
+    """0 USD/day x inf days is 0 by the model's meaning, not nan."""
+    out = delay_cost_usd(np.array([np.inf, 10.0, np.inf]), np.array([0.0, 5.0, 5.0]))
+    assert out[0] == 0.0
+    assert out[1] == 50.0
+    assert np.isinf(out[2])

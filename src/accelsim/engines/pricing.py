@@ -147,11 +147,7 @@ def price_training(
         "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
     )
     out["engineering_cost_usd"] = cost.engineering_cost_usd(usage["engineering_hours"], wage)
-    # A run that never finishes (inf days) costs nothing in delay when delay is free.
-    with np.errstate(invalid="ignore"):
-        out["delay_cost_usd"] = np.where(
-            delay > 0, cost.delay_cost_usd(usage["time_to_train_days"], delay), 0.0
-        )
+    out["delay_cost_usd"] = cost.delay_cost_usd(usage["time_to_train_days"], delay)
     out["tco_usd"] = (
         out["hardware_cost_usd"]
         + out["energy_cost_usd"]

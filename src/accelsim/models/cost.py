@@ -420,14 +420,18 @@ def delay_cost_usd(days: ArrayLike, usd_per_day: ArrayLike) -> FloatArray:
     -----
     .. math:: C = d \\cdot v
 
+    A free day costs nothing however many days there are: with ``v = 0`` the cost is 0
+    even for a run that never finishes (``d = inf``), not ``nan``.
     Oracle: the product (hand-computed examples in the unit tests).
 
     Examples
     --------
-    >>> delay_cost_usd(30.0, [0.0, 10_000.0])
-    array([     0., 300000.])
+    >>> delay_cost_usd([30.0, float("inf")], [10_000.0, 0.0])
+    array([300000.,      0.])
     """
-    return _f(days) * _f(usd_per_day)
+    value = _f(usd_per_day)
+    with np.errstate(invalid="ignore"):
+        return np.where(value > 0, _f(days) * value, 0.0)
 
 
 @dataclass(frozen=True, eq=False)
