@@ -1,32 +1,38 @@
-"""Resumable studies: a directory of one Parquet file per finished chunk, plus a manifest.
+"""Resumable studies: a store of finished chunks behind one small interface.
 
-A store (e.g. ``study.parquet/``) holds ``_manifest.json``, written before any chunk runs,
-and ``part-000042.parquet`` for each finished chunk ``42``. A Parquet file is unreadable until
-it is closed (its footer is written last), so a chunk is written as ``.part-….parquet.tmp``,
-flushed to disk (``fsync``) and renamed into place with :func:`os.replace`: a killed study
-leaves only whole chunks behind, and at most a stray ``.tmp`` that is ignored and rewritten.
-Names starting with ``_`` or ``.`` are skipped by Parquet dataset readers, so
-``pandas.read_parquet("study.parquet")`` reads the finished runs.
+``simulate(..., store=path)`` writes each chunk as it finishes, after a manifest that is
+written before any chunk runs. The path picks the backend (see :func:`backend_of`):
+
+* ``"study.sqlite"``, ``"study.sqlite3"`` or ``"study.db"``: one SQLite database file
+  (:mod:`accelsim.store_sqlite`, standard library only). ``SELECT * FROM runs`` is the tidy
+  table, one row per run.
+* any other path: a directory of one Parquet file per chunk plus ``_manifest.json``
+  (:mod:`accelsim.store_parquet`, needs ``pip install 'accelsim[store]'``). An existing
+  directory is always a Parquet store, whatever its suffix, so a directory named ``x.db``
+  made before the SQLite backend existed still resumes.
+
+Both hold the same columns: ``run`` (the run index), one ``metric/<name>`` column per metric
+and one ``input/<name>`` column per drawn input, all float64, stored bit-exactly.
 
 Streams are addressed by run block, so a resumed study that runs only the missing chunks is
 bit-identical to an uninterrupted one. The manifest records what must match for that to hold
 (scenario hash, root seed, runs, chunk size, engine, options and package versions); resuming
-with anything different is an error that names the difference.
-
-Each part file has a ``run`` column (the run index), one ``metric/<name>`` column per metric
-and one ``input/<name>`` column per drawn input, so pandas, polars or duckdb read the
-directory directly. pyarrow is an optional extra: ``pip install 'accelsim[store]'``.
+with anything different is an error that names the difference. A chunk is finished once it is
+wholly stored (a Parquet file renamed into place, an SQLite transaction committed), so a
+killed study leaves whole chunks or nothing of a chunk. Writing a finished chunk again with
+the same values is a no-op (a retried chunk is never counted twice); with other values it is
+an error, since a study's chunks are deterministic and a difference means a different study.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -34,18 +40,11 @@ from accelsim._typing import FloatArray
 
 MANIFEST = "_manifest.json"
 FORMAT_VERSION = 1
-_METRIC = "metric/"
-_INPUT = "input/"
+METRIC = "metric/"
+INPUT = "input/"
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
-
-def _pyarrow() -> tuple[Any, Any]:
-    """Import pyarrow lazily: the ``store`` extra."""
-    try:
-        pa = importlib.import_module("pyarrow")
-        pq = importlib.import_module("pyarrow.parquet")
-    except ImportError as exc:
-        raise ImportError("a study store needs pyarrow: pip install 'accelsim[store]'") from exc
-    return pa, pq
+Chunk = tuple[dict[str, FloatArray], dict[str, FloatArray]]
 
 
 def scenario_hash(scenario_json: str) -> str:
@@ -86,41 +85,102 @@ def manifest(
     }
 
 
-def _fsync_dir(path: Path) -> None:
-    """Make a rename in ``path`` durable (a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. Windows
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+def backend_of(path: str | os.PathLike[str]) -> Literal["parquet", "sqlite"]:
+    """The backend of the store at ``path``: an existing directory or a suffix outside
+    ``.sqlite``, ``.sqlite3``, ``.db`` (any case) is Parquet; the rest is SQLite.
+
+    Examples
+    --------
+    >>> backend_of("study.sqlite"), backend_of("runs/a.DB"), backend_of("study.parquet")
+    ('sqlite', 'sqlite', 'parquet')
+    >>> backend_of("study")
+    'parquet'
+    """
+    p = Path(path)
+    if p.is_dir() or p.suffix.lower() not in SQLITE_SUFFIXES:
+        return "parquet"
+    return "sqlite"
 
 
-def _write_atomic(path: Path, write: Any) -> None:
-    """Call ``write(tmp_path)``, fsync the file, then rename it onto ``path``."""
-    tmp = path.with_name("." + path.name + ".tmp")  # hidden: readers of the directory skip it
-    write(tmp)
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+def _backend(path: str | os.PathLike[str]) -> type[ChunkStore]:
+    if backend_of(path) == "sqlite":
+        from accelsim.store_sqlite import SqliteStore
+
+        return SqliteStore
+    from accelsim.store_parquet import ParquetStore
+
+    return ParquetStore
 
 
 def stored_seed(path: str | os.PathLike[str]) -> np.random.SeedSequence | None:
     """The root seed recorded in the store at ``path`` (None if it has no manifest)."""
-    file = Path(path) / MANIFEST
-    if not file.exists():
+    meta = _backend(path).stored_manifest(Path(path))
+    if meta is None:
         return None
-    meta = json.loads(file.read_text(encoding="utf-8"))
     return np.random.SeedSequence(meta["entropy"], spawn_key=tuple(meta["spawn_key"]))
 
 
-class ChunkStore:
-    """A study's directory of finished chunks (see the module docstring).
+def check_manifest(where: Path, stored: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
+    """Raise ValueError naming every field where ``stored`` and ``meta`` differ."""
+    wanted = json.loads(json.dumps(dict(meta)))  # same JSON types as the stored one
+    differ = [
+        f"{k}: stored {stored.get(k)!r}, now {wanted.get(k)!r}"
+        for k in sorted(set(stored) | set(wanted))
+        if stored.get(k) != wanted.get(k)
+    ]
+    if differ:
+        raise ValueError(
+            f"cannot resume the study in {str(where)!r}: its manifest differs ({'; '.join(differ)})"
+        )
 
-    Open one with :meth:`open`, which creates it or checks its manifest.
+
+def not_empty(where: Path) -> FileExistsError:
+    """The error for a store that holds something while ``resume`` is false."""
+    return FileExistsError(
+        f"study store {str(where)!r} already holds a study: pass resume=True to "
+        f"continue it, or choose another path (a store is never overwritten)"
+    )
+
+
+def columns(start: int, metrics: Mapping[str, Any], inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """A chunk as named columns: ``run``, then ``metric/<name>``, then ``input/<name>``."""
+    out: dict[str, Any] = {METRIC + k: np.asarray(v) for k, v in metrics.items()}
+    out |= {INPUT + k: np.asarray(v) for k, v in inputs.items()}
+    sizes = {v.shape for v in out.values()}
+    if len(sizes) != 1 or len(next(iter(sizes))) != 1:
+        raise ValueError(f"a chunk needs 1-d columns of one length, got shapes {sorted(sizes)}")
+    runs = next(iter(sizes))[0]
+    return {"run": np.arange(start, start + runs, dtype=np.int64)} | out
+
+
+def split(named: Mapping[str, FloatArray]) -> Chunk:
+    """Named columns back into ``(metrics, inputs)`` (``run`` and other columns dropped)."""
+    metrics = {k[len(METRIC) :]: v for k, v in named.items() if k.startswith(METRIC)}
+    inputs = {k[len(INPUT) :]: v for k, v in named.items() if k.startswith(INPUT)}
+    return metrics, inputs
+
+
+def check_same(where: str, chunk: int, old: Chunk, new: Chunk) -> None:
+    """Raise ValueError unless ``old`` and ``new`` hold the same names and the same bits."""
+    a, b = columns(0, *old), columns(0, *new)
+    differ = sorted(set(a) ^ set(b))
+    differ += [
+        k for k in a if k in b and (a[k].dtype != b[k].dtype or a[k].tobytes() != b[k].tobytes())
+    ]
+    if differ:
+        raise ValueError(
+            f"chunk {chunk} is already stored in {where!r} with other values "
+            f"(columns {', '.join(differ)}): a study's chunks are deterministic, so this "
+            f"is another study; use another store"
+        )
+
+
+class ChunkStore(ABC):
+    """A study's store of finished chunks (see the module docstring).
+
+    Open one with :meth:`open`, which picks the backend from the path, then creates the
+    store or checks its manifest. ``finished``, ``read`` and ``write`` are called from the
+    coordinating process only (``simulate`` writes in its ``on_chunk`` callback).
     """
 
     def __init__(self, path: Path, meta: Mapping[str, Any]) -> None:
@@ -133,62 +193,40 @@ class ChunkStore:
     ) -> ChunkStore:
         """Create the store at ``path``, or reopen it when ``resume`` is true.
 
+        Called on :class:`ChunkStore` the backend comes from :func:`backend_of`; called
+        on a backend class, that backend is used.
+
         Raises
         ------
         FileExistsError
-            ``path`` exists and is not empty, and ``resume`` is false (a store is never
-            silently overwritten).
+            ``path`` holds something and ``resume`` is false (a store is never silently
+            overwritten), or ``path`` is neither a directory nor a store of its backend.
         ValueError
             ``resume`` is true and the stored manifest differs from ``meta``; the message
             names every field that differs.
         """
-        _pyarrow()
-        root = Path(path)
-        if root.exists() and not root.is_dir():
-            raise FileExistsError(f"study store {str(root)!r} exists and is not a directory")
-        existing = root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir())
-        if existing and not resume:
-            raise FileExistsError(
-                f"study store {str(root)!r} already holds a study: pass resume=True to "
-                f"continue it, or choose another path (a store is never overwritten)"
-            )
-        stored_path = root / MANIFEST
-        if existing and stored_path.exists():
-            stored = json.loads(stored_path.read_text(encoding="utf-8"))
-            wanted = json.loads(json.dumps(dict(meta)))  # same JSON types as the stored one
-            differ = [
-                f"{k}: stored {stored.get(k)!r}, now {wanted.get(k)!r}"
-                for k in sorted(set(stored) | set(wanted))
-                if stored.get(k) != wanted.get(k)
-            ]
-            if differ:
-                raise ValueError(
-                    f"cannot resume the study in {str(root)!r}: its manifest differs "
-                    f"({'; '.join(differ)})"
-                )
-            return cls(root, stored)
-        if existing:
-            raise ValueError(
-                f"cannot resume the study in {str(root)!r}: it has files but no {MANIFEST}"
-            )
-        root.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(dict(meta), indent=2, sort_keys=True)
-        _write_atomic(root / MANIFEST, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-        return cls(root, meta)
+        backend = _backend(path) if cls is ChunkStore else cls
+        return backend.create(Path(path), meta, resume)
 
-    def part_path(self, chunk: int) -> Path:
-        """File of chunk number ``chunk``."""
-        return self.path / f"part-{chunk:06d}.parquet"
+    @classmethod
+    @abstractmethod
+    def create(cls, path: Path, meta: Mapping[str, Any], resume: bool) -> ChunkStore:
+        """This backend's :meth:`open`."""
 
+    @classmethod
+    @abstractmethod
+    def stored_manifest(cls, path: Path) -> dict[str, Any] | None:
+        """The manifest stored at ``path``, or None when there is none."""
+
+    @abstractmethod
     def finished(self) -> set[int]:
-        """Numbers of the chunks already written (whole files only; ``.tmp`` is ignored)."""
-        out = set()
-        for p in self.path.glob("part-*.parquet"):
-            stem = p.name[len("part-") : -len(".parquet")]
-            if stem.isdigit():
-                out.add(int(stem))
-        return out
+        """Numbers of the chunks already wholly stored."""
 
+    @abstractmethod
+    def read(self, chunk: int, start: int, stop: int) -> Chunk:
+        """Metrics and inputs of chunk ``chunk``, checked to hold runs ``[start, stop)``."""
+
+    @abstractmethod
     def write(
         self,
         chunk: int,
@@ -196,37 +234,15 @@ class ChunkStore:
         metrics: Mapping[str, FloatArray],
         inputs: Mapping[str, FloatArray],
     ) -> None:
-        """Write chunk ``chunk`` (runs from ``start``) atomically."""
-        pa, pq = _pyarrow()
-        runs = len(next(iter(metrics.values())))
-        columns: dict[str, Any] = {"run": np.arange(start, start + runs, dtype=np.int64)}
-        columns |= {_METRIC + k: np.asarray(v) for k, v in metrics.items()}
-        columns |= {_INPUT + k: np.asarray(v) for k, v in inputs.items()}
-        table = pa.table(columns).replace_schema_metadata(
-            {"accelsim.chunk": str(chunk), "accelsim.start": str(start)}
-        )
-        _write_atomic(self.part_path(chunk), lambda tmp: pq.write_table(table, tmp))
-
-    def read(
-        self, chunk: int, start: int, stop: int
-    ) -> tuple[dict[str, FloatArray], dict[str, FloatArray]]:
-        """Metrics and inputs of chunk ``chunk``, checked to hold runs ``[start, stop)``."""
-        _, pq = _pyarrow()
-        table = pq.read_table(self.part_path(chunk))
-        run = table.column("run").to_numpy()
-        if run.size != stop - start or (run.size and (run[0] != start or run[-1] != stop - 1)):
-            raise ValueError(
-                f"{self.part_path(chunk)} holds runs {run[:1]}..{run[-1:]}, "
-                f"expected [{start}, {stop})"
-            )
-        metrics: dict[str, FloatArray] = {}
-        inputs: dict[str, FloatArray] = {}
-        for name in table.column_names:
-            if name.startswith(_METRIC):
-                metrics[name[len(_METRIC) :]] = table.column(name).to_numpy()
-            elif name.startswith(_INPUT):
-                inputs[name[len(_INPUT) :]] = table.column(name).to_numpy()
-        return metrics, inputs
+        """Store chunk ``chunk`` (runs from ``start``) atomically; the same values again
+        are a no-op, other values a ValueError."""
 
 
-__all__ = ["MANIFEST", "ChunkStore", "manifest", "scenario_hash", "stored_seed"]
+__all__ = [
+    "MANIFEST",
+    "ChunkStore",
+    "backend_of",
+    "manifest",
+    "scenario_hash",
+    "stored_seed",
+]
