@@ -1,8 +1,8 @@
 """Results of a study: one array per metric, with the summaries users read.
 
 Every summary states its Monte Carlo error: a mean is printed with the half-width of its
-95 % confidence interval (1.96 standard errors), so a reader can tell a real difference
-from sampling noise.
+95 % confidence interval (1.96 standard errors, see :meth:`Result.std_error`), so a reader
+can tell a real difference from sampling noise.
 """
 
 from __future__ import annotations
@@ -116,13 +116,50 @@ class Result:
             known = ", ".join(self.data)
             raise KeyError(f"no metric {metric!r} in this result; it has: {known}") from None
 
+    @property
+    def design(self) -> str:
+        """How the study drew its inputs: ``extras["design"]``, else ``"mc"`` (independent)."""
+        return str(self.extras.get("design", "mc"))
+
     def mean(self, metric: str) -> float:
         """Sample mean of ``metric``."""
         return float(np.mean(self.samples(metric)))
 
     def std_error(self, metric: str) -> float:
-        """Monte Carlo standard error of the mean of ``metric``."""
+        """Monte Carlo standard error of the mean of ``metric``.
+
+        Independent runs (:attr:`design` ``"mc"``): ``s / sqrt(n)``, with ``s`` the sample
+        standard deviation (``ddof=1``) of the ``n`` runs.
+
+        ``"antithetic"``: runs ``2k`` and ``2k + 1`` share mirrored inputs, so they are
+        correlated and ``s / sqrt(n)`` is not the error of their mean. The ``n / 2`` pair
+        means ``y_k = (x_2k + x_2k+1) / 2`` are independent and identically distributed,
+        and the mean of the runs is the mean of the ``y_k``, so the standard error is
+        ``s_y / sqrt(n / 2)`` (``ddof=1``; Owen 2013, sec. 8.2). It needs an even ``n`` and
+        is ``nan`` for a single pair.
+
+        ``"lhs"`` and ``"sobol"``: still ``s / sqrt(n)``, the error plain Monte Carlo would
+        have with as many runs. The designs' runs are not independent and their true error
+        is usually smaller (a Latin hypercube's variance is at most ``n / (n - 1)`` times
+        that of plain Monte Carlo), so for them this is an estimate of an upper bound.
+
+        Examples
+        --------
+        >>> r = Result("pairs", {"x": np.array([1.0, 3.0, 2.5, 1.5])},
+        ...            extras={"design": "antithetic"})
+        >>> r.std_error("x")  # pair means 2.0 and 2.0: no error left
+        0.0
+        >>> round(Result("iid", {"x": np.array([1.0, 3.0, 2.5, 1.5])}).std_error("x"), 4)
+        0.4564
+        """
         x = self.samples(metric)
+        if self.design == "antithetic":
+            if x.size % 2:
+                raise ValueError(
+                    f"an antithetic result pairs runs (2k, 2k+1): {metric!r} has an odd "
+                    f"number of runs ({x.size})"
+                )
+            x = 0.5 * (x[0::2] + x[1::2])
         return float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
 
     def quantile(self, metric: str, q: float) -> float:
@@ -139,7 +176,11 @@ class Result:
         return self.quantile(metric, tail), self.quantile(metric, 1.0 - tail)
 
     def summary(self, metrics: Sequence[str] | None = None) -> str:
-        """A table: mean ± 95 % Monte Carlo error, P5, P50, P95 of each metric."""
+        """A table: mean ± 95 % Monte Carlo error, P5, P50, P95 of each metric.
+
+        The error is ``1.96 * std_error(metric)``, so it follows the design of the study
+        (over pair means for ``"antithetic"``), which the first line names when not ``"mc"``.
+        """
         names = list(metrics) if metrics is not None else list(self.data)
         rows = []
         for m in names:
@@ -155,7 +196,8 @@ class Result:
                     format_value(m, float(p95)),
                 ]
             )
-        head = f"{self.scenario_name}: {self.runs} runs ({self.engine} engine)"
+        how = f"{self.engine} engine" + ("" if self.design == "mc" else f", {self.design} design")
+        head = f"{self.scenario_name}: {self.runs} runs ({how})"
         table = render_table(["metric", "mean ± 95% MC error", "P5", "P50", "P95"], rows)
         return f"{head}\n{table}"
 

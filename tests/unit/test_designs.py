@@ -51,7 +51,7 @@ def assert_same(a: acs.Result, b: acs.Result) -> None:
         np.testing.assert_array_equal(a.inputs[k], b.inputs[k], err_msg=k)
 
 
-@pytest.mark.parametrize("design", ["lhs", "sobol"])
+@pytest.mark.parametrize("design", ["lhs", "sobol", "antithetic"])
 def test_design_results_are_finite_and_reproducible(design: str) -> None:
     """Same seed, same design: bit-identical; every metric finite; not the MC draws."""
     a = acs.simulate(scenario(), runs=512, seed=5, design=design)  # type: ignore[arg-type]

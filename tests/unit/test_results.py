@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from accelsim.results import format_value, render_table
+from accelsim.results import Result, format_value, render_table
 
 
 @pytest.mark.parametrize(
@@ -36,3 +37,31 @@ def test_non_finite_values_print_as_such() -> None:
 def test_render_table_aligns_columns() -> None:
     lines = render_table(["a", "bb"], [["x", "1"], ["yyy", "22"]]).splitlines()
     assert len({len(line) for line in lines}) == 1
+
+
+def test_std_error_follows_the_design() -> None:
+    """iid formula for mc, lhs and sobol (unchanged); pair means for antithetic.
+
+    x = [1, 3, 2, 6]: s^2 = 14/3 over 4 runs, so s / sqrt(4) = sqrt(7/6). Pair means 2 and
+    4: s_y^2 = 2 over 2 pairs, so sqrt(2 / 2) = 1.
+    """
+    data = {"x": np.array([1.0, 3.0, 2.0, 6.0])}
+    for design in (None, "mc", "lhs", "sobol"):
+        extras = {} if design is None else {"design": design}
+        res = Result("r", data, extras=extras)
+        assert res.design == (design or "mc")
+        assert res.std_error("x") == pytest.approx(math.sqrt(7.0 / 6.0), rel=1e-15)
+    anti = Result("r", data, extras={"design": "antithetic"})
+    assert anti.std_error("x") == pytest.approx(1.0, rel=1e-15)
+    assert math.isnan(Result("r", {"x": np.array([1.0, 2.0])}, extras=anti.extras).std_error("x"))
+
+
+def test_summary_names_a_design_other_than_mc() -> None:
+    data = {"tco_usd": np.array([1.0, 3.0, 2.0, 6.0])}
+    assert Result("r", data).summary().splitlines()[0] == "r: 4 runs (analytic engine)"
+    head = Result("r", data, extras={"design": "antithetic"}).summary().splitlines()[0]
+    assert head == "r: 4 runs (analytic engine, antithetic design)"
+    # the printed 95 % error is 1.96 x the standard error: pair means 1.96, iid 2.12
+    x = {"x": data["tco_usd"]}
+    assert "3 ± 1.96 " in Result("r", x, extras={"design": "antithetic"}).summary()
+    assert "3 ± 2.12 " in Result("r", x).summary()
