@@ -1,4 +1,4 @@
-"""The chunked runner behind :func:`accelsim.simulate`: executors, progress and convergence.
+"""The chunked runner behind :func:`accelsim.simulate`: executors and convergence.
 
 A study's runs are cut into chunks; :func:`run_chunks` runs the chunks on an
 executor (in-process, a process pool, any ``concurrent.futures.Executor`` or a Dask
@@ -7,14 +7,14 @@ it to a store and reports progress) and returns the chunks **in order**, so the 
 depends on timing. With a stopping rule (``runs="auto"``) chunks run in waves, the rule is
 checked chunk by chunk in order, and chunks computed beyond the stopping point are dropped:
 where a study stops depends on its data only, never on the executor.
+
+Progress reporting lives in :mod:`accelsim.progress` (``as_progress`` is re-exported here).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -25,6 +25,7 @@ from scipy import stats
 
 from accelsim._typing import FloatArray
 from accelsim.engines.inputs import BLOCK_RUNS
+from accelsim.progress import ProgressLike, as_progress
 
 _Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 
@@ -42,7 +43,6 @@ class HasExecutor(Protocol):
 
 
 ExecutorLike = Executor | HasExecutor | Literal["processes"] | None
-ProgressLike = bool | Callable[[int, int], object]
 
 
 @contextmanager
@@ -89,6 +89,10 @@ def run_chunks(
     ``on_chunk(i, chunk)`` is called in the parent as each chunk finishes (completion order).
     Chunks are submitted ``wave`` at a time; after each wave ``stop(i, chunk)`` is asked in
     chunk order, and the first ``True`` ends the study with chunk ``i`` the last returned.
+
+    Each chunk is submitted once and its future consumed once, so an executor that runs a
+    task more than once (Dask reruns a task whose worker died) still hands every chunk to
+    ``on_chunk`` exactly once.
     """
     out: list[T] = []
     for w0 in range(0, len(chunks), max(1, wave)):
@@ -261,42 +265,6 @@ class Convergence:
         for m in self.seen:
             self.seen[m].append(np.asarray(metrics[m]))
         return False
-
-
-class _TtyProgress:
-    """A one-line progress report on stderr (runs done, runs/s, ETA), only on a terminal."""
-
-    def __init__(self) -> None:
-        self.t0 = time.perf_counter()
-        self.first: int | None = None
-        self.enabled = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if self.first is None:
-            self.first = done
-            self.t0 = time.perf_counter()
-        elapsed = time.perf_counter() - self.t0
-        rate = (done - self.first) / elapsed if elapsed > 0 else 0.0
-        eta = f"{(total - done) / rate:,.0f} s" if rate > 0 else "?"
-        end = "\n" if done >= total else ""
-        sys.stderr.write(
-            f"\raccelsim: {done:,}/{total:,} runs ({100 * done / max(total, 1):.0f} %), "
-            f"{rate:,.0f} runs/s, ETA {eta}   {end}"
-        )
-        sys.stderr.flush()
-
-
-def as_progress(progress: ProgressLike) -> Callable[[int, int], object] | None:
-    """The progress callback for ``progress=`` (False: none; True: a line on a terminal)."""
-    if progress is False:
-        return None
-    if progress is True:
-        return _TtyProgress()
-    if callable(progress):
-        return progress
-    raise TypeError(f"progress must be a bool or a callable(done, total), not {progress!r}")
 
 
 __all__ = [

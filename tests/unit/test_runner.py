@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, InvalidStateError, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +17,14 @@ from scipy import stats
 import accelsim as acs
 from accelsim.dists import Uniform
 from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, blocks, study_runs
-from accelsim.runner import Convergence, mean_precision, quantile_precision, split_target
+from accelsim.runner import (
+    Convergence,
+    as_progress,
+    mean_precision,
+    quantile_precision,
+    run_chunks,
+    split_target,
+)
 from accelsim.seeding import as_seed_sequence
 
 LOW_USD, HIGH_USD, HOURS = 50.0, 150.0, 150.0
@@ -237,7 +248,7 @@ def test_dask_local_cluster_is_bit_identical_to_in_process() -> None:
     des_in = acs.simulate(des, runs=3, seed=4)
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
         ) as cluster,
         Client(cluster) as client,
     ):
@@ -386,3 +397,95 @@ def test_bad_quantile_target_keys_are_rejected() -> None:
             acs.simulate(scenario(), runs="auto", target={bad: 0.01}, seed=1)
     with pytest.raises(KeyError, match="nope"):
         acs.simulate(scenario(), runs="auto", target={"nope@p90": 0.01}, seed=1)
+
+
+class _AtLeastOnce(Executor):
+    """Runs every task twice on two threads and resolves its one future with whichever
+    attempt finishes first; the other attempt's result is dropped (``set_result`` on a done
+    future raises ``InvalidStateError``), as when Dask reruns a task whose worker died."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=4)
+        self.attempts = 0
+        self.dropped = 0
+        self.lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        out: Future[Any] = Future()
+        out.set_running_or_notify_cancel()
+
+        def attempt() -> None:
+            value = fn(*args, **kwargs)
+            with self.lock:
+                self.attempts += 1
+                try:
+                    out.set_result(value)
+                except InvalidStateError:
+                    self.dropped += 1
+
+        for _ in range(2):
+            self.pool.submit(attempt)
+        return out
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def test_a_chunk_computed_twice_is_handed_on_once() -> None:
+    """run_chunks on an executor that computes every chunk twice: ``on_chunk`` sees each of
+    the 5 chunks exactly once, and the chunks come back once each, in order."""
+    chunks = [(10 * k, 10 * k + 10) for k in range(5)]
+    seen: list[int] = []
+    ex = _AtLeastOnce()
+    with ex:
+        out = run_chunks(
+            lambda study, a, b: (study, a, b),
+            "s",
+            chunks,
+            executor=ex,
+            have={},
+            on_chunk=lambda i, part: seen.append(i),
+            wave=len(chunks),
+        )
+    assert ex.attempts == 2 * len(chunks)
+    assert ex.dropped == len(chunks)
+    assert sorted(seen) == list(range(len(chunks)))
+    assert out == [("s", a, b) for a, b in chunks]
+
+
+def test_a_study_on_an_at_least_once_executor_stores_each_chunk_once(tmp_path: Path) -> None:
+    """A 4-chunk study with a Parquet store on the twice-computing executor: progress counts
+    each chunk once up to the total, the store holds one part file per chunk and each run
+    once, and the result is the in-process one exactly."""
+    import pyarrow.parquet as pq
+
+    runs = 4 * BLOCK_RUNS
+    store = tmp_path / "s.parquet"
+    calls: list[tuple[int, int]] = []
+    alone = acs.simulate(scenario(), runs=runs, seed=5, chunk_runs=BLOCK_RUNS, progress=False)
+    ex = _AtLeastOnce()
+    with ex:
+        twice = acs.simulate(
+            scenario(),
+            runs=runs,
+            seed=5,
+            chunk_runs=BLOCK_RUNS,
+            executor=ex,
+            store=store,
+            progress=lambda *a: calls.append(a),
+        )
+    assert ex.attempts == 8
+    assert_same(alone, twice)
+    assert [d for d, _ in calls] == [BLOCK_RUNS * k for k in range(1, 5)]
+    parts = sorted(p.name for p in store.iterdir() if p.name.startswith("part-"))
+    assert parts == [f"part-{i:06d}.parquet" for i in range(4)]
+    stored = np.sort(pq.read_table(store, columns=["run"]).column("run").to_numpy())
+    np.testing.assert_array_equal(stored, np.arange(runs))
+
+
+def test_as_progress_is_still_importable_from_the_runner() -> None:
+    """``accelsim.runner.as_progress`` is the one in :mod:`accelsim.progress`."""
+    from accelsim import progress
+
+    assert as_progress is progress.as_progress
+    assert as_progress(False) is None
