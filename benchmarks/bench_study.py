@@ -63,7 +63,7 @@ def _executors(stack: ExitStack) -> Iterator[tuple[str, Any]]:
 
     cluster = stack.enter_context(
         LocalCluster(
-            n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
         )
     )
     yield f"dask LocalCluster, {WORKERS} workers (warm)", stack.enter_context(Client(cluster))

@@ -31,7 +31,8 @@ from accelsim.scenario import (
     TrainingRun,
     load_scenario,
 )
-from accelsim.study import compare, sensitivity, simulate, sweep
+from accelsim.study import compare, sensitivity, simulate
+from accelsim.sweeping import SweepResult, sweep
 
 __version__ = "0.1.0"
 
@@ -53,6 +54,7 @@ __all__ = [
     "Result",
     "Scenario",
     "ScenarioFileError",
+    "SweepResult",
     "Trace",
     "TrainingRun",
     "Triangular",

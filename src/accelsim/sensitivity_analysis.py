@@ -12,11 +12,18 @@ On a scenario, the analytic engine evaluates the design. Its one intrinsic rando
 (failures) is shared within each group of points: Sobol's matrices A, B and AB_i at row
 ``j``, and the points of Morris trajectory ``j``, all use run index ``j``'s failure
 stream (common random numbers), so the estimators compare the inputs, not noise.
+
+Every method takes ``executor=`` (as :func:`accelsim.simulate`): each design point is a
+study whose designed uniforms ship to the workers inside its chunks (a field of the
+picklable study, entered with :func:`~accelsim.engines.inputs.designed` in the worker), and
+the design points of a batch are submitted together. Results are bit-identical in-process,
+on a process pool or on a Dask cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +31,10 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.engines import analytic
-from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, designed
+from accelsim.engines.inputs import InputDraws
 from accelsim.engines.pricing import price_training
 from accelsim.results import render_table
+from accelsim.runner import ExecutorLike, open_executor
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence, stream
 
@@ -73,24 +81,56 @@ def evaluate(
     design: dict[str, FloatArray],
     metric: str,
     root: np.random.SeedSequence,
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
 ) -> FloatArray:
     """The metric at designed inputs: run ``i`` takes ``design[name][i]`` through each ppf.
 
     Inputs not in the design are drawn as in :func:`accelsim.simulate` with ``root``.
+    ``executor`` and ``chunk_runs`` are those of :func:`accelsim.simulate`.
     """
+    return evaluate_many(
+        scenario, [design], metric, root, executor=executor, chunk_runs=chunk_runs
+    )[0]
+
+
+def evaluate_many(
+    scenario: Scenario,
+    designs: Sequence[Mapping[str, FloatArray]],
+    metric: str,
+    root: np.random.SeedSequence,
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
+) -> list[FloatArray]:
+    """:func:`evaluate` of several designs, all submitted to ``executor`` at once.
+
+    Each design is its own study (run ``i`` of every design uses run ``i``'s failure
+    stream); the designs are checked here, before anything is submitted.
+    """
+    from accelsim.study import _run_designed
+
     _check_analytic(scenario)
-    runs = len(next(iter(design.values())))
-    out = np.empty(runs)
-    with designed({k: np.clip(v, _CLIP, 1.0 - _CLIP) for k, v in design.items()}):
-        for a in range(0, runs, BLOCK_RUNS):
-            b = min(a + BLOCK_RUNS, runs)
-            values, draws = _block(scenario, root, a, b)
-            if metric not in values:
-                raise ValueError(f"unknown metric {metric!r}; known: {sorted(values)}")
-            if a == 0 and (unused := sorted(set(design) - set(draws.drawn))):
-                raise ValueError(f"design names inputs the scenario does not draw: {unused}")
-            out[a:b] = values[metric]
-    return out
+    clipped: list[dict[str, FloatArray]] = []
+    for design in designs:
+        arrays = {k: np.asarray(v, dtype=float) for k, v in design.items()}
+        shapes = {a.shape for a in arrays.values()}
+        if len(shapes) != 1 or len(shape := shapes.pop()) != 1 or shape[0] < 1:
+            raise ValueError(
+                f"a design maps input names to equally long, non-empty 1-D arrays of U(0, 1) "
+                f"values, got shapes { ({k: a.shape for k, a in arrays.items()}) }"
+            )
+        clipped.append({k: np.clip(a, _CLIP, 1.0 - _CLIP) for k, a in arrays.items()})
+    if not clipped:
+        return []
+    values, draws = _block(scenario, root, 0, 2)  # a probe: the metrics and inputs it has
+    if metric not in values:
+        raise ValueError(f"unknown metric {metric!r}; known: {sorted(values)}")
+    if unused := sorted(set().union(*clipped) - set(draws.drawn)):
+        raise ValueError(f"design names inputs the scenario does not draw: {unused}")
+    out = _run_designed(scenario, clipped, root, executor=executor, chunk_runs=chunk_runs)
+    return [metrics[metric] for metrics, _ in out]
 
 
 def _grouped(
@@ -100,17 +140,23 @@ def _grouped(
     root: np.random.SeedSequence,
     group: int,
     transform: Callable[[FloatArray], FloatArray] = lambda u: u,
+    *,
+    executor: Executor | None = None,
+    chunk_runs: int | None = None,
 ) -> UniformFunc:
-    """``func(u)`` whose column ``c`` is run ``c // k`` of ``k = columns // group`` segments."""
+    """``func(u)`` whose column ``c`` is run ``c // k`` of ``k = columns // group`` segments.
+
+    The ``k`` segments (designs of ``group`` runs each) go to ``executor`` together.
+    """
 
     def func(u: FloatArray) -> FloatArray:
         k = u.shape[1] // group
         segments = transform(u).reshape(len(names), group, k)
-        y = np.empty((group, k))
-        for s in range(k):
-            design = {n: segments[i, :, s] for i, n in enumerate(names)}
-            y[:, s] = evaluate(scenario, design, metric, root)
-        return y.reshape(-1)
+        designs = [{n: segments[i, :, s] for i, n in enumerate(names)} for s in range(k)]
+        ys = evaluate_many(
+            scenario, designs, metric, root, executor=executor, chunk_runs=chunk_runs
+        )
+        return np.stack(ys, axis=1).reshape(-1)
 
     return func
 
@@ -309,71 +355,106 @@ def morris_indices(
 
 
 def sobol(
-    scenario: Scenario, metric: str = "tco_usd", runs: int = 4096, seed: SeedLike = None
+    scenario: Scenario,
+    metric: str = "tco_usd",
+    runs: int = 4096,
+    seed: SeedLike = None,
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
 ) -> SobolResult:
     """Sobol first-order and total indices of ``metric`` over every uncertain input.
 
     ``runs`` is the base sample size (a power of two); the engine runs ``runs * (inputs +
-    2)`` times. Intervals are 95% percentile bootstrap intervals.
+    2)`` times. Intervals are 95% percentile bootstrap intervals. ``executor`` and
+    ``chunk_runs`` as in :func:`accelsim.simulate` (the d matrices AB_i run together).
     """
     if runs < 2 or runs & (runs - 1):
         raise ValueError(f"sobol needs runs to be a power of two >= 2, got {runs!r}")
     root = as_seed_sequence(seed)
     names = input_names(scenario, root)
-    func = _grouped(scenario, names, metric, root, runs)
-    s1, st, s1_ci, st_ci = sobol_indices(func, len(names), runs, stream(root, "sensitivity"))
+    with open_executor(executor) as pool:
+        func = _grouped(scenario, names, metric, root, runs, executor=pool, chunk_runs=chunk_runs)
+        s1, st, s1_ci, st_ci = sobol_indices(func, len(names), runs, stream(root, "sensitivity"))
     return SobolResult(metric, names, s1, st, s1_ci, st_ci, runs)
 
 
 def morris(
-    scenario: Scenario, metric: str = "tco_usd", trajectories: int = 64, seed: SeedLike = None
+    scenario: Scenario,
+    metric: str = "tco_usd",
+    trajectories: int = 64,
+    seed: SeedLike = None,
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
 ) -> MorrisResult:
     """Morris screening of every uncertain input (needs SALib: the ``sensitivity`` extra).
 
     The grid [0, 1] of each input spans its P1 to P99, so ``mu_star`` is the mean |change|
     of the metric per (P99 - P1) quantile range; the engine runs
-    ``trajectories * (inputs + 1)`` times.
+    ``trajectories * (inputs + 1)`` times. ``executor`` and ``chunk_runs`` as in
+    :func:`accelsim.simulate` (the d + 1 points of every trajectory run together).
     """
     root = as_seed_sequence(seed)
     names = input_names(scenario, root)
     lo, hi = _MORRIS_RANGE
-    func = _grouped(scenario, names, metric, root, trajectories, lambda u: lo + (hi - lo) * u)
-    si = morris_indices(func, names, trajectories, stream(root, "sensitivity"))
+    with open_executor(executor) as pool:
+        func = _grouped(
+            scenario,
+            names,
+            metric,
+            root,
+            trajectories,
+            lambda u: lo + (hi - lo) * u,
+            executor=pool,
+            chunk_runs=chunk_runs,
+        )
+        si = morris_indices(func, names, trajectories, stream(root, "sensitivity"))
     return MorrisResult(
         metric, names, si["mu"], si["mu_star"], si["sigma"], si["mu_star_conf"], trajectories
     )
 
 
 def tornado(
-    scenario: Scenario, metric: str = "tco_usd", runs: int = 4096, seed: SeedLike = None
+    scenario: Scenario,
+    metric: str = "tco_usd",
+    runs: int = 4096,
+    seed: SeedLike = None,
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
 ) -> TornadoResult:
     """One at a time: every input at its median except one at its P10, then its P90.
 
-    Each setting is the metric's mean over ``runs`` runs sharing the failure draws.
+    Each setting is the metric's mean over ``runs`` runs sharing the failure draws. The
+    ``2 * inputs + 1`` settings go to ``executor`` together (as in :func:`accelsim.simulate`).
     """
     root = as_seed_sequence(seed)
     names = input_names(scenario, root)
-
-    def mean_at(name: str | None, q: float) -> float:
-        design = {n: np.full(runs, q if n == name else 0.5) for n in names}
-        return float(np.mean(evaluate(scenario, design, metric, root)))
-
-    base = mean_at(None, 0.5)
-    low = np.array([mean_at(n, 0.1) for n in names])
-    high = np.array([mean_at(n, 0.9) for n in names])
+    settings = [(None, 0.5), *((n, 0.1) for n in names), *((n, 0.9) for n in names)]
+    designs = [{n: np.full(runs, q if n == name else 0.5) for n in names} for name, q in settings]
+    ys = evaluate_many(scenario, designs, metric, root, executor=executor, chunk_runs=chunk_runs)
+    means = np.array([np.mean(y) for y in ys])
+    base, low, high = float(means[0]), means[1 : 1 + len(names)], means[1 + len(names) :]
     order = np.argsort(-np.abs(high - low), kind="stable")
     return TornadoResult(metric, tuple(names[i] for i in order), base, low[order], high[order])
 
 
 def spearman(
-    scenario: Scenario, metric: str = "tco_usd", runs: int = 4096, seed: SeedLike = None
+    scenario: Scenario,
+    metric: str = "tco_usd",
+    runs: int = 4096,
+    seed: SeedLike = None,
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
 ) -> SpearmanResult:
     """Rank correlation of each input that varied with ``metric`` (any engine): screening."""
     from scipy.stats import spearmanr
 
     from accelsim.study import simulate
 
-    res = simulate(scenario, runs=runs, seed=seed)
+    res = simulate(scenario, runs=runs, seed=seed, executor=executor, chunk_runs=chunk_runs)
     y = res.samples(metric)
     out = []
     for name, x in res.inputs.items():
@@ -392,21 +473,26 @@ def analyse(
     runs: int = 4096,
     seed: SeedLike = None,
     method: str = "spearman",
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
 ) -> SensitivityResult:
     """Dispatch to :func:`spearman`, :func:`sobol`, :func:`morris` or :func:`tornado`.
 
     ``runs`` is the Monte Carlo runs (spearman), the base sample size, a power of two
     (sobol), the number of trajectories (morris) or the runs per setting (tornado).
+    ``executor`` and ``chunk_runs`` are those of :func:`accelsim.simulate`; the result is
+    bit-identical whatever they are.
     """
-    if method == "spearman":
-        return spearman(scenario, metric, runs, seed)
-    if method == "sobol":
-        return sobol(scenario, metric, runs, seed)
-    if method == "morris":
-        return morris(scenario, metric, runs, seed)
-    if method == "tornado":
-        return tornado(scenario, metric, runs, seed)
-    raise ValueError(f"unknown sensitivity method {method!r}; choose one of {METHODS}")
+    methods: dict[str, Callable[..., SensitivityResult]] = {
+        "spearman": spearman,
+        "sobol": sobol,
+        "morris": morris,
+        "tornado": tornado,
+    }
+    if method not in methods:
+        raise ValueError(f"unknown sensitivity method {method!r}; choose one of {METHODS}")
+    return methods[method](scenario, metric, runs, seed, executor=executor, chunk_runs=chunk_runs)
 
 
 def table(result: SensitivityResult | Sequence[tuple[str, float]]) -> str:
@@ -425,6 +511,7 @@ __all__ = [
     "TornadoResult",
     "analyse",
     "evaluate",
+    "evaluate_many",
     "input_names",
     "morris",
     "morris_indices",

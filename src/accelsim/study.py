@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -27,6 +29,7 @@ from accelsim.engines.inputs import (
     InputDraws,
     blocks,
     check_design_runs,
+    designed,
     sampling,
     study_runs,
 )
@@ -45,6 +48,9 @@ from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.store import ChunkStore, manifest, stored_seed
 
+if TYPE_CHECKING:
+    pass
+
 EngineName = Literal["auto", "analytic", "des"]
 MAX_RUNS = 64 * BLOCK_RUNS
 """Default cap of a ``runs="auto"`` study."""
@@ -56,6 +62,8 @@ def _pick_engine(
     scenario: Scenario, engine: EngineName, des_only: str | None = None
 ) -> Literal["analytic", "des"]:
     """The engine to run; ``des_only`` names an option only the DES engine supports."""
+    if engine not in ("auto", "analytic", "des"):
+        raise ValueError(f"engine must be 'auto', 'analytic' or 'des', not {engine!r}")
     exact = (
         isinstance(scenario.workload, TrainingRun)
         and len(scenario.fleet) == 1
@@ -106,6 +114,21 @@ class _Study:
     options: shared.DesOptions
     total_runs: int
     design: Design = "mc"
+    designed: Mapping[str, FloatArray] | None = None
+    """Designed U(0, 1) values by input name for runs ``designed_start`` on (sensitivity)."""
+    designed_start: int = 0
+
+
+def _designed(study: _Study) -> AbstractContextManager[None]:
+    """Enter the study's designed uniforms (see :func:`accelsim.engines.inputs.designed`).
+
+    A chunk ships only its own runs' values; they are placed at their run indices (the
+    runs before ``designed_start`` are never read by the chunk).
+    """
+    if study.designed is None:
+        return nullcontext()
+    pad = np.full(study.designed_start, np.nan)
+    return designed({k: np.concatenate([pad, v]) for k, v in study.designed.items()})
 
 
 _Chunk = tuple[dict[str, FloatArray], dict[str, FloatArray], list[dict[str, np.ndarray]]]
@@ -124,7 +147,7 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
         block = shared.simulate_training_block
     else:
         block = shared.simulate_block
-    with study_runs(study.total_runs), sampling(study.design):
+    with study_runs(study.total_runs), sampling(study.design), _designed(study):
         for b_start, b_stop in blocks(start, stop):
             data, draws, arrays = block(scenario, root, b_start, b_stop, study.options)
             metrics.append(data)
@@ -184,6 +207,76 @@ def _check_runs(
     return runs
 
 
+def _engine_for(
+    scenario: Scenario, engine: EngineName, keep_jobs: bool, resolution: float | None
+) -> tuple[Literal["analytic", "des"], str | None]:
+    """The engine for these options, and the DES-only option asked (or None); checks both."""
+    if resolution is not None:
+        if not (isinstance(resolution, int | float) and 0 < resolution < float("inf")):
+            raise ValueError(
+                f"utilization_resolution_hours must be a number > 0 or None, got {resolution!r}"
+            )
+        if scenario.horizon_days is None:
+            raise ValueError(
+                f"utilization_resolution_hours needs a horizon: scenario {scenario.name!r} "
+                f"has no horizon_days"
+            )
+    asked = "keep_jobs" if keep_jobs else None
+    asked = "utilization_resolution_hours" if resolution is not None else asked
+    return _pick_engine(scenario, engine, asked), asked
+
+
+def _run_tasks(tasks: Sequence[tuple[_Study, int, int]], executor: Executor | None) -> list[_Chunk]:
+    """``_run_chunk(*task)`` for every task, all submitted at once; results in task order."""
+    if executor is None:
+        return [_run_chunk(*task) for task in tasks]
+    futures = [executor.submit(_run_chunk, *task) for task in tasks]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        raise
+
+
+def _run_designed(
+    scenario: Scenario,
+    designs: Sequence[Mapping[str, FloatArray]],
+    root: np.random.SeedSequence,
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
+) -> list[tuple[dict[str, FloatArray], dict[str, FloatArray]]]:
+    """Analytic studies of ``scenario`` at designed inputs: ``(metrics, inputs)`` per design.
+
+    Design ``d`` is a study of ``len(u)`` runs (``u`` any of its arrays) in which each named
+    input maps ``u[i]`` through its ``ppf`` at run ``i`` (other inputs are drawn from
+    ``root`` as in :func:`simulate`). The designed values travel to the workers inside
+    each chunk's :class:`_Study` (only the chunk's own runs), never through process state,
+    and every chunk of every design is submitted at once, so the designs run in parallel
+    and the result is bit-identical whatever the executor.
+    """
+    scenario_json = scenario.model_dump_json()
+    entropy, key = root.entropy, tuple(root.spawn_key)
+    tasks: list[tuple[_Study, int, int]] = []
+    owner: list[int] = []
+    for d, design in enumerate(designs):
+        runs = len(next(iter(design.values())))
+        for a, b in _chunks(runs, _chunk_size(chunk_runs, runs, "analytic")):
+            part = {k: np.asarray(v[a:b], dtype=float) for k, v in design.items()}
+            options = shared.DesOptions()
+            study = _Study(scenario_json, entropy, key, "analytic", options, runs, "mc", part, a)
+            tasks.append((study, a, b))
+            owner.append(d)
+    with open_executor(executor) as pool:
+        parts = _run_tasks(tasks, pool)
+    out = []
+    for d in range(len(designs)):
+        mine = [p for p, o in zip(parts, owner, strict=True) if o == d]
+        out.append((_concat([p[0] for p in mine]), _concat([p[1] for p in mine])))
+    return out
+
+
 def simulate(
     scenario: Scenario,
     runs: int | Literal["auto"] = 2000,
@@ -212,19 +305,25 @@ def simulate(
         ``target`` holds, up to ``max_runs``.
     seed : int, SeedSequence or None
         Root seed; the same seed gives bit-identical results with any executor.
-    design : {"mc", "lhs", "sobol"}
+    design : {"mc", "lhs", "sobol", "antithetic"}
         How each uncertain input is drawn. ``"mc"`` (default): independent random draws.
         ``"lhs"``: per input and block of 4096 runs, a Latin hypercube's marginal (one
         point in each of the block's equal-probability strata, randomly permuted,
         independently across inputs). ``"sobol"``: per input and block, a scrambled
         one-dimensional Sobol' sequence, scrambled independently per input (randomised
         quasi-Monte Carlo per input); ``runs`` must be a multiple of 4096 or a power of two
-        up to 4096. Both map their uniforms through each input's ``ppf`` (see
-        :func:`accelsim.engines.inputs.design_uniforms`): every run is still a draw from
-        the inputs' distributions, so means stay unbiased, but runs are no longer
-        independent, and ``Result.std_error`` (an iid formula) is not the error of their
-        mean (usually an overstatement). Not with ``runs="auto"``, whose stopping rule
-        assumes independent runs.
+        up to 4096. ``"antithetic"``: runs are paired inside each block, run ``2k + 1``
+        taking the mirror ``1 - u`` of the uniform ``u`` of every uncertain input of run
+        ``2k`` (both mapped through the input's ``ppf``); ``runs`` must be even. Only
+        inputs are paired: failures and DES events stay independent between a pair's runs.
+        A metric monotone in the inputs gets a smaller error of its mean, and
+        ``Result.std_error`` (so the 95 % MC error of summaries) is computed over the
+        ``runs / 2`` independent pair means. ``"lhs"`` and ``"sobol"`` map their uniforms
+        through each input's ``ppf`` (see :func:`accelsim.engines.inputs.design_uniforms`):
+        every run is still a draw from the inputs' distributions, so means stay unbiased,
+        but runs are no longer independent, and ``Result.std_error`` (an iid formula for
+        these two) is not the error of their mean (usually an overstatement). No design but
+        ``"mc"`` with ``runs="auto"``, whose stopping rule assumes independent runs.
     engine : {"auto", "analytic", "des"}
         ``auto`` picks the analytic engine for a training run on one dedicated pool (no
         ``background``, and neither ``keep_jobs`` nor a resolution asked), else the DES
@@ -269,9 +368,12 @@ def simulate(
         ``runs="auto"`` only: the cap. Where it is reached, ``met`` is false for the
         metrics still short of their target.
     store : path, optional
-        A directory (e.g. ``"study.parquet"``) where each finished chunk is written as it
-        completes, one Parquet file per chunk, after a JSON manifest (see
-        :mod:`accelsim.store`; needs ``pip install 'accelsim[store]'``). Not with
+        Where each finished chunk is stored as it completes, after a manifest written
+        before any chunk runs (see :mod:`accelsim.store`). A path ending in ``.sqlite``,
+        ``.sqlite3`` or ``.db`` is one SQLite database (standard library only; one
+        committed transaction per chunk; ``SELECT * FROM runs`` is one row per run). Any
+        other path, or an existing directory, is a directory of one Parquet file per chunk
+        (e.g. ``"study.parquet"``; needs ``pip install 'accelsim[store]'``). Not with
         ``keep_jobs`` or ``utilization_resolution_hours``.
     resume : bool
         Continue the study in ``store``: check that its manifest matches this call, reuse
@@ -279,8 +381,9 @@ def simulate(
         an uninterrupted study. With ``seed=None`` the stored seed is used. Without
         ``resume`` a store that already holds files is an error.
     progress : bool or callable(done, total)
-        ``True`` (default): a progress line on stderr (runs done, runs/s, ETA) when it is a
-        terminal, nothing otherwise; ``False``: none. A callable is called in
+        ``True`` (default): runs done, runs/s and ETA, as a line on stderr when it is a
+        terminal, as a bar updated in place in a Jupyter notebook (see
+        :mod:`accelsim.progress`), nothing otherwise; ``False``: none. A callable is called in
         this process after each finished chunk with the runs done so far and the runs in
         total (for ``runs="auto"``, ``max_runs``, then ``(n, n)`` once the study stops
         after ``n`` runs).
@@ -295,7 +398,7 @@ def simulate(
     FileExistsError
         ``store`` already holds a study and ``resume`` is false.
     ImportError
-        ``store`` without pyarrow installed.
+        ``store`` is a Parquet store and pyarrow is not installed.
 
     Examples
     --------
@@ -317,19 +420,7 @@ def simulate(
             f"assumes independent runs"
         )
     resolution = utilization_resolution_hours
-    if resolution is not None:
-        if not (isinstance(resolution, int | float) and 0 < resolution < float("inf")):
-            raise ValueError(
-                f"utilization_resolution_hours must be a number > 0 or None, got {resolution!r}"
-            )
-        if scenario.horizon_days is None:
-            raise ValueError(
-                f"utilization_resolution_hours needs a horizon: scenario {scenario.name!r} "
-                f"has no horizon_days"
-            )
-    asked = "keep_jobs" if keep_jobs else None
-    asked = "utilization_resolution_hours" if resolution is not None else asked
-    chosen = _pick_engine(scenario, engine, asked)
+    chosen, asked = _engine_for(scenario, engine, keep_jobs, resolution)
     if store is not None and asked is not None:
         raise ValueError(f"a study store keeps metrics and inputs only, not {asked}")
     if resume and store is None:
@@ -449,57 +540,15 @@ def compare(
     return Comparison({k: simulate(s, runs=runs, seed=root, **kwargs) for k, s in named.items()})
 
 
-def sweep(
-    scenario: Scenario,
-    grid: Mapping[str, Sequence[Any]],
-    runs: int = 1000,
-    seed: SeedLike = None,
-    *,
-    metrics: Sequence[str] = ("tco_usd", "time_to_train_days"),
-    **kwargs: Any,
-) -> list[dict[str, Any]]:
-    """Every point of a grid over dotted field paths, with common random numbers.
-
-    Returns a tidy table: one row (a dict) per point and metric with mean, its standard
-    error, P5, P50 and P95. Invalid points raise an error naming the point and why.
-    """
-    from itertools import product
-
-    root = as_seed_sequence(seed)
-    keys = list(grid)
-    rows: list[dict[str, Any]] = []
-    for values in product(*(grid[k] for k in keys)):
-        point = scenario
-        for k, v in zip(keys, values, strict=True):
-            try:
-                point = point.replace(k, v)
-            except Exception as exc:  # a bad point is reported, never dropped
-                raise ValueError(
-                    f"sweep point {dict(zip(keys, values, strict=True))}: {exc}"
-                ) from exc
-        res = simulate(point, runs=runs, seed=root, **kwargs)
-        for m in metrics:
-            p5, p50, p95 = np.quantile(res.samples(m), [0.05, 0.5, 0.95])
-            rows.append(
-                {
-                    **dict(zip(keys, values, strict=True)),
-                    "metric": m,
-                    "mean": res.mean(m),
-                    "std_error": res.std_error(m),
-                    "p5": float(p5),
-                    "p50": float(p50),
-                    "p95": float(p95),
-                }
-            )
-    return rows
-
-
 def sensitivity(
     scenario: Scenario,
     metric: str = "tco_usd",
     runs: int = 4096,
     seed: SeedLike = None,
     method: Literal["spearman", "sobol", "morris", "tornado"] = "spearman",
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
 ) -> Any:
     """Which uncertain inputs drive ``metric`` (see :mod:`accelsim.sensitivity_analysis`).
 
@@ -510,10 +559,17 @@ def sensitivity(
     trajectories (needs the ``sensitivity`` extra). ``"tornado"``: P10/P90 swing of the
     metric's mean per input, the others at their median (``runs`` per setting). All but
     spearman run the analytic engine. Every result has a ``table()``.
+
+    ``executor`` (None, ``"processes"``, a ``concurrent.futures.Executor`` or a Dask
+    ``distributed.Client``) runs the engine's chunks as in :func:`simulate`: the designed
+    inputs of sobol, morris and tornado travel to the workers with each chunk, and every
+    design point of a batch (e.g. Sobol's d matrices AB_i, the 2d + 1 tornado settings) is
+    submitted at once. ``chunk_runs`` is the runs per chunk (whole blocks of 4096 on the
+    analytic engine). The result is bit-identical whatever the executor and chunk size.
     """
     from accelsim.sensitivity_analysis import analyse
 
-    return analyse(scenario, metric, runs, seed, method)
+    return analyse(scenario, metric, runs, seed, method, executor=executor, chunk_runs=chunk_runs)
 
 
 def sensitivity_table(pairs: Any) -> str:
@@ -523,4 +579,4 @@ def sensitivity_table(pairs: Any) -> str:
     return render_table(["input", "spearman rho"], [[n, f"{r:+.2f}"] for n, r in pairs])
 
 
-__all__ = ["compare", "sensitivity", "sensitivity_table", "simulate", "sweep"]
+__all__ = ["compare", "sensitivity", "sensitivity_table", "simulate"]

@@ -9,6 +9,7 @@ exactly 300 h x the hourly rate: by construction only the rate drives it.
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -165,6 +166,11 @@ def test_errors_name_the_problem() -> None:
         sa.evaluate(known(), {RATE: np.full(4, 0.5)}, "nope", root)
     with pytest.raises(ValueError, match="does not draw"):
         sa.evaluate(known(), {"assumptions.nope": np.full(4, 0.5)}, "tco_usd", root)
+    with pytest.raises(ValueError, match="equally long"):
+        sa.evaluate(known(), {RATE: np.full(4, 0.5), FAILURES: np.full(3, 0.5)}, "tco_usd", root)
+    with pytest.raises(ValueError, match="non-empty"):
+        sa.evaluate(known(), {RATE: np.array([])}, "tco_usd", root)
+    assert sa.evaluate_many(known(), [], "tco_usd", root) == []
     inference = acs.Scenario(
         name="svc",
         workload=acs.TrainingRun(params=7e9, tokens=1e11),
@@ -172,3 +178,67 @@ def test_errors_name_the_problem() -> None:
     )
     with pytest.raises(ValueError, match="analytic engine"):
         sa.sobol(inference, runs=4, seed=1)
+
+
+def test_designs_cross_chunks_and_reach_thread_workers() -> None:
+    """A design of 4096 + 10 runs is two chunks (whole blocks); on a 2-thread pool each
+    chunk gets its own runs' designed values, which a context variable would not carry into
+    the pool's threads. engineering_cost = 300 h x ppf(u) run by run (rounding: 1e-12), and
+    tornado settings of 4096 + 8 runs match in-process exactly."""
+    u = np.linspace(0.001, 0.999, BLOCK_RUNS + 10)
+    root = np.random.SeedSequence(5)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        got = sa.evaluate(known(), {RATE: u}, "engineering_cost_usd", root, executor=pool)
+        threaded = sa.tornado(known(), "tco_usd", runs=BLOCK_RUNS + 8, seed=3, executor=pool)
+    np.testing.assert_allclose(got, HOURS * RATE_DIST.ppf(u), rtol=1e-12)
+    alone = sa.tornado(known(), "tco_usd", runs=BLOCK_RUNS + 8, seed=3)
+    assert threaded.names == alone.names
+    assert threaded.base == alone.base
+    np.testing.assert_array_equal(threaded.low, alone.low)
+    np.testing.assert_array_equal(threaded.high, alone.high)
+
+
+def _assert_same_sobol(a: sa.SobolResult, b: sa.SobolResult) -> None:
+    assert a.names == b.names
+    for x, y in [
+        (a.first_order, b.first_order),
+        (a.total_order, b.total_order),
+        (a.first_order_ci, b.first_order_ci),
+        (a.total_order_ci, b.total_order_ci),
+    ]:
+        np.testing.assert_array_equal(x, y)
+
+
+def test_sensitivity_is_bit_identical_on_processes_and_dask() -> None:
+    """Sobol (base sample 16), tornado, Morris and Spearman in-process, on the spawn process
+    pool (sobol) and on a 2-worker, 2-process Dask LocalCluster give identical results: the
+    designed inputs reach other processes inside each chunk's study, not through state.
+
+    The cluster's HTTP server binds a free port (``127.0.0.1:0``): with
+    ``dashboard_address=None`` it still tries 8787 and warns (an error here) when another
+    cluster on the machine holds that port."""
+    from distributed import Client, LocalCluster
+
+    s = known()
+    alone = acs.sensitivity(s, "tco_usd", runs=16, seed=7, method="sobol")
+    procs = acs.sensitivity(s, "tco_usd", runs=16, seed=7, method="sobol", executor="processes")
+    _assert_same_sobol(alone, procs)
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        dask = sa.sobol(s, "tco_usd", runs=16, seed=7, executor=client)
+        tor = sa.tornado(s, "tco_usd", runs=32, seed=7, executor=client)
+        mor = sa.morris(s, "tco_usd", trajectories=4, seed=7, executor=client)
+        rho = sa.spearman(s, "tco_usd", runs=64, seed=7, executor=client)
+    _assert_same_sobol(alone, dask)
+    tor_alone = sa.tornado(s, "tco_usd", runs=32, seed=7)
+    assert tor.names == tor_alone.names
+    np.testing.assert_array_equal(tor.low, tor_alone.low)
+    np.testing.assert_array_equal(tor.high, tor_alone.high)
+    mor_alone = sa.morris(s, "tco_usd", trajectories=4, seed=7)
+    np.testing.assert_array_equal(mor.mu_star, mor_alone.mu_star)
+    np.testing.assert_array_equal(mor.sigma, mor_alone.sigma)
+    assert list(rho) == list(sa.spearman(s, "tco_usd", runs=64, seed=7))

@@ -153,6 +153,8 @@ def test_result_summaries() -> None:
 def test_bad_runs_and_engines_are_errors() -> None:
     with pytest.raises(ValueError, match="runs must be an integer"):
         acs.simulate(small(), runs=1)
+    with pytest.raises(ValueError, match="engine must be 'auto', 'analytic' or 'des'"):
+        acs.simulate(small(), runs=10, engine="fast")  # type: ignore[arg-type]
     stream = acs.Scenario(
         name="s",
         workload=acs.JobStream(
