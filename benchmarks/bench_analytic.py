@@ -1,26 +1,53 @@
-"""Throughput of the analytic engine (runs/s) beside a bare numpy reference, same process.
+"""Throughput of the analytic engine (runs/s) beside bare numpy references, same process.
 
-Run with ``make bench``. The reference samples only the completion time, by
-negative-binomial aggregation of failures per segment and a gamma approximation of the
-lost work: the floor of what any exact pipeline can cost. The pipeline additionally draws
-every input, the engineering phases, usage and the cost breakdown. Reported: runs/s of
-each and their ratio (target: pipeline within 2x of the reference; >= 50,000 runs/s for
-the 16,384-chip case).
+Run with ``make bench``. Two cases: 1,024 chips for 30 days (~15 interruptions per run) and
+16,384 chips for 60 days (~580), at 2e-5 failures per chip-hour; every other input is drawn
+from its prior, as in a real study. Timed, interleaved and best of ``REPEATS``:
+
+- the **pipeline**: ``acs.simulate`` of ``RUNS`` runs -- draw every input, engineering and
+  calendar phases, failures (exact), usage and the cost breakdown;
+- its **failure sampler** alone (``sample_completion_hours``) on the pipeline's own drawn
+  work, checkpoint interval, write, restart and rate per run, one call per block of 4,096
+  runs as the engine makes them: the part of the pipeline that samples completion times;
+- the **exact bare reference** (``bare_references.exact_completion_hours``): the least
+  numpy that samples the same completion-time law exactly -- negative-binomial failure
+  counts per phase, one uniform per failure for its truncated-exponential loss, restarts
+  and writes; no inputs, no cost -- on the same per-run parameters and blocks. This is the
+  issue's "bare reference that samples only the completion time" like for like, and the one
+  the target "pipeline within 2x" applies to. Before timing, the benchmark checks that it
+  samples the pipeline's law: the mean of completion / failure-free time per run agrees
+  within 4 standard errors (paired by run, so each pair shares its parameters). It is a
+  plain vectorised sampler, and the pipeline's own sampler (columns of draws laid out for
+  the CPU cache) runs about as fast; so the pipeline's time over its sampler's is printed
+  too: that is the cost of everything but the failures, whatever the reference;
+- the **approximate bare reference** (``approximate_completion_hours``): NB counts of the
+  full segments plus a gamma stand-in for the lost work, at fixed write and restart times.
+  About two numbers per run, cheaper than any exact sampler can be but a different law; its
+  ratio is printed so that nobody mistakes one reference for the other.
+
+Target of the issue for the 16,384-chip case: >= 50,000 runs/s on one core.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pytest
+from bare_references import approximate_completion_hours, exact_completion_hours
 
 import accelsim as acs
 from accelsim.engines.inputs import BLOCK_RUNS
+from accelsim.models.reliability import sample_completion_hours
 
 RUNS = 4 * BLOCK_RUNS
+REPEATS = 7
 FAILURE_RATE = 2e-5  # per chip-hour, ~ the Llama 3 405B figure (reliability.csv)
-WRITE_H, RESTART_H = 0.05, 0.25
+WRITE_H, RESTART_H = 0.05, 0.25  # the approximate reference's fixed times
+AGREEMENT_SE = 4.0  # a correct pair of samplers differs by more with probability ~6e-5
+TARGET_RATIO = 2.0
+TARGET_RUNS_PER_S = 50_000
 
 
 def _scenario(chips: int, days: float) -> acs.Scenario:
@@ -35,40 +62,97 @@ def _scenario(chips: int, days: float) -> acs.Scenario:
     )
 
 
-def _bare_reference(chips: int, days: float, runs: int, rng: np.random.Generator) -> np.ndarray:
-    rate = chips * FAILURE_RATE
-    work = days * 24.0
-    tau = np.sqrt(2 * WRITE_H / rate)
-    segments = np.floor(work / tau)
-    p = np.exp(-rate * (tau + WRITE_H))
-    fails = rng.negative_binomial(segments, p, size=runs)
-    # Mean loss per failure of an exponential truncated to the segment; gamma for the sum.
-    loss_mean = 1 / rate - (tau + WRITE_H) / np.expm1(rate * (tau + WRITE_H))
-    lost = rng.gamma(np.maximum(fails, 1e-9), loss_mean)
-    return segments * (tau + WRITE_H) + fails * RESTART_H + lost
+def _failure_parameters(res: acs.Result, chips: int) -> tuple[np.ndarray, ...]:
+    """Per run: (work, interval, write, restart, rate) as the pipeline drew them."""
+    inputs = res.inputs
+    rate = chips * (
+        inputs["assumptions.failure_rate_per_chip_hour"]
+        + inputs["assumptions.spot_preemptions_per_hour"]
+    )
+    return (
+        res.samples("compute_days") * 24.0,
+        res.samples("checkpoint_interval_hours"),
+        inputs["assumptions.checkpoint_write_hours"],
+        inputs["assumptions.restart_hours"],
+        rate,
+    )
 
 
-def _rate(fn: object, repeats: int = 3) -> float:
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()  # type: ignore[operator]
-        best = min(best, time.perf_counter() - t0)
-    return RUNS / best
+def _per_block(sample: Callable[..., object], params: tuple[np.ndarray, ...]) -> None:
+    """``sample(rng, *params)`` on each block of BLOCK_RUNS runs, as the engine calls it."""
+    rng = np.random.default_rng(3)
+    for first in range(0, RUNS, BLOCK_RUNS):
+        sample(rng, *(p[first : first + BLOCK_RUNS] for p in params))
+
+
+def _best_runs_per_s(timed: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Runs/s of each callable: best of REPEATS, interleaved so load drifts hit all alike."""
+    best = dict.fromkeys(timed, np.inf)
+    for _ in range(REPEATS):
+        for name, fn in timed.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: RUNS / seconds for name, seconds in best.items()}
 
 
 @pytest.mark.bench
 @pytest.mark.parametrize(("chips", "days"), [(1024, 30.0), (16384, 60.0)])
-def test_analytic_engine_vs_bare_reference(chips: int, days: float) -> None:
+def test_analytic_engine_vs_bare_references(chips: int, days: float) -> None:
     scenario = _scenario(chips, days)
-    rng = np.random.default_rng(0)
     acs.simulate(scenario, runs=BLOCK_RUNS, seed=0)  # warm caches (catalog, scipy)
-    pipeline = _rate(lambda: acs.simulate(scenario, runs=RUNS, seed=1))
-    bare = _rate(lambda: _bare_reference(chips, days, RUNS, rng))
     res = acs.simulate(scenario, runs=RUNS, seed=1)
-    print(
-        f"\n{chips} chips, {days:.0f} d: pipeline {pipeline:,.0f} runs/s, bare reference "
-        f"{bare:,.0f} runs/s, ratio {bare / pipeline:.1f}x slower than bare; "
-        f"mean interruptions {res.mean('interruptions'):.0f} per run"
+    params = _failure_parameters(res, chips)
+    work_h = params[0]
+
+    # Same law: completion / failure-free time, pipeline vs exact reference, paired by run.
+    completion_h = (
+        res.samples("training_days") * 24.0 * (1.0 - res.inputs["assumptions.badput_fraction"])
     )
-    assert pipeline > 0
+    reference_h = exact_completion_hours(np.random.default_rng(2), *params)
+    diff = completion_h / work_h - reference_h / work_h
+    se = diff.std(ddof=1) / np.sqrt(diff.size)
+    assert abs(diff.mean()) <= AGREEMENT_SE * se
+
+    rng = np.random.default_rng(3)
+    rates = _best_runs_per_s(
+        {
+            "pipeline": lambda: acs.simulate(scenario, runs=RUNS, seed=1),
+            "sampler": lambda: _per_block(sample_completion_hours, params),
+            "exact": lambda: _per_block(exact_completion_hours, params),
+            "approximate": lambda: approximate_completion_hours(
+                rng,
+                days * 24.0,
+                np.sqrt(2 * WRITE_H / (chips * FAILURE_RATE)),
+                WRITE_H,
+                RESTART_H,
+                chips * FAILURE_RATE,
+                RUNS,
+            ),
+        }
+    )
+    pipeline = rates["pipeline"]
+    exact_ratio = rates["exact"] / pipeline
+    sampler_ratio = rates["sampler"] / pipeline
+    approx_ratio = rates["approximate"] / pipeline
+    lines = [
+        f"\n{chips:,} chips, {days:.0f} d: {res.mean('interruptions'):.0f} interruptions per "
+        f"run; {RUNS:,} runs, best of {REPEATS}, one process",
+        f"  pipeline (inputs, phases, failures, usage, cost)  {pipeline:>12,.0f} runs/s",
+        f"  its failure sampler alone, same parameters        {rates['sampler']:>12,.0f} runs/s"
+        f"  -> pipeline {sampler_ratio:.2f}x its time (the rest adds {sampler_ratio - 1:.0%})",
+        f"  exact bare reference (same law)                   {rates['exact']:>12,.0f} runs/s"
+        f"  -> pipeline {exact_ratio:.2f}x its time (target <= {TARGET_RATIO:.0f}x: "
+        f"{'met' if exact_ratio <= TARGET_RATIO else 'NOT met'})",
+        f"  approximate bare reference (NB + gamma, other law){rates['approximate']:>12,.0f} "
+        f"runs/s  -> pipeline {approx_ratio:.1f}x its time (for comparison only)",
+        f"  same law: mean completion / failure-free time {np.mean(completion_h / work_h):.5f} "
+        f"(pipeline) vs {np.mean(reference_h / work_h):.5f} (exact reference), "
+        f"difference {diff.mean() / se:+.1f} SE",
+    ]
+    if chips == 16384:
+        met = "met" if pipeline >= TARGET_RUNS_PER_S else "NOT met"
+        lines.append(f"  target >= {TARGET_RUNS_PER_S:,} runs/s on one core: {met}")
+    print("\n".join(lines))
+    if chips == 16384:
+        assert res.mean("interruptions") > 100  # hundreds of interruptions per run

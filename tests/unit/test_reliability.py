@@ -136,33 +136,93 @@ def test_sampler_elements_follow_their_own_inputs() -> None:
     assert hours[1] >= 10.5
 
 
-def test_sampler_independent_of_block_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Blocks only bound memory: a tiny block size draws the very same numbers."""
-    args = (50.0, 1.0, 0.2, 0.4, 0.6)
-    big = sample_completion_hours(np.random.default_rng(3), *args, size=200)
-    monkeypatch.setattr(reliability, "_DRAWS_PER_BLOCK", 7)
-    small = sample_completion_hours(np.random.default_rng(3), *args, size=200)
-    assert big[1].sum() > 1000  # many blocks were needed
-    np.testing.assert_array_equal(big[0], small[0])
-    np.testing.assert_array_equal(big[1], small[1])
+class _RecordingGenerator:
+    """A numpy Generator that keeps a copy of every uniform it hands out, in order."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+        self.uniforms: list[np.ndarray] = []
+
+    def random(self, size: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        values = self._rng.random(size, out=out)
+        self.uniforms.append(np.array(values, copy=True))
+        return values
 
 
-def test_lost_time_sums_match_per_draw_logs() -> None:
-    """Logs of products equal the per-draw inversion sum, including shortened runs.
+class _ConstantGenerator:
+    """Hands out the same 'uniform' every time: each loss is then a known number."""
 
-    Same uniforms, two summation orders: the module's product of up to 64 factors per log
-    (fewer when rate x length is large: 12 -> 50 factors, 50 -> 12) against one log1p per
-    draw. Tolerance 1e-12 relative: float rounding of 64-factor products.
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def random(self, size: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        values = np.empty(() if size is None else size) if out is None else out
+        values.fill(self.value)
+        return values
+
+
+# Group sizes and lengths (rate 1/h) that exercise full columns of 64 factors, remainders of
+# every size, an empty group and columns shortened to keep products from underflowing
+# (rate x length 12 -> 50 factors a column, 50 -> 12).
+LOSS_COUNTS = np.array([5, 0, 100, 200, 300, 64, 1, 4096], dtype=np.int64)
+LOSS_LENGTHS = np.array([0.001, 1.0, 0.3, 12.0, 50.0, 2.0, 0.7, 0.05])
+
+
+@pytest.mark.parametrize("columns_per_block", [reliability._COLUMNS_PER_BLOCK, 7])
+def test_lost_time_sums_are_exact_per_group(
+    monkeypatch: pytest.MonkeyPatch, columns_per_block: int
+) -> None:
+    """With every uniform equal to v, group i sums to counts[i] x -log1p(-c_i v) / rate.
+
+    Checks the bookkeeping of columns (full, remainder, shortened; any block size): a loss
+    missing, counted twice or given another group's ``c`` would be off by a whole loss
+    (>= 1e-4 relative here). Tolerance 1e-12 relative: the factor ``1 - c v`` is rounded
+    to 1.1e-16, i.e. 1.1e-16 / (c v) <= 2.2e-13 of a loss at the smallest c v = 5e-4
+    (the same error in every factor, so it does not average out), plus <= 64 roundings
+    (1.1e-16 each) per column product.
     """
-    counts = np.array([5, 0, 100, 200, 300], dtype=np.int64)
-    length = np.array([0.001, 1.0, 0.3, 12.0, 50.0])
-    rate = np.ones(5)
-    sums = reliability._sum_truncated_exponentials(np.random.default_rng(5), counts, length, rate)
-    u = np.random.default_rng(5).random(int(counts.sum()))
-    kept = np.repeat(-np.expm1(-rate * length), counts)
-    direct = np.add.reduceat(-np.log1p(-kept * u), np.cumsum(counts) - counts)[counts > 0]
-    np.testing.assert_allclose(sums[counts > 0], direct, rtol=1e-12)
+    monkeypatch.setattr(reliability, "_COLUMNS_PER_BLOCK", columns_per_block)
+    rate = np.ones(LOSS_COUNTS.size)
+    value = 0.5
+    sums = reliability._sum_truncated_exponentials(
+        _ConstantGenerator(value),  # type: ignore[arg-type]
+        LOSS_COUNTS,
+        LOSS_LENGTHS,
+        rate,
+    )
+    one_loss = -np.log1p(np.expm1(-rate * LOSS_LENGTHS) * value) / rate
+    np.testing.assert_allclose(sums, LOSS_COUNTS * one_loss, rtol=1e-12)
     assert sums[1] == 0.0
+
+
+@pytest.mark.parametrize("columns_per_block", [reliability._COLUMNS_PER_BLOCK, 7])
+def test_each_loss_takes_one_uniform_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, columns_per_block: int
+) -> None:
+    """Exactly one fresh uniform per loss, each used once: the sums add up to the per-draw
+    inversion of every uniform drawn.
+
+    Same ``c`` for all groups, so the total does not depend on which uniform went to which
+    loss. Extra or missing draws fail the count; a uniform used twice in place of another
+    changes the total by the difference of two losses, ~2e-4 of it on average (below the
+    tolerance with probability ~1e-9). Tolerance 1e-12 relative: rounding of ``1 - c u``
+    (1.1e-16 / (c u) of a loss, ~1e-15 for typical u at c = 0.26) and of up to 64-factor
+    products.
+    """
+    monkeypatch.setattr(reliability, "_COLUMNS_PER_BLOCK", columns_per_block)
+    counts = np.array([5, 0, 100, 200, 300, 64, 1, 4096], dtype=np.int64)
+    length, rate = np.full(counts.size, 0.3), np.ones(counts.size)
+    rng = _RecordingGenerator(5)
+    sums = reliability._sum_truncated_exponentials(
+        rng,  # type: ignore[arg-type]
+        counts,
+        length,
+        rate,
+    )
+    uniforms = np.concatenate(rng.uniforms)
+    assert uniforms.size == counts.sum()
+    direct = -np.log1p(np.expm1(-0.3) * uniforms).sum()
+    assert sums.sum() == pytest.approx(direct, rel=1e-12)
     assert np.all(sums[counts > 0] < counts[counts > 0] * length[counts > 0])
 
 
