@@ -150,11 +150,21 @@ class _ScipyDist(_Dist):
     def _frozen(self) -> rv_continuous_frozen[Any, Any]:
         """The scipy object this model maps onto."""
 
+    def _quantile(self, p: FloatArray) -> FloatArray:
+        """The quantile at ``p`` before pinning to the support (default: the scipy object).
+
+        Types with a closed-form quantile override this with plain numpy: building a frozen
+        scipy object costs far more than the arithmetic, and the engines call ``ppf`` once
+        per input and block. ``tests/unit/test_dists.py`` holds each override to scipy.
+        """
+        return np.asarray(self._frozen().ppf(p), dtype=np.float64)
+
     def ppf(self, q: ArrayLike) -> FloatArray:
         """Quantile function at probabilities ``q`` in [0, 1], same shape as ``q``."""
         p = _probabilities(q)
-        with np.errstate(over="ignore"):  # a quantile beyond float64 rounds to inf, correctly
-            x = np.asarray(self._frozen().ppf(p), dtype=np.float64)
+        # a quantile beyond float64 rounds to inf, correctly (log(0) at q = 1 included)
+        with np.errstate(over="ignore", divide="ignore"):
+            x = self._quantile(p)
         return _pin_to_support(self, p, x)
 
 
@@ -278,6 +288,9 @@ class Uniform(_ScipyDist):
 
     def _frozen(self) -> rv_continuous_frozen[Any, Any]:
         return scipy.stats.uniform(loc=self.low, scale=self.high - self.low)
+
+    def _quantile(self, p: FloatArray) -> FloatArray:
+        return self.low + (self.high - self.low) * p  # scipy's uniform: loc + scale * q
 
     def expected_value(self) -> float:
         return (self.low + self.high) / 2.0
@@ -414,6 +427,9 @@ class Exponential(_ScipyDist):
     def _frozen(self) -> rv_continuous_frozen[Any, Any]:
         return scipy.stats.expon(scale=self.mean)
 
+    def _quantile(self, p: FloatArray) -> FloatArray:
+        return -np.log1p(-p) * self.mean  # scipy's expon: -log1p(-q) * scale
+
     def expected_value(self) -> float:
         return self.mean
 
@@ -522,6 +538,11 @@ class Normal(_ScipyDist):
         a, b = self._standard_bounds()
         return scipy.stats.truncnorm(a, b, loc=self.mean, scale=self.sd)
 
+    def _quantile(self, p: FloatArray) -> FloatArray:
+        if self.low is None and self.high is None:
+            return self.mean + self.sd * scipy.special.ndtri(p)
+        return np.asarray(self._frozen().ppf(p), dtype=np.float64)
+
     def expected_value(self) -> float:
         m, _ = _std_truncnorm_moments(*self._standard_bounds())
         # The true mean lies in the support; rounding may land an ulp outside a narrow window.
@@ -581,6 +602,10 @@ class LogNormal(_ScipyDist):
     def _frozen(self) -> rv_continuous_frozen[Any, Any]:
         mu, sigma = self._log_params()
         return scipy.stats.lognorm(s=sigma, scale=math.exp(mu))
+
+    def _quantile(self, p: FloatArray) -> FloatArray:
+        mu, sigma = self._log_params()
+        return np.exp(mu + sigma * scipy.special.ndtri(p))  # exp of a normal quantile
 
     def expected_value(self) -> float:
         mu, sigma = self._log_params()

@@ -416,3 +416,36 @@ def test_beta_based_sampling_has_the_law_of_the_quantile_function(d: Dist) -> No
     fast = d.sample(np.random.default_rng(11), 20_000)
     by_ppf = d.ppf(np.random.default_rng(12).random(20_000))
     assert ks_2samp(fast, by_ppf).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(
+    "d",
+    [
+        Uniform(low=-3.0, high=7.5),
+        Exponential(mean=40.0),
+        Normal(mean=2.0, sd=0.5),
+        LogNormal(low=0.5, high=30.0),
+        LogNormal(low=1e-3, high=1e6),
+    ],
+    ids=repr,
+)
+def test_closed_form_quantiles_equal_scipys(d: Dist) -> None:
+    """The numpy quantiles of Uniform, Exponential, untruncated Normal and LogNormal equal
+    the frozen scipy objects they map onto (their oracle) to a few ulp: the same formulas
+    (``loc + scale q``, ``-log1p(-q) scale``, ``mean + sd ndtri(q)``, ``exp(mu + sigma
+    ndtri(q))``), differing only in the order of rounding. Ends included (0 and 1 pin to the
+    support). Tolerance: a few ulp, times ``1 + |log x|`` for the exponentials, whose
+    relative error is the absolute error of their argument (``log x``) times one."""
+    p = np.concatenate([[0.0, 1e-300, 1e-12, 0.5, 1.0 - 1e-12, 1.0], np.linspace(0, 1, 1001)])
+    ours = d.ppf(p)
+    with np.errstate(over="ignore"):
+        theirs = np.asarray(d._frozen().ppf(p), dtype=float)  # type: ignore[union-attr]
+    finite = np.isfinite(theirs)
+    assert np.array_equal(np.isfinite(ours), finite)
+    x, y = ours[finite], theirs[finite]
+    ulps = (
+        8.0
+        * np.finfo(float).eps
+        * (1.0 + np.abs(np.log(np.abs(y), where=y != 0, out=np.zeros_like(y))))
+    )
+    assert np.all(np.abs(x - y) <= ulps * np.abs(y)), np.max(np.abs(x - y) / np.abs(y))
