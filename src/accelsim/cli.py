@@ -470,15 +470,14 @@ def calibrate(
 ) -> None:
     """Coverage of published training runs by the predicted P5-P95 intervals."""
     from accelsim.calibration import calibrate as calibrate_runs
-    from accelsim.calibration import calibration_markdown
+    from accelsim.calibration import calibration_markdown, calibration_page
 
-    table = calibration_markdown(calibrate_runs(grades=None, runs=runs, seed=seed))
+    checks = calibrate_runs(grades=None, runs=runs, seed=seed)
     if out is None:
-        print(table)
+        print(calibration_markdown(checks))
         return
-    page = CALIBRATION_PAGE.format(runs=runs, seed=seed, table=table)
     with open(out, "w", encoding="utf-8") as fh:
-        fh.write(page)
+        fh.write(calibration_page(checks, runs=runs, seed=seed))
     print(f"wrote {out}")
 
 
@@ -486,35 +485,6 @@ def calibrate(
 def schema() -> None:
     """JSON Schema of scenario files (for editors and validators)."""
     print(json.dumps(Scenario.model_json_schema(), indent=2))
-
-
-CALIBRATION_PAGE = """# Calibration against published training runs
-
-Each published run is simulated with its published configuration (chip, chip count,
-active parameters, tokens or reported FLOPs, and its MFU where the paper gives one); every
-other input takes the catalog priors. The table shows whether the published figure lies in
-the predicted P5-P95 interval. A figure derived from step throughput (no downtime) is held
-to the simulated failure-free time; a wall-clock figure to the simulated training time,
-failures and badput included. The priors were not tuned to these runs; the MFU priors do
-draw on published MFUs of some of them (LLaMA-65B, Llama 3, Nemotron-4, Gopher), which
-makes those rows weaker evidence.
-
-Regenerate with `accelsim calibrate --out docs/calibration.md` ({runs} runs, seed {seed});
-`tests/validation/test_calibration.py` checks that this page is current.
-
-{table}
-
-Outliers and why:
-- Nemotron-4 15B: its published GPU-hours imply an MFU of 0.294, below every published
-  stage MFU (0.305-0.343), so the two published figures disagree; and its "approximately
-  13 calendar days" are 1.4x the GPU-hour time (stage changes, pauses), beyond the badput
-  prior.
-- OLMoE-1B-7B: a 1.3B-active mixture of experts reaches about 0.18 MFU (small expert
-  matmuls, all-to-all), below the dense-LLM priors. Mixture-of-experts and small-model MFU
-  are not modelled separately yet.
-- Falcon-180B (grade B): ~7M GPU-hours imply MFU ~0.48 on A100-40GB, at the top of the
-  Ampere prior once failures and badput are added.
-"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -89,7 +89,12 @@ class TrainingRun(_Model):
 
     kind: Literal["training"] = "training"
     params: float = Field(gt=0)
-    """Model parameters [count]."""
+    """Model parameters [count]; for a mixture of experts, the parameters active per token
+    (they set the FLOPs, 6 x params x tokens)."""
+    total_params: float | None = Field(default=None, gt=0)
+    """All parameters of a mixture of experts, every expert included [count]. Unset: a dense
+    model. When set, the run's training state (memory) counts every parameter, and its MFU
+    prior is the mixture-of-experts one (``priors.mfu_ceiling_moe``)."""
     tokens: float = Field(gt=0)
     """Training tokens [count]."""
     framework: Framework = "pytorch"
@@ -110,6 +115,21 @@ class TrainingRun(_Model):
     """Model width, to add the attention term to the FLOPs [count]."""
     global_batch_tokens: Uncertain | None = None
     """Global batch size [tokens]; unset = catalog prior. Drives the scaling model."""
+
+    @model_validator(mode="after")
+    def _total_at_least_active(self) -> TrainingRun:
+        if self.total_params is not None and self.total_params < self.params:
+            raise ValueError(
+                f"total_params={self.total_params:.3g} is below params={self.params:.3g}: "
+                f"params is the active count, total_params every expert's"
+            )
+        return self
+
+    @property
+    def state_params(self) -> float:
+        """Parameters whose weights, gradients and optimizer state are held [count]:
+        ``total_params`` for a mixture of experts, else ``params``."""
+        return self.params if self.total_params is None else self.total_params
 
     @model_validator(mode="after")
     def _attention_fields_together(self) -> TrainingRun:
@@ -386,13 +406,14 @@ class Scenario(_Model):
         return self
 
     def _check_fits(self, work: TrainingRun) -> None:
-        need_gib = training_state_gib(work.params)
+        need_gib = training_state_gib(work.state_params)
         have = {p.chip: catalog.chip(p.chip).hbm_gib * p.count for p in self.fleet}
         best_chip, best_gib = max(have.items(), key=lambda kv: kv[1])
         if need_gib > best_gib:
+            field = "params" if work.total_params is None else "total_params"
             raise ValueError(
-                f"workload.params={work.params:.3g} needs about {need_gib:,.0f} GiB of weights, "
-                f"gradients and Adam state even fully sharded, but the largest pool "
+                f"workload.{field}={work.state_params:.3g} needs about {need_gib:,.0f} GiB of "
+                f"weights, gradients and Adam state even fully sharded, but the largest pool "
                 f"({best_chip}) has {best_gib:,.0f} GiB of HBM in total; add chips"
             )
 

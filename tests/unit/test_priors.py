@@ -65,7 +65,7 @@ NO_PUBLISHED_ESTIMATE = [n for n in NAMES if n.split(".")[0] in _NO_ESTIMATE_GRO
 
 def _bounds(name: str) -> tuple[float, float, bool]:
     """Physical range ``(low, high, low_open)`` a prior's support must lie in."""
-    if name.startswith("mfu_ceiling."):
+    if name.startswith("mfu_ceiling"):  # mfu_ceiling.*, mfu_ceiling_by_chip.*, _moe
         return 0.0, 1.0, True  # MFU: (0, 1]
     if name.startswith(FRACTIONS):
         return 0.0, 1.0, False
@@ -169,7 +169,8 @@ def test_defaults_pass_the_scenario_boundary() -> None:
         if field in shared:
             Assumptions(**{field: prior.value})
             checked += 1
-        if name.startswith("mfu_ceiling."):  # Assumptions.mfu has the same (0, 1] range
+        # every MFU prior: Assumptions.mfu has the same (0, 1] range
+        if name.startswith("mfu_ceiling"):
             Assumptions(mfu=prior.value)
             checked += 1
     assert checked >= 20  # guards against a rename silently skipping everything

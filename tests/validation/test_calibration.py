@@ -1,62 +1,156 @@
 """Calibration against published training runs (the library's calibration claim).
 
 Oracle: published wall-clock days and chip-hours of real runs
-(``catalog/data/published_runs.csv``, each row with its source). With the published
-configuration and the catalog priors for everything unpublished, the predicted P5-P95
-interval should hold the published figure. The issue's target is 80 % of A and A- rows;
-the model reaches 70 % (7 of 10 counted figures). The misses are listed below with the
-reason for each, so this test is a labelled regression guard of the claim, not a
-validation tuned to pass: a change that loses a covered run, or newly covers a miss,
+(``catalog/data/published_runs.csv``, each row with its source and its reading). With the
+published configuration and the catalog priors for everything unpublished, the predicted
+P5-P95 interval should hold the published figure for at least 80 % of the counted A and A-
+figures (the issue's target). The model reaches 8 of 8 (100 %); Nemotron-4 15B is shown
+but not counted (its stage days are its stage MFUs restated, see the CSV and
+``test_nemotron_stage_days_are_throughput_derived``), and no counted A/A- figure is
+missed. So this test is a labelled regression guard of the claim, not a
+validation tuned to pass: a change that loses a covered figure, or newly covers the miss,
 fails here and must update docs/calibration.md (``accelsim calibrate``).
+
+Random numbers: the miss set was checked with seeds 0-7. The nearest covered figure is
+DeepSeek-V3 (FP8, under the BF16-based MoE MFU prior): 0.8-3 % inside P5 depending on the
+seed, so it is the one expectation that a change in how the MFU inputs are drawn can flip;
+its figure is failure-free, so the reliability sampler does not move it. The next nearest
+sit 4.5 % (LLaMA-65B) and 6 % (Llama 3.1) inside P5.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from accelsim.calibration import calibrate, calibration_markdown, coverage
+from accelsim.calibration import (
+    CLAIM_GRADES,
+    Check,
+    PublishedRun,
+    RunStage,
+    calibrate,
+    calibration_page,
+    coverage,
+    published_runs,
+    simulated_samples,
+)
 
-# (run, metric) pairs the model does not cover, and why.
-KNOWN_MISSES = {
-    # Published GPU-hours imply MFU 0.294, below every published stage MFU (0.305-0.343):
-    # the two published figures disagree by ~4 %, and the run is held to both.
-    ("nemotron4_15b", "failure-free chip_hours"),
-    # "Approximately 13 calendar days" is 1.4x the GPU-hour time: the calendar includes
-    # stage changes and pauses the badput prior (P95 0.25) does not reach.
-    ("nemotron4_15b", "training_days"),
-    # A 1.3B-active MoE: small expert matmuls and all-to-all keep MFU near 0.18, below the
-    # dense-LLM priors; MoE and small-model MFU are not modelled separately yet.
-    ("olmoe_1b_7b", "training_days"),
-}
+RUNS = 2000
+SEED = 0
+
+# (run, metric) pairs the model does not cover among counted A/A- figures, and why.
+KNOWN_MISSES: set[tuple[str, str]] = set()
+# OLMoE is covered since the MoE MFU prior; DeepSeek-V3 (FP8) sits at P5-P6 under it.
 
 
 @pytest.fixture(scope="module")
-def checks() -> list:  # type: ignore[type-arg]
-    return calibrate(grades=("A", "A-"), runs=2000, seed=0)
+def all_checks() -> list[Check]:
+    return calibrate(grades=None, runs=RUNS, seed=SEED)
 
 
-def test_coverage_of_a_and_a_minus_runs(checks: list) -> None:  # type: ignore[type-arg]
-    assert coverage(checks) >= 0.7
+@pytest.fixture(scope="module")
+def checks(all_checks: list[Check]) -> list[Check]:
+    return [c for c in all_checks if c.run.grade in CLAIM_GRADES]
+
+
+def test_coverage_of_a_and_a_minus_runs(checks: list[Check]) -> None:
+    """The claim: >= 80 % of counted A/A- figures covered, and exactly the known misses."""
+    assert coverage(checks, CLAIM_GRADES) >= 0.8
     misses = {(c.run.run_id, c.metric) for c in checks if c.counted and not c.covered}
     assert misses == KNOWN_MISSES
 
 
-def test_every_published_figure_is_checked(checks: list) -> None:  # type: ignore[type-arg]
-    from accelsim.calibration import published_runs
-
+def test_every_published_figure_is_checked(checks: list[Check]) -> None:
     expected = sum(
         (r.published_days is not None) + (r.published_chip_hours is not None)
-        for r in published_runs(("A", "A-"))
+        for r in published_runs(CLAIM_GRADES)
     )
     assert len(checks) == expected
 
 
-def test_docs_table_is_current(checks: list) -> None:  # type: ignore[type-arg]
-    """docs/calibration.md holds the table this seed produces (regenerate: accelsim calibrate)."""
+def test_excluded_figures_say_why_and_do_not_count(checks: list[Check]) -> None:
+    """Exactly LaMDA and Nemotron-4 are excluded, each with a stated reason."""
+    excluded = {c.run.run_id for c in checks if not c.counted}
+    assert excluded == {"lamda_137b", "nemotron4_15b"}
+    assert all(len(c.run.excluded_because) > 40 for c in checks if not c.counted)
+
+
+def test_every_counted_miss_has_a_reason(all_checks: list[Check]) -> None:
+    """Each counted miss on the page carries its reason (``miss_note``), all grades."""
+    for c in all_checks:
+        if c.counted and not c.covered:
+            assert c.run.miss_note, c.run.run_id
+
+
+def _nemotron() -> PublishedRun:
+    return next(r for r in published_runs() if r.run_id == "nemotron4_15b")
+
+
+# Nemotron-4 15B technical report (arXiv 2402.16819), Table 2 as transcribed by Epoch AI
+# (shared/reference/validation/training_runs.csv): stage days 0.8, 0.4 and 11.9.
+NEMOTRON_STAGE_DAYS = (0.8, 0.4, 11.9)
+NEMOTRON_GPU_HOURS = 687_514  # sum(GPUs x stage days x 24), training_runs.csv
+
+
+def test_nemotron_stage_days_are_throughput_derived() -> None:
+    """The reading behind excluding Nemotron-4: at 15.7B parameters the published stage
+    tokens over the published stage MFUs give the published stage days. Each stage's
+    failure-free days must match its published figure within that figure's rounding
+    (0.05 d), and the GPU-hours within the rounding carried into them
+    (sum of GPUs x 0.05 d x 24 h = 5,530 GPU-h). A run with downtime in its days, or
+    another token split or parameter count, would not match."""
+    run = _nemotron()
+    peak_flops = 989e12  # H100 SXM dense BF16, the peak the paper's MFUs refer to
+    for stage, published in zip(run.stages, NEMOTRON_STAGE_DAYS, strict=True):
+        days = 6.0 * run.params_active * stage.tokens / (stage.chips * peak_flops * stage.mfu)
+        assert abs(days / 86_400.0 - published) <= 0.05 + 1e-9, (stage, days / 86_400.0)
+    samples = simulated_samples(run, runs=64, seed=SEED)
+    rounding = sum(s.chips for s in run.stages) * 0.05 * 24.0
+    assert np.all(np.abs(samples["chip_hours.throughput"] - NEMOTRON_GPU_HOURS) <= rounding)
+
+
+def test_a_single_stage_run_equals_the_unstaged_run() -> None:
+    """The staged path adds nothing of its own: one stage carrying the row's chips,
+    tokens and MFU gives bit-identical samples to the unstaged row (same seed, same
+    input names, so the same draws)."""
+    run = next(r for r in published_runs() if r.run_id == "stablelm_3b_4e1t")
+    assert run.tokens is not None
+    fixed = dataclasses.replace(run, mfu_low=0.4, mfu_high=0.4)
+    staged = dataclasses.replace(
+        fixed, stages=(RunStage(chips=run.chips, tokens=run.tokens, mfu=0.4),)
+    )
+    a = simulated_samples(fixed, runs=256, seed=SEED)
+    b = simulated_samples(staged, runs=256, seed=SEED)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+
+
+def test_stages_sum_run_by_run() -> None:
+    """A staged run's chip-hours are the sum over stages of chips x days x 24, per run:
+    checked against the stages simulated one by one (exact up to float rounding)."""
+    run = _nemotron()
+    total = simulated_samples(run, runs=128, seed=SEED)["chip_hours.wall_clock"]
+    parts = [
+        simulated_samples(dataclasses.replace(run, stages=(s,), chips=s.chips, tokens=s.tokens),
+                          runs=128, seed=SEED)["chip_hours.wall_clock"]
+        for s in run.stages
+    ]  # fmt: skip
+    np.testing.assert_allclose(total, np.sum(parts, axis=0), rtol=1e-12)
+
+
+def test_stage_tokens_must_add_up() -> None:
+    """A row whose stages do not sum to its tokens is rejected, not silently rescaled."""
+    run = _nemotron()
+    with pytest.raises(ValueError, match="stage tokens"):
+        dataclasses.replace(run, tokens=7.0e12)
+
+
+def test_docs_page_is_current(all_checks: list[Check]) -> None:
+    """docs/calibration.md is the page this seed produces (regenerate: accelsim calibrate)."""
     page = (Path(__file__).resolve().parents[2] / "docs" / "calibration.md").read_text(
         encoding="utf-8"
     )
-    all_checks = calibrate(grades=None, runs=2000, seed=0)
-    assert calibration_markdown(all_checks) in page
+    assert page == calibration_page(all_checks, runs=RUNS, seed=SEED)

@@ -131,6 +131,10 @@ class Priors(_Frozen):
     """Per chip generation, where published MFUs separate it from its kind (Ampere runs
     reach higher MFU than Hopper runs), keyed by chip id; other chips use ``mfu_ceiling``.
     [fraction]"""
+    mfu_ceiling_moe: Prior | None = None
+    """MFU ceiling of mixture-of-experts training on GPUs (6 x active parameters x tokens
+    over the BF16 peak), in place of the dense ceilings; ``None`` in a priors file without
+    it. [fraction]"""
     framework_fit: FitTable
     """Fit of each framework on each software stack."""
     start_fraction: dict[Fit, Prior]

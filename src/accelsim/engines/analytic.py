@@ -83,11 +83,17 @@ def _mfu(
         )
         return mfu, hours
     by_chip = priors.mfu_ceiling_by_chip.get(info.chip)
-    ceiling = (
-        draws.get(f"priors.mfu_ceiling_by_chip.{info.chip}", None, by_chip.value)
-        if by_chip is not None
-        else draws.get(f"priors.mfu_ceiling.{info.kind}", None, priors.mfu_ceiling[info.kind].value)
-    )
+    if work.total_params is not None and priors.mfu_ceiling_moe is not None:
+        # A mixture of experts: routing, all-to-all and small expert matmuls keep its MFU
+        # (on active parameters) well below a dense model's. On every chip kind: keeping a
+        # dense ceiling for chips without published MoE figures would favour them unfairly.
+        ceiling = draws.get("priors.mfu_ceiling_moe", None, priors.mfu_ceiling_moe.value)
+    elif by_chip is not None:
+        ceiling = draws.get(f"priors.mfu_ceiling_by_chip.{info.chip}", None, by_chip.value)
+    else:
+        ceiling = draws.get(
+            f"priors.mfu_ceiling.{info.kind}", None, priors.mfu_ceiling[info.kind].value
+        )
     start = draws.get(
         f"priors.start_fraction.{info.fit}", None, priors.start_fraction[info.fit].value
     )
@@ -107,10 +113,13 @@ def _mfu(
     # run loses what the scaling model says it loses relative to that scale; a smaller one
     # keeps the ceiling (running smaller does not lift a code above its ceiling). The run
     # keeps the model-parallel group its training state needs (ZeRO-3 over the fewest
-    # chips that hold it), at its own global batch.
+    # chips that hold it, every expert included), at its own global batch. For a mixture of
+    # experts the per-step traffic is modelled on the active parameters: its all-to-all and
+    # per-expert gradient reduction are not modelled apart; the MoE ceiling carries their
+    # cost at the reference scale.
     chips_ref = draws.get("priors.mfu_reference_chips", None, priors.mfu_reference_chips.value)
     model_parallel = perf.min_chips_to_fit(
-        work.params, chip.hbm_gib, sharding="zero3", usable_fraction=_USABLE_HBM_FRACTION
+        work.state_params, chip.hbm_gib, sharding="zero3", usable_fraction=_USABLE_HBM_FRACTION
     )
     scaling: dict[str, Any] = {
         "params": work.params,
