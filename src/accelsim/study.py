@@ -157,6 +157,9 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
 
 
 def _concat(parts: Sequence[Mapping[str, FloatArray]]) -> dict[str, FloatArray]:
+    """Each key's arrays end to end (one part is returned as is: no copy)."""
+    if len(parts) == 1:
+        return dict(parts[0])
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
 
 
