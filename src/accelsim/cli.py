@@ -340,6 +340,24 @@ def run(
             show_default=False,
         ),
     ] = None,
+    design: Annotated[
+        str,
+        typer.Option(
+            metavar="mc|lhs|sobol|antithetic",
+            help="How uncertain inputs are drawn (see simulate's design=).",
+        ),
+    ] = "mc",
+    store: Annotated[
+        str | None,
+        typer.Option(
+            help="Write each finished chunk here as it completes: a .sqlite/.db file, or "
+            "else a directory of Parquet files.",
+            show_default=False,
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue the study in --store (same seed, runs).")
+    ] = False,
     workers: _Workers = None,
     json_out: _Json = False,
     csv_out: _Csv = False,
@@ -349,7 +367,16 @@ def run(
     n_runs = _runs(runs)
     s = load_scenario(scenario)
     with _executor(workers) as pool:
-        res = simulate(s, runs=n_runs, seed=seed, target=_targets(target), executor=pool)
+        res = simulate(
+            s,
+            runs=n_runs,
+            seed=seed,
+            target=_targets(target),
+            executor=pool,
+            design=design,  # type: ignore[arg-type]  # simulate checks it and names the choices
+            store=store,
+            resume=resume,
+        )
     _emit(res, fmt)
     if out is not None:
         kind = Path(out).suffix.lower().lstrip(".")
@@ -509,7 +536,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except typer.Abort:
         print("accelsim: aborted", file=sys.stderr)
         return 1
-    except (AccelsimError, ValueError, FileNotFoundError) as exc:
+    except (AccelsimError, ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"accelsim: error: {exc}", file=sys.stderr)
         return _BAD_INPUT
     return code if isinstance(code, int) else 0

@@ -186,3 +186,25 @@ def test_compare_json_has_odds_and_the_recommendation(capsys: pytest.CaptureFixt
     odds = doc["prob_less"]["tco_usd"]
     assert 0.0 <= odds[names[0]][names[1]] + odds[names[1]][names[0]] <= 1.0
     assert doc["recommendation"]["choice"] in names
+
+
+def test_run_design_store_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--design reaches simulate (an antithetic summary says so; a bad design is an error
+    naming the choices, exit 2), and --store/--resume keep and continue a study: the
+    resumed run prints exactly the first run's summary, and a second run without
+    --resume refuses to overwrite the store."""
+    h100 = str(EXAMPLES / "llama70b_h100_aws.yaml")
+    assert main(["run", h100, "--runs", "200", "--design", "antithetic", "--json"]) == 0
+    anti = json.loads(capsys.readouterr().out)
+    assert main(["run", h100, "--runs", "200", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) != anti
+    assert main(["run", h100, "--runs", "200", "--design", "quasi"]) == 2
+    assert "antithetic" in capsys.readouterr().err
+
+    store = str(tmp_path / "study.sqlite")
+    assert main(["run", h100, "--runs", "300", "--store", store, "--json"]) == 0
+    first = capsys.readouterr().out
+    assert main(["run", h100, "--runs", "300", "--store", store, "--resume", "--json"]) == 0
+    assert capsys.readouterr().out == first
+    assert main(["run", h100, "--runs", "300", "--store", store]) == 2
+    assert "resume" in capsys.readouterr().err
