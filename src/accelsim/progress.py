@@ -87,34 +87,23 @@ class ProgressBar:
         )
 
 
-class NotebookProgress:
-    """Progress as a cell output under a Jupyter kernel, updated in place.
+class _ProgressText:
+    """The line both displays show: runs done, share, runs/s and ETA, or the total time.
 
-    The first call displays a :class:`ProgressBar` with ``display(bar, display_id=True)``
-    (``IPython.display.display``); later calls update it through the returned handle, at most
-    once every ``interval_s`` seconds, except that the last call (``done >= total``) is always
-    shown. The rate is measured from the first call (which may report resumed runs or the first
+    The rate is measured from the first report (which may count resumed runs or the first
     chunk, i.e. before the workers are warm), the total time from construction.
     """
 
-    def __init__(
-        self,
-        display: Callable[..., Any],
-        *,
-        clock: Callable[[], float] = time.perf_counter,
-        interval_s: float = NOTEBOOK_INTERVAL_S,
-    ) -> None:
-        self.display = display
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self.clock = clock
-        self.interval_s = interval_s
         self.started = clock()
         self.first: tuple[int, float] | None = None
-        self.last_shown = -float("inf")
-        self.handle: Any = None
 
     def text(self, done: int, total: int, now: float) -> str:
         """The line shown after ``done`` of ``total`` runs at time ``now`` [s]."""
-        first_done, first_t = self.first if self.first is not None else (done, now)
+        if self.first is None:
+            self.first = (done, now)
+        first_done, first_t = self.first
         elapsed = now - first_t
         rate = (done - first_done) / elapsed if elapsed > 0 else 0.0
         head = f"accelsim: {done:,}/{total:,} runs ({100 * done / max(total, 1):.0f} %)"
@@ -124,14 +113,36 @@ class NotebookProgress:
         eta = duration_text((total - done) / rate) if rate > 0 else "?"
         return f"{head}, {rate_text(rate)}, ETA {eta}"
 
+
+class NotebookProgress(_ProgressText):
+    """Progress as a cell output under a Jupyter kernel, updated in place.
+
+    The first call displays a :class:`ProgressBar` with ``display(bar, display_id=True)``
+    (``IPython.display.display``); later calls update it through the returned handle, at most
+    once every ``interval_s`` seconds, except that the last call (``done >= total``) is always
+    shown.
+    """
+
+    def __init__(
+        self,
+        display: Callable[..., Any],
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        interval_s: float = NOTEBOOK_INTERVAL_S,
+    ) -> None:
+        super().__init__(clock)
+        self.display = display
+        self.interval_s = interval_s
+        self.last_shown = -float("inf")
+        self.handle: Any = None
+
     def __call__(self, done: int, total: int) -> None:
         now = self.clock()
-        if self.first is None:
-            self.first = (done, now)
+        line = self.text(done, total, now)  # the first call also starts the rate's clock
         final = done >= total
         if self.handle is not None and not final and now - self.last_shown < self.interval_s:
             return
-        bar = ProgressBar(done, total, self.text(done, total, now))
+        bar = ProgressBar(done, total, line)
         if self.handle is None:
             self.handle = self.display(bar, display_id=True)
         else:
@@ -139,28 +150,22 @@ class NotebookProgress:
         self.last_shown = now
 
 
-class TtyProgress:
-    """A one-line progress report on stderr (runs done, runs/s, ETA), only on a terminal."""
+class TtyProgress(_ProgressText):
+    """The same line on stderr, rewritten in place, only when stderr is a terminal."""
 
-    def __init__(self) -> None:
-        self.t0 = time.perf_counter()
-        self.first: int | None = None
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        super().__init__(clock)
         self.enabled = sys.stderr.isatty()
+        self.width = 0
 
     def __call__(self, done: int, total: int) -> None:
         if not self.enabled:
             return
-        if self.first is None:
-            self.first = done
-            self.t0 = time.perf_counter()
-        elapsed = time.perf_counter() - self.t0
-        rate = (done - self.first) / elapsed if elapsed > 0 else 0.0
-        eta = f"{(total - done) / rate:,.0f} s" if rate > 0 else "?"
+        line = self.text(done, total, self.clock())
+        pad = " " * max(0, self.width - len(line))  # blank what a longer line left behind
+        self.width = len(line)
         end = "\n" if done >= total else ""
-        sys.stderr.write(
-            f"\raccelsim: {done:,}/{total:,} runs ({100 * done / max(total, 1):.0f} %), "
-            f"{rate:,.0f} runs/s, ETA {eta}   {end}"
-        )
+        sys.stderr.write(f"\r{line}{pad}{end}")
         sys.stderr.flush()
 
 
