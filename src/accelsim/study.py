@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -47,9 +47,6 @@ from accelsim.runner import (
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.store import ChunkStore, manifest, stored_seed
-
-if TYPE_CHECKING:
-    pass
 
 EngineName = Literal["auto", "analytic", "des"]
 MAX_RUNS = 64 * BLOCK_RUNS
