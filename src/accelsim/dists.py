@@ -115,7 +115,16 @@ class _Dist(BaseModel):
         FloatArray
             Draws, shape ``(size,)``. [unit of the parameter]
         """
-        return self.ppf(rng.random(size))
+        return self._ppf_of_uniforms(rng.random(size))
+
+    def _ppf_of_uniforms(self, u: FloatArray) -> FloatArray:
+        """``ppf(u)`` for uniforms ``u`` in [0, 1) fresh from a generator (not checked again).
+
+        Types whose ``ppf`` spends much of its time checking and pinning its argument
+        override this to skip what a generator's output cannot need; the result must equal
+        ``ppf(u)`` (``tests/unit/test_dists.py`` holds them to it).
+        """
+        return self.ppf(u)
 
     @abstractmethod
     def ppf(self, q: ArrayLike) -> FloatArray:
@@ -166,6 +175,19 @@ class _ScipyDist(_Dist):
         with np.errstate(over="ignore", divide="ignore"):
             x = self._quantile(p)
         return _pin_to_support(self, p, x)
+
+    def _ppf_of_uniforms(self, u: FloatArray) -> FloatArray:
+        with np.errstate(over="ignore", divide="ignore"):
+            x = self._quantile(u)
+        return _pin_sampled(self, u, x)
+
+
+def _pin_sampled(d: _Dist, u: FloatArray, x: FloatArray) -> FloatArray:
+    """:func:`_pin_to_support` for ``u`` in [0, 1), in place: ``x`` must be a fresh array."""
+    low, high = d.support()
+    np.clip(x, low, high, out=x)
+    x[u == 0.0] = low
+    return x
 
 
 def _beta_ppf(alpha: float, beta: float, p: FloatArray) -> FloatArray:
@@ -337,13 +359,19 @@ class Triangular(_Dist):
     def ppf(self, q: ArrayLike) -> FloatArray:
         """Quantile function at probabilities ``q`` in [0, 1], same shape as ``q``."""
         p = _probabilities(q)
+        return _pin_to_support(self, p, self._quantile(p))
+
+    def _ppf_of_uniforms(self, u: FloatArray) -> FloatArray:
+        return _pin_sampled(self, u, self._quantile(u))
+
+    def _quantile(self, p: FloatArray) -> FloatArray:
         width = self.high - self.low
         c = (self.mode - self.low) / width
         # Right of the mode, 1 - sqrt((1-p)(1-c)) written without the cancellation that
         # scipy's triang suffers when p and c are both tiny (it then breaks monotonicity).
         right = (p + c * (1.0 - p)) / (1.0 + np.sqrt((1.0 - p) * (1.0 - c)))
         x = np.where(p <= c, np.sqrt(p * c), right)
-        return _pin_to_support(self, p, self.low + width * x)
+        return self.low + width * x
 
     def expected_value(self) -> float:
         return (self.low + self.mode + self.high) / 3.0
