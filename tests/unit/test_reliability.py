@@ -250,3 +250,59 @@ def test_a_hopeless_run_is_reported_as_never_finishing() -> None:
     assert np.isinf(hours[0])
     assert np.isfinite(hours[1])
     assert count[0] == np.iinfo(np.int64).max
+
+
+@pytest.mark.parametrize(
+    ("successes", "log_p"),
+    [(1.0, -0.4), (3.0, -0.1), (15.0, -0.005), (200.0, -0.004), (1.0, -0.69), (40.0, -1e-6)],
+)
+def test_small_mean_negative_binomial_by_inversion_has_the_exact_law(
+    successes: float, log_p: float
+) -> None:
+    """Inversion draws (means 0.5 ... 1.0, and ~4e-5) against scipy's pmf, chi-square test.
+
+    200,000 draws per case, bins 0..5 and >= 6; the test fails by chance with probability
+    1e-6 per case (a fixed seed makes it deterministic), while a sampler off by a bin
+    probability of 0.002 at these counts fails it with certainty.
+    """
+    from scipy import stats
+
+    n_draws = 200_000
+    n = np.full(n_draws, successes)
+    draws = reliability._negative_binomial(np.random.default_rng(4), n, np.full(n_draws, log_p))
+    p = math.exp(log_p)
+    assert successes * (1 - p) / p <= reliability._INVERSION_MEAN_MAX  # the inversion path
+    observed = np.bincount(np.minimum(draws, 6), minlength=7)
+    expected = np.append(
+        stats.nbinom.pmf(np.arange(6), successes, p), stats.nbinom.sf(5, successes, p)
+    )
+    keep = expected * n_draws >= 5
+    pooled_obs = np.append(observed[keep], observed[~keep].sum())
+    pooled_exp = np.append(expected[keep], expected[~keep].sum()) * n_draws
+    if pooled_exp[-1] == 0:
+        pooled_obs, pooled_exp = pooled_obs[:-1], pooled_exp[:-1]
+    assert stats.chisquare(pooled_obs, pooled_exp).pvalue > 1e-6
+
+
+def test_inversion_steps_cover_all_but_rounding() -> None:
+    """Mean <= 1, any n >= 1: P(count >= steps) <= 2**-64 (n = 1), far below u's 2**-53 grid."""
+    from scipy import stats
+
+    steps = reliability._INVERSION_STEPS
+    for n in [1, 2, 5, 30, 1000, 10**6]:
+        p = n / (n + reliability._INVERSION_MEAN_MAX)  # mean n (1 - p) / p = the limit
+        assert stats.nbinom.sf(steps - 1, n, p) <= 2.0**-64 * (1 + 1e-9)
+
+
+def test_negative_binomial_mixes_both_methods_in_one_call() -> None:
+    """Large and small means and zero successes side by side: each element its own law."""
+    rng = np.random.default_rng(5)
+    n = np.tile([0.0, 2.0, 50.0], 60_000)
+    log_p = np.tile([-0.1, -0.05, -0.5], 60_000)  # means 0, 0.103, 32.4
+    draws = reliability._negative_binomial(rng, n, log_p).reshape(-1, 3)
+    assert (draws[:, 0] == 0).all()
+    for col, (k, lp) in enumerate([(2.0, -0.05), (50.0, -0.5)], start=1):
+        p = math.exp(lp)
+        mean, var = k * (1 - p) / p, k * (1 - p) / p**2
+        se = math.sqrt(var / draws.shape[0])
+        assert abs(draws[:, col].mean() - mean) < 5 * se

@@ -41,6 +41,14 @@ _EXACT_LOSSES_MAX = 4096
 # A run expecting more interruptions than this never finishes in any practical sense
 # (numpy's negative binomial also refuses such means); it is reported as inf hours.
 _HOPELESS_INTERRUPTIONS = 1e12
+# A negative binomial count of mean at most _INVERSION_MEAN_MAX (failed restarts, mostly 0) is
+# drawn by inversion from 0, one uniform each, a few steps of its probability recursion:
+# cheaper than numpy's gamma-Poisson mixture. After _INVERSION_STEPS steps the CDF of such a
+# count is within 2**-64 of 1 (n = 1, a geometric of mean 1, is the heaviest tail), below the
+# 2**-53 grid of the uniforms: a uniform not yet placed by then lies where rounding decides and
+# takes the last step's value.
+_INVERSION_MEAN_MAX = 1.0
+_INVERSION_STEPS = 64
 
 
 def _f(x: ArrayLike) -> FloatArray:
@@ -393,10 +401,10 @@ def sample_completion_hours(
         ) * np.exp(rate * restart)
     hopeless = ~(expected_fails <= _HOPELESS_INTERRUPTIONS)
     rate = np.where(hopeless, 0.0, rate)  # drawn as failure-free, then reported as inf
-    full_fails = _negative_binomial(rng, full, np.exp(-rate * full_length))
+    full_fails = _negative_binomial(rng, full, -rate * full_length)
     partial_fails = _geometric_failures(rng, has_partial, np.exp(-rate * partial_length))
     work_fails = full_fails + partial_fails
-    restart_fails = _negative_binomial(rng, work_fails.astype(float), np.exp(-rate * restart))
+    restart_fails = _negative_binomial(rng, work_fails.astype(float), -rate * restart)
     lost = _sum_truncated_exponentials(
         rng,
         np.stack([full_fails, partial_fails, restart_fails], axis=1).ravel(),
@@ -438,12 +446,61 @@ def _mean_attempt_time(length_hours: ArrayLike, rate_per_hour: ArrayLike) -> Flo
 
 
 def _negative_binomial(
-    rng: np.random.Generator, successes: FloatArray, success_probability: FloatArray
+    rng: np.random.Generator, successes: FloatArray, log_success_probability: FloatArray
 ) -> IntArray:
-    """Failures before ``successes`` successes; 0 where ``successes`` is 0 (numpy needs > 0)."""
+    """Failures before ``successes`` successes of probability ``exp(log_success_probability)``.
+
+    0 where ``successes`` is 0 (numpy needs > 0). Counts of mean at most
+    ``_INVERSION_MEAN_MAX`` are drawn by inversion (:func:`_negative_binomial_by_inversion`),
+    the others by numpy's gamma-Poisson mixture; both are exact.
+    """
     draws = np.zeros(successes.shape, dtype=np.int64)
+    failure_probability = -np.expm1(log_success_probability)
+    mean = successes * failure_probability * np.exp(-log_success_probability)
     some = successes > 0
-    draws[some] = rng.negative_binomial(successes[some], success_probability[some])
+    small = some & (mean <= _INVERSION_MEAN_MAX)
+    large = np.flatnonzero(some & ~small)
+    if large.size:
+        draws[large] = rng.negative_binomial(
+            successes[large], np.exp(log_success_probability[large])
+        )
+    small_at = np.flatnonzero(small)
+    if small_at.size:
+        draws[small_at] = _negative_binomial_by_inversion(
+            rng,
+            successes[small_at],
+            log_success_probability[small_at],
+            failure_probability[small_at],
+        )
+    return draws
+
+
+def _negative_binomial_by_inversion(
+    rng: np.random.Generator,
+    successes: FloatArray,
+    log_success_probability: FloatArray,
+    failure_probability: FloatArray,
+) -> IntArray:
+    """Negative binomial counts as ``min{j : u < F(j)}``, one uniform ``u`` per count.
+
+    ``P(0) = p^n`` and ``P(j) = P(j - 1) (n + j - 1) (1 - p) / j``; only the counts not yet
+    placed are carried from one step to the next (most of them stop at 0 for small means).
+    """
+    u = rng.random(successes.size)
+    pmf = np.exp(successes * log_success_probability)
+    cdf = pmf.copy()
+    draws = np.zeros(successes.size, dtype=np.int64)
+    at = np.flatnonzero(u >= cdf)
+    u, pmf, cdf = u[at], pmf[at], cdf[at]
+    n, q = successes[at], failure_probability[at]
+    for j in range(1, _INVERSION_STEPS + 1):
+        if at.size == 0:
+            break
+        draws[at] = j
+        pmf *= (n + (j - 1)) * q / j
+        cdf += pmf
+        going = u >= cdf
+        at, u, pmf, cdf, n, q = at[going], u[going], pmf[going], cdf[going], n[going], q[going]
     return draws
 
 
