@@ -53,12 +53,19 @@ def _mix(x: int, y: int) -> int:
 
 
 def _absorb(state: _Pool, more: tuple[int, ...]) -> _Pool:
-    """Feed words past the first ``_POOL`` into the pool, as ``mix_entropy`` does."""
+    """Feed words past the first ``_POOL`` into the pool, as ``mix_entropy`` does.
+
+    ``_hashmix`` and ``_mix`` written out inline: this runs for every stream.
+    """
     pool, const = list(state[0]), state[1]
     for word in more:
         for dst in range(_POOL):
-            hashed, const = _hashmix(word, const)
-            pool[dst] = _mix(pool[dst], hashed)
+            following = const * _MULT_A & _MASK
+            hashed = ((word ^ const) * following) & _MASK
+            hashed ^= hashed >> 16
+            mixed = (_MIX_L * pool[dst] - _MIX_R * hashed) & _MASK
+            pool[dst] = mixed ^ (mixed >> 16)
+            const = following
     return (pool[0], pool[1], pool[2], pool[3]), const
 
 
@@ -90,10 +97,13 @@ def pool_of(entropy: int, spawn_key: tuple[int, ...], tail: int = 2) -> tuple[in
     >>> pool_of(7, (1, 2)) == tuple(np.random.SeedSequence(7, spawn_key=(1, 2)).pool)
     True
     """
-    if entropy < 0 or any(k < 0 for k in spawn_key):
+    if entropy < 0 or min(spawn_key, default=0) < 0:
         raise ValueError("entropy and spawn key words must be non-negative")
     run = words(entropy)
-    key = [w for k in spawn_key for w in words(k)]
+    if max(spawn_key, default=0) <= _MASK:  # the usual case: one word per key
+        key = list(spawn_key)
+    else:
+        key = [w for k in spawn_key for w in words(k)]
     if key and len(run) < _POOL:
         run += [0] * (_POOL - len(run))  # numpy pads so spawn keys cannot collide with entropy
     assembled = (*run, *key)
@@ -107,12 +117,24 @@ def pcg64_state(entropy: int, spawn_key: tuple[int, ...]) -> np.ndarray:
     """``SeedSequence(entropy, spawn_key=spawn_key).generate_state(4, np.uint64)``."""
     pool = pool_of(entropy, spawn_key)
     out = []
-    const = _INIT_B
-    for i in range(2 * 4):
-        value = ((pool[i % _POOL] ^ const) * (const * _MULT_B & _MASK)) & _MASK
-        const = const * _MULT_B & _MASK
+    for word, (const, following) in zip(pool + pool, _OUTPUT_CONSTANTS, strict=True):
+        value = ((word ^ const) * following) & _MASK
         out.append(value ^ (value >> 16))
     return np.array([lo | hi << 32 for lo, hi in zip(out[0::2], out[1::2], strict=True)], np.uint64)
+
+
+def _output_constants(count: int) -> tuple[tuple[int, int], ...]:
+    """The running constant of ``generate_state`` before and after each output word."""
+    out = []
+    const = _INIT_B
+    for _ in range(count):
+        following = const * _MULT_B & _MASK
+        out.append((const, following))
+        const = following
+    return tuple(out)
+
+
+_OUTPUT_CONSTANTS = _output_constants(2 * 4)  # 4 words of uint64 for PCG64
 
 
 class _State(ISpawnableSeedSequence):
