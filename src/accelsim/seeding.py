@@ -11,8 +11,6 @@ import zlib
 
 import numpy as np
 
-from accelsim import seed_hash
-
 SeedLike = int | np.random.SeedSequence | None
 
 
@@ -61,11 +59,6 @@ def stream(root: np.random.SeedSequence, *key: int | str) -> np.random.Generator
     >>> bool((a == b).all())
     True
     """
-    entropy = root.entropy
-    if root.pool_size == 4 and isinstance(entropy, int | np.integer) and entropy >= 0:
-        # the same generator, without numpy's per-call cost (see accelsim.seed_hash)
-        ints = tuple(key_of(k) if isinstance(k, str) else int(k) for k in key)
-        return seed_hash.pcg64(int(entropy), (*root.spawn_key, *ints))
     return np.random.Generator(np.random.PCG64(child(root, *key)))
 
 

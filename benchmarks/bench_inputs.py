@@ -1,0 +1,87 @@
+"""Cost of drawing a study's uncertain inputs, beside what it replaced, same process.
+
+Run with ``make bench``. Per block of 4,096 runs (the engine's unit, see
+:mod:`accelsim.engines.inputs`), best of ``REPEATS``, interleaved:
+
+- **PERT draws**: ``PERT.sample`` (inverse transform through the checked table of
+  :mod:`accelsim.beta_quantile`) against numpy's beta generator (``rng.beta``, what
+  ``sample`` used before), on the default prior of ``engineers``;
+- **PERT quantiles** (what Latin hypercube, Sobol and antithetic designs call): ``PERT.ppf``
+  against the exact inverse (:func:`accelsim.beta_quantile.exact_beta_quantile`, scipy's
+  ``betaincinv`` checked and repaired);
+- **one input's stream** (:func:`accelsim.seeding.stream`, a dozen per block), for scale.
+
+Before timing, each pair is checked to agree: the quantiles within the table's accuracy
+(``1e-9`` in probability), the draws in law (one-sample KS test).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+import scipy.special
+from scipy import stats
+
+from accelsim import catalog
+from accelsim.beta_quantile import exact_beta_quantile
+from accelsim.engines.inputs import BLOCK_RUNS
+from accelsim.seeding import as_seed_sequence, stream
+
+REPEATS = 7
+CALLS = 200  # per timing, so that one timing lasts long enough to read
+
+
+def _best_seconds(timed: dict[str, Callable[[], object]]) -> dict[str, float]:
+    """Seconds per call of each callable: best of REPEATS, interleaved."""
+    best = dict.fromkeys(timed, np.inf)
+    for _ in range(REPEATS):
+        for name, fn in timed.items():
+            start = time.perf_counter()
+            for _ in range(CALLS):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - start) / CALLS)
+    return best
+
+
+@pytest.mark.bench
+def test_input_draws_vs_what_they_replaced() -> None:
+    pert = catalog.priors().engineers.value
+    a, b = pert._shape()  # type: ignore[union-attr]
+    low, high = pert.support()
+    rng = np.random.default_rng(1)
+    u = np.random.default_rng(2).random(BLOCK_RUNS)
+    root = as_seed_sequence(3)
+    block = iter(range(10**9))
+
+    # Same law, same values, same streams.
+    x = pert.sample(np.random.default_rng(4), 100_000)
+    assert stats.kstest(x, stats.beta(a, b, loc=low, scale=high - low).cdf).pvalue > 1e-3
+    exact = low + (high - low) * exact_beta_quantile(a, b, u)
+    err = np.abs(scipy.special.betainc(a, b, (pert.ppf(u) - low) / (high - low)) - u)
+    assert np.all(err <= 1e-9 * np.minimum(u, 1 - u) + 1e-15)
+
+    seconds = _best_seconds(
+        {
+            "sample": lambda: pert.sample(rng, BLOCK_RUNS),
+            "numpy beta": lambda: low + (high - low) * rng.beta(a, b, BLOCK_RUNS),
+            "ppf": lambda: pert.ppf(u),
+            "exact ppf": lambda: low + (high - low) * exact_beta_quantile(a, b, u[:256]),
+            "stream": lambda: stream(root, "input", "engineers", next(block)),
+        }
+    )
+    seconds["exact ppf"] *= BLOCK_RUNS / 256  # timed on 256 values: it is that slow
+    ns = {k: v / BLOCK_RUNS * 1e9 for k, v in seconds.items()}
+    print(
+        f"\ninput draws per block of {BLOCK_RUNS:,} runs, best of {REPEATS}, one process "
+        f"(PERT{(low, pert.mode, high)}, alpha={a:.3f}, beta={b:.3f}):\n"  # type: ignore[union-attr]
+        f"  PERT.sample (table)        {ns['sample']:8.1f} ns/draw  vs numpy's beta generator "
+        f"{ns['numpy beta']:6.1f} ns/draw -> {ns['numpy beta'] / ns['sample']:.1f}x faster\n"
+        f"  PERT.ppf (table)           {ns['ppf']:8.1f} ns/value vs the exact inverse "
+        f"{ns['exact ppf']:8.1f} ns/value -> {ns['exact ppf'] / ns['ppf']:.0f}x faster\n"
+        f"  one input's stream         {seconds['stream'] * 1e6:8.1f} us, "
+        f"{seconds['stream'] / BLOCK_RUNS * 1e9:.1f} ns per run of the block\n"
+        f"  max |exact - table quantile| over the block: {np.max(np.abs(pert.ppf(u) - exact)):.1e}"
+    )
