@@ -119,18 +119,25 @@ class _Dist(BaseModel):
         """
         return self._ppf_of_uniforms(rng.random(size))
 
-    def _ppf_of_uniforms(self, u: FloatArray) -> FloatArray:
-        """``ppf(u)`` for uniforms ``u`` in [0, 1) fresh from a generator (not checked again).
-
-        Types whose ``ppf`` spends much of its time checking and pinning its argument
-        override this to skip what a generator's output cannot need; the result must equal
-        ``ppf(u)`` (``tests/unit/test_dists.py`` holds them to it).
-        """
-        return self.ppf(u)
-
-    @abstractmethod
     def ppf(self, q: ArrayLike) -> FloatArray:
         """Quantile function at probabilities ``q`` in [0, 1], same shape as ``q``."""
+        p = _probabilities(q)
+        # a quantile beyond float64 rounds to inf, correctly (log(0) at q = 1 included)
+        with np.errstate(over="ignore", divide="ignore"):
+            x = self._quantile(p)
+        return _pin_to_support(self, p, x)
+
+    def _ppf_of_uniforms(self, u: FloatArray) -> FloatArray:
+        """``ppf(u)`` for uniforms ``u`` in [0, 1) fresh from a generator: ``u`` is not checked
+        again and the result is pinned in place (``tests/unit/test_dists.py`` holds it to
+        ``ppf``)."""
+        with np.errstate(over="ignore", divide="ignore"):
+            x = self._quantile(u)
+        return _pin_sampled(self, u, x)
+
+    @abstractmethod
+    def _quantile(self, p: FloatArray) -> FloatArray:
+        """The quantile at probabilities ``p``, a new array, before pinning to the support."""
 
     @abstractmethod
     def expected_value(self) -> float:
@@ -170,19 +177,6 @@ class _ScipyDist(_Dist):
         """
         return np.asarray(self._frozen().ppf(p), dtype=np.float64)
 
-    def ppf(self, q: ArrayLike) -> FloatArray:
-        """Quantile function at probabilities ``q`` in [0, 1], same shape as ``q``."""
-        p = _probabilities(q)
-        # a quantile beyond float64 rounds to inf, correctly (log(0) at q = 1 included)
-        with np.errstate(over="ignore", divide="ignore"):
-            x = self._quantile(p)
-        return _pin_to_support(self, p, x)
-
-    def _ppf_of_uniforms(self, u: FloatArray) -> FloatArray:
-        with np.errstate(over="ignore", divide="ignore"):
-            x = self._quantile(u)
-        return _pin_sampled(self, u, x)
-
 
 def _pin_sampled(d: _Dist, u: FloatArray, x: FloatArray) -> FloatArray:
     """:func:`_pin_to_support` for ``u`` in [0, 1), in place: ``x`` must be a fresh array."""
@@ -199,17 +193,9 @@ class _ScaledBeta(_Dist):
     def _shape(self) -> tuple[float, float]:
         """The beta shape parameters ``(alpha, beta)``."""
 
-    def ppf(self, q: ArrayLike) -> FloatArray:
-        """Quantile function at probabilities ``q`` in [0, 1], same shape as ``q``."""
-        p = _probabilities(q)
-        return _pin_to_support(self, p, self._quantile(p))
-
-    def _ppf_of_uniforms(self, u: FloatArray) -> FloatArray:
-        return _pin_sampled(self, u, self._quantile(u))
-
     def _quantile(self, p: FloatArray) -> FloatArray:
-        # The checked table of accelsim.beta_quantile (~15 ns a value, a third of numpy's beta
-        # generator; the exact inverse for shapes without a table).
+        # The checked table of accelsim.beta_quantile (about half the time of numpy's beta
+        # generator, benchmarks/bench_inputs.py; the exact inverse for shapes without a table).
         low, high = self.support()
         return low + (high - low) * beta_quantile(*self._shape(), p)
 
@@ -242,9 +228,8 @@ class Fixed(_Dist):
         """``size`` copies of ``value``; ``rng`` is not advanced."""
         return np.full(size, self.value, dtype=np.float64)
 
-    def ppf(self, q: ArrayLike) -> FloatArray:
-        """``value`` at every probability, same shape as ``q``."""
-        return np.full(np.shape(_probabilities(q)), self.value, dtype=np.float64)
+    def _quantile(self, p: FloatArray) -> FloatArray:
+        return np.full(p.shape, self.value, dtype=np.float64)  # value at every probability
 
     def expected_value(self) -> float:
         return self.value
@@ -331,14 +316,6 @@ class Triangular(_Dist):
         _check_width(self, self.low, self.high)
         _check_mode(self.low, self.mode, self.high)
         return self
-
-    def ppf(self, q: ArrayLike) -> FloatArray:
-        """Quantile function at probabilities ``q`` in [0, 1], same shape as ``q``."""
-        p = _probabilities(q)
-        return _pin_to_support(self, p, self._quantile(p))
-
-    def _ppf_of_uniforms(self, u: FloatArray) -> FloatArray:
-        return _pin_sampled(self, u, self._quantile(u))
 
     def _quantile(self, p: FloatArray) -> FloatArray:
         width = self.high - self.low
@@ -717,12 +694,12 @@ class Choice(_Dist):
         probabilities = weights[keep][order] / weights[keep].sum()
         return values[keep][order], probabilities
 
-    def ppf(self, q: ArrayLike) -> FloatArray:
-        """Smallest value whose cumulative probability reaches ``q``, same shape as ``q``."""
+    def _quantile(self, p: FloatArray) -> FloatArray:
+        # the smallest value whose cumulative probability reaches p
         values, probabilities = self._table()
         cumulative = np.cumsum(probabilities)
         cumulative[-1] = 1.0  # so that rounding in the sum cannot push q = 1 past the end
-        index = np.searchsorted(cumulative, _probabilities(q), side="left")
+        index = np.searchsorted(cumulative, p, side="left")
         return np.asarray(values[np.minimum(index, values.size - 1)], dtype=np.float64)
 
     def expected_value(self) -> float:
