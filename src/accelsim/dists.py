@@ -117,7 +117,7 @@ class _Dist(BaseModel):
         FloatArray
             Draws, shape ``(size,)``. [unit of the parameter]
         """
-        return self._ppf_of_uniforms(rng.random(size))
+        return self.from_uniforms(rng.random(size))
 
     def ppf(self, q: ArrayLike) -> FloatArray:
         """Quantile function at probabilities ``q`` in [0, 1], same shape as ``q``."""
@@ -127,10 +127,13 @@ class _Dist(BaseModel):
             x = self._quantile(p)
         return _pin_to_support(self, p, x)
 
-    def _ppf_of_uniforms(self, u: FloatArray) -> FloatArray:
-        """``ppf(u)`` for uniforms ``u`` in [0, 1) fresh from a generator: ``u`` is not checked
-        again and the result is pinned in place (``tests/unit/test_dists.py`` holds it to
-        ``ppf``)."""
+    def from_uniforms(self, u: FloatArray) -> FloatArray:
+        """``ppf(u)`` for uniforms ``u`` in [0, 1) fresh from a generator (``rng.random``).
+
+        What :meth:`sample` does with its uniforms, for callers that draw them themselves:
+        ``u`` is not checked again and the result is pinned in place, so it is cheaper than
+        ``ppf`` (``tests/unit/test_dists.py`` holds the two equal).
+        """
         with np.errstate(over="ignore", divide="ignore"):
             x = self._quantile(u)
         return _pin_sampled(self, u, x)

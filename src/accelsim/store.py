@@ -120,6 +120,12 @@ def stored_seed(path: str | os.PathLike[str]) -> np.random.SeedSequence | None:
     return np.random.SeedSequence(meta["entropy"], spawn_key=tuple(meta["spawn_key"]))
 
 
+def stored_chunk_runs(path: str | os.PathLike[str]) -> int | None:
+    """The runs per chunk recorded in the store at ``path`` (None if it has no manifest)."""
+    meta = _backend(path).stored_manifest(Path(path))
+    return None if meta is None else int(meta["chunk_runs"])
+
+
 def check_manifest(where: Path, stored: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
     """Raise ValueError naming every field where ``stored`` and ``meta`` differ."""
     wanted = json.loads(json.dumps(dict(meta)))  # same JSON types as the stored one

@@ -46,11 +46,16 @@ from accelsim.runner import (
 )
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
-from accelsim.store import ChunkStore, manifest, stored_seed
+from accelsim.store import ChunkStore, manifest, stored_chunk_runs, stored_seed
 
 EngineName = Literal["auto", "analytic", "des"]
 MAX_RUNS = 64 * BLOCK_RUNS
 """Default cap of a ``runs="auto"`` study."""
+ANALYTIC_CHUNK_BLOCKS = 4
+"""Default blocks per chunk of an in-process analytic study, which takes a chunk in one
+vectorised pass: wide enough that numpy's per-call costs are small beside the work (they are
+~40 % of a one-block pass), narrow enough that the pass's arrays stay in the CPU cache's
+outer levels (``make bench``, benchmarks/bench_analytic.py)."""
 DES_CHUNKS = 32
 """Default chunks of a DES study of up to ``DES_CHUNKS`` blocks (larger: one block each)."""
 
@@ -144,8 +149,10 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
         block = shared.simulate_training_block
     else:
         block = shared.simulate_block
+    # The analytic engine takes the chunk in one vectorised pass; the DES one block at a time.
+    passes = [(start, stop)] if study.engine == "analytic" else blocks(start, stop)
     with study_runs(study.total_runs), sampling(study.design), _designed(study):
-        for b_start, b_stop in blocks(start, stop):
+        for b_start, b_stop in passes:
             data, draws, arrays = block(scenario, root, b_start, b_stop, study.options)
             metrics.append(data)
             inputs.append(draws.drawn)
@@ -160,15 +167,28 @@ def _concat(parts: Sequence[Mapping[str, FloatArray]]) -> dict[str, FloatArray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
 
 
-def _chunk_size(chunk_runs: int | None, runs: int, engine: Literal["analytic", "des"]) -> int:
-    """Runs per chunk: whole blocks on the analytic engine, any number on the DES engine."""
+def _chunk_size(
+    chunk_runs: int | None,
+    runs: int,
+    engine: Literal["analytic", "des"],
+    *,
+    wide: bool = False,
+) -> int:
+    """Runs per chunk: whole blocks on the analytic engine, any number on the DES engine.
+
+    The analytic engine's default is :data:`ANALYTIC_CHUNK_BLOCKS` blocks where ``wide``
+    (in-process, a fixed number of runs), else one block: chunks spread over an executor's
+    workers, and ``runs="auto"`` may stop after any block (a wider chunk would run blocks
+    only to drop them).
+    """
     if chunk_runs is not None and (
         isinstance(chunk_runs, bool) or not isinstance(chunk_runs, int) or chunk_runs < 1
     ):
         raise ValueError(f"chunk_runs must be a positive integer or None, got {chunk_runs!r}")
     if engine == "analytic":
-        # failures are sampled per block (InputDraws.rng): chunks of whole blocks only
-        wanted = BLOCK_RUNS if chunk_runs is None else chunk_runs
+        # failures are sampled per block (InputDraws.block_rngs): chunks of whole blocks only
+        default = ANALYTIC_CHUNK_BLOCKS * BLOCK_RUNS if wide else BLOCK_RUNS
+        wanted = default if chunk_runs is None else chunk_runs
         return max(BLOCK_RUNS, (wanted // BLOCK_RUNS) * BLOCK_RUNS)
     if chunk_runs is None:
         return min(BLOCK_RUNS, -(-runs // DES_CHUNKS))
@@ -262,7 +282,8 @@ def _run_designed(
     owner: list[int] = []
     for d, design in enumerate(designs):
         runs = len(next(iter(design.values())))
-        for a, b in _chunks(runs, _chunk_size(chunk_runs, runs, "analytic")):
+        size = _chunk_size(chunk_runs, runs, "analytic", wide=executor is None)
+        for a, b in _chunks(runs, size):
             part = {k: np.asarray(v[a:b], dtype=float) for k, v in design.items()}
             options = shared.DesOptions()
             study = _Study(scenario_json, entropy, key, "analytic", options, runs, "mc", part, a)
@@ -336,9 +357,10 @@ def simulate(
         Dask cluster (through ``client.get_executor()``).
     chunk_runs : int or None
         Runs per chunk handed to the executor. The analytic engine rounds it to whole
-        blocks of 4096 (default one block); the DES engine takes any size (default
-        ``ceil(runs / 32)``, at most 4096, so a small study is still split over the
-        workers). The result does not depend on it.
+        blocks of 4096 and takes a chunk in one vectorised pass (default: 4 blocks
+        in-process, one block with an executor or ``runs="auto"``); the DES engine takes any
+        size (default ``ceil(runs / 32)``, at most 4096, so a small study is still split
+        over the workers). The result does not depend on it.
     keep_jobs : bool
         DES engine only. Keep every job's record: ``Result.extras["jobs"]`` is one
         structured numpy array (dtype :data:`accelsim.engines.shared.JOB_DTYPE`) with a
@@ -378,7 +400,8 @@ def simulate(
     resume : bool
         Continue the study in ``store``: check that its manifest matches this call, reuse
         its finished chunks and run only the missing ones; the result is bit-identical to
-        an uninterrupted study. With ``seed=None`` the stored seed is used. Without
+        an uninterrupted study. With ``seed=None`` the stored seed is used, and with
+        ``chunk_runs=None`` the stored chunk size. Without
         ``resume`` a store that already holds files is an error.
     progress : bool or callable(done, total)
         ``True`` (default): runs done, runs/s and ETA, as a line on stderr when it is a
@@ -428,7 +451,10 @@ def simulate(
     if seed is None and resume and store is not None:
         seed = stored_seed(store)
     root = as_seed_sequence(seed)
-    size = _chunk_size(chunk_runs, total, chosen)
+    if chunk_runs is None and resume and store is not None:
+        chunk_runs = stored_chunk_runs(store)  # the chunks it holds
+    wide = executor is None and runs != "auto"
+    size = _chunk_size(chunk_runs, total, chosen, wide=wide)
     chunks = _chunks(total, size)
     options = shared.DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
     study = _Study(

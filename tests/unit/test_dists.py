@@ -137,10 +137,10 @@ def test_sample_is_ppf_of_the_generators_uniforms(d: Dist) -> None:
 
 @pytest.mark.parametrize("d", [d for d in EVERY_DIST if not isinstance(d, Fixed)], ids=repr)
 def test_the_fast_path_for_generator_uniforms_equals_ppf(d: Dist) -> None:
-    """``_ppf_of_uniforms`` (no argument checks, pinned in place) is ``ppf`` on [0, 1),
+    """``from_uniforms`` (no argument checks, pinned in place) is ``ppf`` on [0, 1),
     bit for bit, the lower end included."""
     u = np.concatenate([[0.0, 2.0**-53, 0.5, 1.0 - 2.0**-53], np.random.default_rng(3).random(500)])
-    np.testing.assert_array_equal(d._ppf_of_uniforms(u.copy()), d.ppf(u))
+    np.testing.assert_array_equal(d.from_uniforms(u.copy()), d.ppf(u))
 
 
 def test_fixed_does_not_advance_the_generator() -> None:

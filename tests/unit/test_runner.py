@@ -12,11 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import accelsim as acs
 from accelsim.dists import Uniform
-from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, blocks, study_runs
+from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, blocks, input_uniforms, study_runs
 from accelsim.runner import (
     Convergence,
     as_progress,
@@ -25,7 +27,8 @@ from accelsim.runner import (
     run_chunks,
     split_target,
 )
-from accelsim.seeding import as_seed_sequence
+from accelsim.seeding import as_seed_sequence, stream
+from accelsim.study import ANALYTIC_CHUNK_BLOCKS
 
 LOW_USD, HIGH_USD, HOURS = 50.0, 150.0, 150.0
 
@@ -160,13 +163,19 @@ def test_auto_arguments_are_checked() -> None:
 def test_progress_callable_gets_runs_done_after_each_chunk() -> None:
     calls: list[tuple[int, int]] = []
     runs = 3 * BLOCK_RUNS + 100
-    acs.simulate(scenario(), runs=runs, seed=1, progress=lambda d, t: calls.append((d, t)))
+    report = lambda d, t: calls.append((d, t))  # noqa: E731
+    acs.simulate(scenario(), runs=runs, seed=1, chunk_runs=BLOCK_RUNS, progress=report)
     assert calls == [
         (BLOCK_RUNS, runs),
         (2 * BLOCK_RUNS, runs),
         (3 * BLOCK_RUNS, runs),
         (runs, runs),
     ]
+    # the analytic engine's default chunk is ANALYTIC_CHUNK_BLOCKS blocks
+    calls.clear()
+    runs = ANALYTIC_CHUNK_BLOCKS * BLOCK_RUNS + 100
+    acs.simulate(scenario(), runs=runs, seed=1, progress=report)
+    assert calls == [(ANALYTIC_CHUNK_BLOCKS * BLOCK_RUNS, runs), (runs, runs)]
 
 
 def test_progress_with_an_executor_counts_up_to_the_total() -> None:
@@ -176,6 +185,7 @@ def test_progress_with_an_executor_counts_up_to_the_total() -> None:
         acs.simulate(
             scenario(), runs=runs, seed=1, executor=pool, progress=lambda *a: calls.append(a)
         )
+    # with an executor the analytic engine's default chunk is one block
     assert [d for d, _ in calls] == [BLOCK_RUNS * k for k in range(1, 5)]
     assert {t for _, t in calls} == {runs}
 
@@ -281,7 +291,8 @@ def test_des_study_in_chunks_smaller_than_a_block_is_bit_identical() -> None:
 
 def test_part_of_a_block_draws_the_slice_of_the_whole_block() -> None:
     """Inputs of runs [a, b) inside block k equal the same runs of the whole block's draws,
-    in the first block and in a short last block (study of 4096 + 10 runs)."""
+    in the first block and in a short last block (study of 4096 + 10 runs), and a chunk
+    across a block boundary holds both blocks' slices."""
     root = as_seed_sequence(3)
     total = BLOCK_RUNS + 10
     dist = Uniform(low=0.0, high=1.0)
@@ -296,12 +307,38 @@ def test_part_of_a_block_draws_the_slice_of_the_whole_block() -> None:
                     part.get("x", dist, dist), full[a - first : b - first]
                 )
                 np.testing.assert_array_equal(part.uniforms("u"), full_u[a - first : b - first])
+    # Plain draws take the input's stream at the chunk's runs, total runs known or not;
+    # what is drawn per block needs it to know the length of the block.
+    np.testing.assert_array_equal(
+        InputDraws(root=root, start=5, stop=9).get("x", dist, dist),
+        InputDraws(root=root, start=0, stop=9).get("x", dist, dist)[5:],
+    )
     with pytest.raises(ValueError, match="total runs"):
-        InputDraws(root=root, start=5, stop=9).get("x", dist, dist)
-    with pytest.raises(ValueError, match="block boundary"):
-        InputDraws(root=root, start=BLOCK_RUNS - 1, stop=BLOCK_RUNS + 1, total_runs=total).get(
-            "x", dist, dist
-        )
+        InputDraws(root=root, start=5, stop=9).block_rngs("f")
+    # A chunk across a block boundary keeps the slices of both blocks' draws, end to end.
+    across = InputDraws(root=root, start=BLOCK_RUNS - 3, stop=BLOCK_RUNS + 2, total_runs=total)
+    first = InputDraws(root=root, start=0, stop=BLOCK_RUNS).get("x", dist, dist)
+    second = InputDraws(root=root, start=BLOCK_RUNS, stop=total, total_runs=total).get(
+        "x", dist, dist
+    )
+    np.testing.assert_array_equal(
+        across.get("x", dist, dist), np.concatenate([first[-3:], second[:2]])
+    )
+    assert [(s.start, s.stop) for s, _ in across.block_rngs("f")] == [(0, 3), (3, 5)]
+    with pytest.raises(ValueError, match="exceed"):
+        InputDraws(root=root, start=0, stop=total + 1, total_runs=total).get("x", dist, dist)
+
+
+@given(start=st.integers(0, 50_000), n=st.integers(1, 300))
+@settings(max_examples=25, deadline=None)
+def test_input_uniforms_of_any_runs_are_the_streams_values_at_those_runs(
+    start: int, n: int
+) -> None:
+    """Advancing the input's stream to ``start`` gives the values drawing would reach there
+    (one 64-bit output per uniform), so a chunk's inputs never depend on where it starts."""
+    root = as_seed_sequence(12)
+    whole = stream(root, "input", "x").random(start + n)
+    np.testing.assert_array_equal(input_uniforms(root, "x", start, n), whole[start:])
 
 
 def test_blocks_split_any_range_at_block_boundaries() -> None:

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from hypothesis import strategies as st
 import accelsim as acs
 from accelsim.engines.inputs import BLOCK_RUNS
 from accelsim.store import MANIFEST, ChunkStore, backend_of, stored_seed
+from accelsim.study import ANALYTIC_CHUNK_BLOCKS
 
 RUNS = 6 * BLOCK_RUNS
 BACKENDS = ["parquet", "sqlite"]
@@ -212,7 +214,7 @@ def test_store_holds_metrics_inputs_and_manifest(tmp_path: Path, backend: str) -
     meta = read_manifest(store)
     assert meta["entropy"] == 3
     assert meta["runs"] == res.runs
-    assert meta["chunk_runs"] == BLOCK_RUNS
+    assert meta["chunk_runs"] == ANALYTIC_CHUNK_BLOCKS * BLOCK_RUNS  # in-process default
     assert meta["engine"] == "analytic"
     assert meta["numpy_version"] == np.__version__
     assert len(str(meta["scenario_sha256"])) == 64
@@ -296,7 +298,7 @@ def test_existing_directory_stays_parquet_whatever_its_suffix(tmp_path: Path) ->
     [
         ({"seed": 2}, "entropy: stored 1, now 2"),
         ({"runs": 200}, "runs: stored 100, now 200"),
-        ({"chunk_runs": 2 * BLOCK_RUNS}, "chunk_runs: stored 4096, now 8192"),
+        ({"chunk_runs": BLOCK_RUNS}, "chunk_runs: stored 16384, now 4096"),
         ({"scenario": scenario("other")}, "scenario_sha256"),
     ],
 )
@@ -311,6 +313,18 @@ def test_resume_refuses_a_different_study(
     with pytest.raises(ValueError, match="its manifest differs") as err:
         acs.simulate(store=store, resume=True, **kwargs)  # type: ignore[arg-type]
     assert named in str(err.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resume_without_chunk_runs_takes_the_stored_chunks(tmp_path: Path, backend: str) -> None:
+    """A study stored in one-block chunks (the default with an executor) resumes in-process,
+    where the default is wider, without naming its chunk size again."""
+    store = store_path(tmp_path, backend)
+    runs = 2 * BLOCK_RUNS + 10
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = acs.simulate(scenario(), runs=runs, seed=4, store=store, executor=pool)
+    assert read_manifest(store)["chunk_runs"] == BLOCK_RUNS
+    assert_same(first, acs.simulate(scenario(), runs=runs, seed=4, store=store, resume=True))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -144,6 +144,20 @@ CompletionSampler = Callable[..., tuple[FloatArray, IntArray]]
 """``(rng, work, interval, write, restart, rate) -> (hours, interruptions)`` per run."""
 
 
+def _per_block_completion(
+    completion: CompletionSampler, draws: InputDraws, *params: FloatArray
+) -> tuple[FloatArray, IntArray]:
+    """``completion`` on each block's runs with the block's own ``"failures"`` stream."""
+    pieces = draws.block_rngs("failures")
+    if len(pieces) == 1:
+        return completion(pieces[0][1], *params)
+    hours = np.empty(draws.runs)
+    count = np.empty(draws.runs, dtype=np.int64)
+    for runs, rng in pieces:
+        hours[runs], count[runs] = completion(rng, *(p[runs] for p in params))
+    return hours, count
+
+
 def simulate_training(
     scenario: Scenario,
     root: np.random.SeedSequence,
@@ -151,12 +165,15 @@ def simulate_training(
     stop: int,
     completion: CompletionSampler = reliability.sample_completion_hours,
 ) -> tuple[dict[str, FloatArray], InputDraws]:
-    """Usage of the runs ``[start, stop)`` of one block of a training scenario.
+    """Usage of the runs ``[start, stop)`` of a training scenario, in one vectorised pass.
 
+    The runs may span several blocks (:data:`accelsim.engines.inputs.BLOCK_RUNS`), whole
+    ones but for the study's last: inputs are drawn per block and failures sampled per block
+    from the block's own stream, so the result does not depend on how runs are grouped.
     Returns the usage arrays by name and the input draws (which pricing reads too).
-    ``completion`` samples the failure-laden training time; the DES engine passes an
-    event-by-event simulation of the same model, which is how the two engines are held to
-    agree.
+    ``completion`` samples the failure-laden training time of one block's runs; the DES
+    engine passes an event-by-event simulation of the same model (one block at a time),
+    which is how the two engines are held to agree.
     """
     work = scenario.training
     pool = scenario.fleet[0]
@@ -255,8 +272,9 @@ def simulate_training(
         mtbf_h = 1.0 / np.where(failing, rate, 1.0)
         daly_h = reliability.daly_interval_hours(write_h, mtbf_h)
         interval_h = np.where(failing, daly_h, np.inf)
-    rng = draws.rng("failures")
-    completion_h, interruptions = completion(rng, compute_h, interval_h, write_h, restart_h, rate)
+    completion_h, interruptions = _per_block_completion(
+        completion, draws, compute_h, interval_h, write_h, restart_h, rate
+    )
     badput = draws.get(
         "assumptions.badput_fraction", a.badput_fraction, priors.badput_fraction.value
     )

@@ -1,14 +1,19 @@
 """Drawing every uncertain input of a study, one addressed stream per input.
 
-Runs are processed in **blocks** of :data:`BLOCK_RUNS` run indices (the last block of a
-study may be shorter). Each input is keyed by a stable name (its field path, e.g.
-``"assumptions.mfu"``), and its draws in block ``b`` come from ``stream(root, "input", name,
-b)``. A chunk may hold part of a block: it draws the block's full length (which needs the
-study's total runs, see :func:`study_runs`) and keeps its slice, so results do not depend on
-how runs are grouped into chunks or workers (except for :meth:`InputDraws.rng`, which is
-per block: an engine using it runs whole blocks). Two
-scenarios compared with the same seed share the draws of every input they share (common
-random numbers), whatever else either of them draws.
+Each input is keyed by a stable name (its field path, e.g. ``"assumptions.mfu"``) and has
+one stream for the whole study, ``stream(root, "input", name)`` (see
+:func:`input_uniforms`): run ``i`` maps the stream's ``i``-th uniform through the input's
+``ppf`` (the inverse transform, ``Dist.sample``). A chunk of runs ``[start, stop)``
+advances the stream to ``start`` (``PCG64.advance``, logarithmic in ``start``) and draws
+``stop - start`` values, so results do not depend on how runs are grouped into chunks or
+workers, and two scenarios compared with the same seed share the draws of every input they
+share (common random numbers), whatever else either of them draws.
+
+Runs are also grouped in **blocks** of :data:`BLOCK_RUNS` run indices (the last block of a
+study may be shorter): the unit of the stratified designs and of the engines' other random
+sources (:meth:`InputDraws.block_rngs`, e.g. the failures of a block). A chunk that holds
+part of a block draws the block's full length of those and keeps its slice, which needs
+the study's total runs (see :func:`study_runs`).
 
 A sensitivity analysis replaces the random draws of chosen inputs by designed uniforms:
 inside ``with designed({name: u}):`` every :class:`InputDraws` maps ``u[start:stop]``
@@ -17,20 +22,22 @@ through the input's ``ppf`` instead of sampling (see :mod:`accelsim.sensitivity_
 A study may also draw its inputs from a stratified design (``with sampling("lhs"):`` or
 ``"sobol"``, see :func:`design_uniforms`): each input's uniforms for a block come from a
 one-dimensional design seeded by ``stream(root, "design", name, b)`` and are mapped through
-the input's ``ppf`` (the inverse transform). Designs are per block, so chunks slice them as
-they slice random draws and results stay independent of the chunking.
+the input's ``ppf``. Designs are per block, so chunks slice them as they slice random draws
+and results stay independent of the chunking.
 
-``with sampling("antithetic"):`` pairs runs inside each block: run ``2k`` maps ``u`` drawn
-from the input's own stream through ``ppf`` and run ``2k + 1`` maps ``1 - u`` (see
-:func:`design_uniforms`). Blocks have an even length, so no pair crosses a block.
+``with sampling("antithetic"):`` pairs runs: run ``2k`` maps the input's own uniform ``u``
+(the one plain Monte Carlo gives run ``2k``) through ``ppf`` and run ``2k + 1`` maps
+``1 - u`` (see :func:`design_uniforms`). Blocks have an even length, so no pair crosses a
+block.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 from typing import Literal
 
@@ -39,7 +46,7 @@ from scipy.stats import qmc
 
 from accelsim._typing import FloatArray
 from accelsim.dists import Dist, Fixed, Uncertain, as_dist
-from accelsim.seeding import stream
+from accelsim.seeding import child, stream
 
 BLOCK_RUNS = 4096
 """Run indices per block: the unit of random-stream addressing."""
@@ -174,10 +181,10 @@ def design_uniforms(
       this is a Latin hypercube-like design, not a joint ``d``-dimensional Sobol' net:
       it guarantees one-dimensional stratification, not low discrepancy in ``d``
       dimensions.
-    - ``"antithetic"``: ``n / 2`` values ``u`` from the input's own stream
-      ``stream(root, "input", name, block)`` (the one plain Monte Carlo draws from),
-      interleaved with their mirrors: value ``2k`` is ``u[k]`` and value ``2k + 1`` is
-      ``1 - u[k]`` (``n`` must be even). Every value is marginally U(0, 1), so means are
+    - ``"antithetic"``: the input's own uniforms (:func:`input_uniforms`, the ones plain
+      Monte Carlo maps) at the block's even runs, each followed by its mirror: value ``2k``
+      is the uniform ``u`` of run ``2k`` and value ``2k + 1`` is ``1 - u`` (``n`` must be
+      even). Every value is marginally U(0, 1), so means are
       unbiased; pairs are independent of one another, as are the inputs. Mapped
       through ``ppf``, every input of run ``2k + 1`` is the mirror quantile of run ``2k``'s,
       so a metric monotone in each input (in either direction) has negatively correlated
@@ -205,10 +212,8 @@ def design_uniforms(
     if design == "antithetic":
         if n < 0 or n % 2:
             raise ValueError(f"an antithetic design pairs runs: it needs an even n, not {n}")
-        u = stream(root, "input", name, block).random(n // 2)
-        out = np.empty(n)
-        out[0::2] = u
-        out[1::2] = 1.0 - u
+        out = input_uniforms(root, name, block * BLOCK_RUNS, n)
+        out[1::2] = 1.0 - out[0::2]
         return out
     rng = stream(root, "design", name, block)
     if design == "lhs":
@@ -219,6 +224,27 @@ def design_uniforms(
         m = n.bit_length() - 1
         return np.asarray(qmc.Sobol(d=1, scramble=True, rng=rng).random_base2(m)[:, 0])
     raise ValueError(f"design_uniforms needs 'lhs', 'sobol' or 'antithetic', not {design!r}")
+
+
+def input_uniforms(root: np.random.SeedSequence, name: str, start: int, n: int) -> FloatArray:
+    """The U(0, 1) values of input ``name`` for runs ``start`` to ``start + n - 1``.
+
+    Outputs ``start`` on of the input's stream ``stream(root, "input", name)``, one per run:
+    the stream is advanced to ``start`` (``PCG64.advance``, as if ``start`` values had been
+    drawn; ``Generator.random`` takes one 64-bit output per value), so any range of runs
+    costs one seeding and its own values.
+
+    Examples
+    --------
+    >>> root = np.random.SeedSequence(1)
+    >>> whole = input_uniforms(root, "x", 0, 10)
+    >>> bool((input_uniforms(root, "x", 4, 6) == whole[4:]).all())
+    True
+    """
+    bit_generator = np.random.PCG64(child(root, "input", name))  # what stream() builds
+    if start:
+        bit_generator.advance(start)
+    return np.random.Generator(bit_generator).random(n)
 
 
 def blocks(start: int, stop: int) -> list[tuple[int, int]]:
@@ -233,13 +259,32 @@ def blocks(start: int, stop: int) -> list[tuple[int, int]]:
     return list(pairwise(cuts)) if stop > start else []
 
 
+@dataclass(frozen=True)
+class BlockPiece:
+    """The runs ``[start, stop)`` of block ``block`` (of ``length`` runs) that a chunk keeps,
+    counted from the block's first run; they sit at ``at`` in the chunk."""
+
+    block: int
+    length: int
+    start: int
+    stop: int
+    at: int
+
+    def keep(self, full: FloatArray) -> FloatArray:
+        """This piece's runs of the block's full-length values ``full``."""
+        return full if self.start == 0 and self.stop == full.size else full[self.start : self.stop]
+
+
 @dataclass
 class InputDraws:
-    """Draws of uncertain inputs for the runs ``[start, stop)``, all inside one block.
+    """Draws of uncertain inputs for the runs ``[start, stop)``, which may span blocks.
 
-    Inside :func:`study_runs` the chunk may be any part of its block: every input draws the
-    block's full length and keeps the chunk's slice. Outside it the chunk must start on a
-    block boundary and is taken to end where its block ends (a whole block).
+    Plain Monte Carlo draws take the chunk's runs of each input's stream
+    (:func:`input_uniforms`). What is drawn per block (designs, :meth:`block_rngs`) draws
+    each touched block's full length and keeps the chunk's runs, so a chunk's draws are the
+    same runs of the whole study's whatever the chunking. Inside :func:`study_runs` a chunk
+    may start and end anywhere. Outside it, a chunk that needs blocks must start on a block
+    boundary, and its last block is taken to end where the chunk ends.
     """
 
     root: np.random.SeedSequence
@@ -252,7 +297,7 @@ class InputDraws:
     design: Mapping[str, FloatArray] | None = field(default_factory=_active_design)
     """Designed U(0, 1) values by input name, indexed by run (``None``: sample every input)."""
     total_runs: int | None = field(default_factory=_active_total)
-    """Runs in the whole study (``None``: this chunk is a whole block)."""
+    """Runs in the whole study (``None``: this chunk ends its last block)."""
     sampling: Design = field(default_factory=_active_sampling)
     """How inputs not in ``design`` are drawn: ``"mc"`` or a design of :data:`DESIGNS`."""
 
@@ -261,18 +306,11 @@ class InputDraws:
         """Number of runs in this chunk."""
         return self.stop - self.start
 
-    @property
-    def block(self) -> int:
-        """Index of this block in the study."""
-        return self.start // BLOCK_RUNS
-
-    @property
-    def block_runs(self) -> int:
-        """Number of runs in this chunk's whole block (checks the chunk lies in one block)."""
+    @cached_property
+    def pieces(self) -> tuple[BlockPiece, ...]:
+        """The blocks this chunk touches, in order, with the runs it keeps of each."""
         if not 0 <= self.start < self.stop:
             raise ValueError(f"runs [{self.start}, {self.stop}) are empty or negative")
-        if self.start // BLOCK_RUNS != (self.stop - 1) // BLOCK_RUNS:
-            raise ValueError(f"runs [{self.start}, {self.stop}) cross a block boundary")
         if self.total_runs is None and self.start % BLOCK_RUNS:
             raise ValueError(
                 f"runs [{self.start}, {self.stop}) are part of a block: draws of part of "
@@ -282,27 +320,46 @@ class InputDraws:
             raise ValueError(
                 f"runs [{self.start}, {self.stop}) exceed the study's {self.total_runs}"
             )
-        first = self.block * BLOCK_RUNS
-        if self.total_runs is None:
-            return self.stop - first
-        return min(BLOCK_RUNS, self.total_runs - first)
+        end = self.stop if self.total_runs is None else self.total_runs
+        out = []
+        for a, b in blocks(self.start, self.stop):
+            block = a // BLOCK_RUNS
+            first = block * BLOCK_RUNS
+            length = min(BLOCK_RUNS, end - first)
+            out.append(BlockPiece(block, length, a - first, b - first, a - self.start))
+        return tuple(out)
 
-    def _slice(self, full: FloatArray) -> FloatArray:
-        first = self.block * BLOCK_RUNS
-        return full[self.start - first : self.stop - first]
+    def _per_block(self, draw: Callable[[BlockPiece], FloatArray]) -> FloatArray:
+        """The chunk's slices of ``draw(piece)`` (a block's full-length values), end to end."""
+        pieces = self.pieces
+        if len(pieces) == 1:
+            return pieces[0].keep(draw(pieces[0]))
+        out = np.empty(self.runs)
+        for piece in pieces:
+            out[piece.at : piece.at + piece.stop - piece.start] = piece.keep(draw(piece))
+        return out
 
-    def rng(self, name: str) -> np.random.Generator:
-        """The generator of this block for a named random source other than an input.
+    def block_rngs(self, name: str) -> list[tuple[slice, np.random.Generator]]:
+        """Per block of the chunk, its runs (a slice of the chunk) and its generator for
+        a named random source other than an input.
 
         Per block, not per run: what a chunk draws from it depends on the chunk's runs, so
         an engine that uses it must run whole blocks to be independent of the chunking.
         """
-        return stream(self.root, name, self.block)
+        return [
+            (slice(p.at, p.at + p.stop - p.start), stream(self.root, name, p.block))
+            for p in self.pieces
+        ]
 
     def uniforms(self, name: str) -> FloatArray:
-        """U(0, 1) variates of input ``name`` for this chunk's runs."""
-        full = stream(self.root, "input", name, self.block).random(self.block_runs)
-        return self._slice(full)
+        """U(0, 1) variates of input ``name`` for this chunk's runs (:func:`input_uniforms`)."""
+        if self.stop <= self.start or self.start < 0:
+            raise ValueError(f"runs [{self.start}, {self.stop}) are empty or negative")
+        if self.total_runs is not None and self.stop > self.total_runs:
+            raise ValueError(
+                f"runs [{self.start}, {self.stop}) exceed the study's {self.total_runs}"
+            )
+        return input_uniforms(self.root, name, self.start, self.runs)
 
     def get(self, name: str, user: Uncertain | None, prior: Uncertain) -> FloatArray:
         """Draws of input ``name``: the user's value if set, else the catalog prior."""
@@ -319,11 +376,13 @@ class InputDraws:
                 )
             out = np.asarray(dist.ppf(u), dtype=float)
         elif self.sampling != "mc":
-            u = design_uniforms(self.sampling, self.root, name, self.block, self.block_runs)
-            out = self._slice(np.asarray(dist.ppf(u), dtype=float))
+            sampling = self.sampling
+            u = self._per_block(
+                lambda p: design_uniforms(sampling, self.root, name, p.block, p.length)
+            )
+            out = np.asarray(dist.ppf(u), dtype=float)
         else:
-            rng = stream(self.root, "input", name, self.block)
-            out = self._slice(np.asarray(dist.sample(rng, self.block_runs), dtype=float))
+            out = np.asarray(dist.from_uniforms(self.uniforms(name)), dtype=float)
         self.drawn[name] = out
         return out
 
@@ -338,12 +397,14 @@ class InputDraws:
 __all__ = [
     "BLOCK_RUNS",
     "DESIGNS",
+    "BlockPiece",
     "Design",
     "InputDraws",
     "blocks",
     "check_design_runs",
     "design_uniforms",
     "designed",
+    "input_uniforms",
     "sampling",
     "study_runs",
 ]
