@@ -1,13 +1,13 @@
 """Studies: ``simulate``, ``compare``, ``sweep`` and ``sensitivity``.
 
 A study normalises its seed once, splits its runs into chunks, runs the chunks in-process or
-on any ``concurrent.futures.Executor``, and concatenates them in order. Input streams are
-addressed by block (:data:`accelsim.engines.inputs.BLOCK_RUNS` runs); a chunk holding part
-of a block draws the whole block's inputs and keeps its slice. The analytic engine also
-samples failures per block, so its chunks are whole blocks; the DES engine draws each run's
-events from the run's own stream, so its chunks may be any runs (small studies are split
-over the workers). The result is bit-identical whatever the executor, chunk size or worker
-count.
+on any ``concurrent.futures.Executor``, and concatenates them in order. Each input has one
+stream, and a chunk takes its runs' values of it (:mod:`accelsim.engines.inputs`). The
+analytic engine samples failures per block (:data:`accelsim.engines.inputs.BLOCK_RUNS`
+runs), so its chunks are whole blocks, each taken in one vectorised pass; the DES engine
+draws each run's events from the run's own stream, so its chunks may be any runs (small
+studies are split over the workers). The result is bit-identical whatever the executor,
+chunk size or worker count.
 """
 
 from __future__ import annotations
