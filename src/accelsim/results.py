@@ -95,7 +95,9 @@ class Result:
     """Engine-specific outputs (per-job records, time series) when asked for."""
 
     def __post_init__(self) -> None:
-        for arr in self.data.values():
+        # Read-only, metrics and inputs alike: a value that does not vary between runs may
+        # be a zero-stride view of one number (accelsim.engines.inputs.constant).
+        for arr in (*self.data.values(), *self.inputs.values()):
             arr.flags.writeable = False
 
     @property

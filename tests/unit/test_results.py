@@ -65,3 +65,25 @@ def test_summary_names_a_design_other_than_mc() -> None:
     x = {"x": data["tco_usd"]}
     assert "3 ± 1.96 " in Result("r", x, extras={"design": "antithetic"}).summary()
     assert "3 ± 2.12 " in Result("r", x).summary()
+
+
+def test_a_studys_metrics_and_inputs_are_read_only_and_constants_hold_their_value() -> None:
+    """Every array of a Result refuses writes; a fixed input or a known quantity (here the
+    user's MFU, the FLOPs, a cloud pool's energy cost) is its value in every run."""
+    import accelsim as acs
+
+    scenario = acs.Scenario(
+        name="t",
+        workload=acs.TrainingRun(params=7e9, tokens=1e11, flops=4.2e21),
+        fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws")],
+        assumptions=acs.Assumptions(mfu=0.4),
+    )
+    res = acs.simulate(scenario, runs=5000, seed=2)
+    for arr in (*res.data.values(), *res.inputs.values()):
+        assert not arr.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        res.samples("tco_usd")[0] = 0.0
+    np.testing.assert_array_equal(res.inputs["assumptions.mfu"], np.full(5000, 0.4))
+    np.testing.assert_array_equal(res.samples("training_flops"), np.full(5000, 4.2e21))
+    np.testing.assert_array_equal(res.samples("energy_cost_usd"), np.zeros(5000))
+    assert res.mean("tco_usd") == pytest.approx(res.samples("tco_usd").sum() / 5000)

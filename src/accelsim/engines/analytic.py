@@ -20,7 +20,7 @@ from accelsim import catalog
 from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog.priors import Fit, Kind, Priors, Stack
 from accelsim.catalog.schema import Pricing
-from accelsim.engines.inputs import InputDraws
+from accelsim.engines.inputs import InputDraws, constant
 from accelsim.models import engineering, perf, reliability
 from accelsim.scenario import Framework, Scenario, Stage, TrainingRun
 
@@ -218,16 +218,25 @@ def simulate_training(
         a.lead_time_days,
         priors.lead_time_days[pool.pricing].value,
     )
-    queue_days = np.zeros(draws.runs)
+    queue_days = constant(0.0, draws.runs)
     before_days = np.maximum(lead_days, porting_days) + queue_days
 
     # Compute: FLOPs at delivered throughput, failure-free.
     if work.flops is not None:
-        flops = np.full(draws.runs, work.flops)
+        flops = constant(work.flops, draws.runs)
     else:
-        flops = perf.training_flops(
-            work.params, work.tokens, layers=work.layers, seq_len=work.seq_len, d_model=work.d_model
-        ) * np.ones(draws.runs)
+        flops = constant(
+            float(
+                perf.training_flops(
+                    work.params,
+                    work.tokens,
+                    layers=work.layers,
+                    seq_len=work.seq_len,
+                    d_model=work.d_model,
+                )
+            ),
+            draws.runs,
+        )
     peak = chip.peak_tflops(work.precision)
     compute_h = perf.compute_hours(flops, chips, peak, mfu)
 

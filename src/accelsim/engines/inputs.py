@@ -226,6 +226,22 @@ def design_uniforms(
     raise ValueError(f"design_uniforms needs 'lhs', 'sobol' or 'antithetic', not {design!r}")
 
 
+def constant(value: float, runs: int) -> FloatArray:
+    """``runs`` copies of ``value`` as a read-only zero-stride view of one float64.
+
+    For the values that do not vary between runs (fixed inputs, known quantities): no
+    memory per run, and an attempt to write into it is an error rather than a change of
+    every run at once.
+
+    Examples
+    --------
+    >>> x = constant(2.5, 3)
+    >>> x.tolist(), x.flags.writeable
+    ([2.5, 2.5, 2.5], False)
+    """
+    return np.broadcast_to(np.float64(value), (runs,))
+
+
 def input_uniforms(root: np.random.SeedSequence, name: str, start: int, n: int) -> FloatArray:
     """The U(0, 1) values of input ``name`` for runs ``start`` to ``start + n - 1``.
 
@@ -362,12 +378,15 @@ class InputDraws:
         return input_uniforms(self.root, name, self.start, self.runs)
 
     def get(self, name: str, user: Uncertain | None, prior: Uncertain) -> FloatArray:
-        """Draws of input ``name``: the user's value if set, else the catalog prior."""
+        """Draws of input ``name``: the user's value if set, else the catalog prior.
+
+        A fixed value comes back as a read-only :func:`constant`; draws are a new array.
+        """
         value = prior if user is None else user
         self.source[name] = "prior" if user is None else "user"
         dist: Dist = as_dist(value)
         if isinstance(dist, Fixed):
-            out = np.full(self.runs, float(dist.value))
+            out = constant(dist.value, self.runs)
         elif self.design is not None and name in self.design:
             u = np.asarray(self.design[name], dtype=float)[self.start : self.stop]
             if u.shape != (self.runs,):
@@ -387,8 +406,9 @@ class InputDraws:
         return out
 
     def fixed(self, name: str, value: float) -> FloatArray:
-        """A known constant input, recorded alongside the draws."""
-        out = np.full(self.runs, float(value))
+        """A known constant input, recorded alongside the draws (read-only, see
+        :func:`constant`)."""
+        out = constant(value, self.runs)
         self.drawn[name] = out
         self.source[name] = "fixed"
         return out
@@ -402,6 +422,7 @@ __all__ = [
     "InputDraws",
     "blocks",
     "check_design_runs",
+    "constant",
     "design_uniforms",
     "designed",
     "input_uniforms",

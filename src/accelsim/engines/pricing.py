@@ -16,7 +16,7 @@ import numpy as np
 from accelsim import catalog
 from accelsim._typing import FloatArray
 from accelsim.catalog.priors import Priors
-from accelsim.engines.inputs import InputDraws
+from accelsim.engines.inputs import InputDraws, constant
 from accelsim.models import cost
 from accelsim.scenario import Pool, Scenario
 
@@ -67,7 +67,6 @@ def price_pool(
     assert pool.provider is not None
     chip = catalog.chip(pool.chip)
     offer = catalog.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
-    zero = np.zeros(draws.runs)
     if pool.pricing == "on_prem":
         site = catalog.site(pool.provider)
         assert offer.purchase_usd_per_chip is not None
@@ -95,7 +94,7 @@ def price_pool(
         energy_usd = cost.energy_cost_usd(kwh, usd_per_kwh)
     else:
         assert offer.usd_per_chip_hour is not None
-        energy_usd = zero  # inside the rental price
+        energy_usd = constant(0.0, draws.runs)  # inside the rental price
         if pool.pricing in _COMMIT_YEARS:
             hardware = cost.commitment_cost_usd(
                 pool.count,
@@ -106,9 +105,9 @@ def price_pool(
             )
         else:
             hardware = cost.rental_cost_usd(chip_hours, offer.usd_per_chip_hour)
-    return {
-        "hardware_cost_usd": np.asarray(hardware, dtype=float) * np.ones(draws.runs),
-        "energy_cost_usd": np.asarray(energy_usd, dtype=float) * np.ones(draws.runs),
+    return {  # a scalar (e.g. a whole committed term) stands for every run
+        "hardware_cost_usd": np.broadcast_to(np.asarray(hardware, dtype=float), (draws.runs,)),
+        "energy_cost_usd": np.broadcast_to(np.asarray(energy_usd, dtype=float), (draws.runs,)),
     }
 
 
