@@ -166,11 +166,15 @@ class _ConstantGenerator:
 # (rate x length 12 -> 50 factors a column, 50 -> 12).
 LOSS_COUNTS = np.array([5, 0, 100, 200, 300, 64, 1, 4096], dtype=np.int64)
 LOSS_LENGTHS = np.array([0.001, 1.0, 0.3, 12.0, 50.0, 2.0, 0.7, 0.05])
+# Every group within one column (at most 64 factors and, at length 12, at most 50): the
+# path that does not cut groups into columns.
+FEW_LOSS_COUNTS = np.array([5, 0, 17, 50, 64, 1, 3, 0], dtype=np.int64)
 
 
+@pytest.mark.parametrize("loss_counts", [LOSS_COUNTS, FEW_LOSS_COUNTS], ids=["cut", "one"])
 @pytest.mark.parametrize("columns_per_block", [reliability._COLUMNS_PER_BLOCK, 7])
 def test_lost_time_sums_are_exact_per_group(
-    monkeypatch: pytest.MonkeyPatch, columns_per_block: int
+    monkeypatch: pytest.MonkeyPatch, columns_per_block: int, loss_counts: np.ndarray
 ) -> None:
     """With every uniform equal to v, group i sums to counts[i] x -log1p(-c_i v) / rate.
 
@@ -186,12 +190,13 @@ def test_lost_time_sums_are_exact_per_group(
     value = 0.5
     sums = reliability._sum_truncated_exponentials(
         _ConstantGenerator(value),  # type: ignore[arg-type]
-        LOSS_COUNTS,
+        loss_counts,
         LOSS_LENGTHS,
         rate,
+        np.expm1(rate * LOSS_LENGTHS),
     )
     one_loss = -np.log1p(np.expm1(-rate * LOSS_LENGTHS) * value) / rate
-    np.testing.assert_allclose(sums, LOSS_COUNTS * one_loss, rtol=1e-12)
+    np.testing.assert_allclose(sums, loss_counts * one_loss, rtol=1e-12)
     assert sums[1] == 0.0
 
 
@@ -218,6 +223,7 @@ def test_each_loss_takes_one_uniform_of_its_own(
         counts,
         length,
         rate,
+        np.expm1(rate * length),
     )
     uniforms = np.concatenate(rng.uniforms)
     assert uniforms.size == counts.sum()
@@ -269,7 +275,8 @@ def test_small_mean_negative_binomial_by_inversion_has_the_exact_law(
 
     n_draws = 200_000
     n = np.full(n_draws, successes)
-    draws = reliability._negative_binomial(np.random.default_rng(4), n, np.full(n_draws, log_p))
+    odds = np.full(n_draws, math.expm1(-log_p))  # q / p = 1 / p - 1
+    draws = reliability._negative_binomial(np.random.default_rng(4), n, odds)
     p = math.exp(log_p)
     assert successes * (1 - p) / p <= reliability._INVERSION_MEAN_MAX  # the inversion path
     observed = np.bincount(np.minimum(draws, 6), minlength=7)
@@ -299,7 +306,7 @@ def test_negative_binomial_mixes_both_methods_in_one_call() -> None:
     rng = np.random.default_rng(5)
     n = np.tile([0.0, 2.0, 50.0], 60_000)
     log_p = np.tile([-0.1, -0.05, -0.5], 60_000)  # means 0, 0.103, 32.4
-    draws = reliability._negative_binomial(rng, n, log_p).reshape(-1, 3)
+    draws = reliability._negative_binomial(rng, n, np.expm1(-log_p)).reshape(-1, 3)
     assert (draws[:, 0] == 0).all()
     for col, (k, lp) in enumerate([(2.0, -0.05), (50.0, -0.5)], start=1):
         p = math.exp(lp)

@@ -17,6 +17,8 @@ restart -- counts once. There is no further downtime; a repair time can be folde
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from accelsim._typing import ArrayLike, FloatArray, IntArray
@@ -395,25 +397,40 @@ def sample_completion_hours(
     )
     write, restart, rate = (np.broadcast_to(a, shape).ravel() for a in inputs[2:])
     full_length, partial_length = interval + write, partial + write
-    with np.errstate(over="ignore"):
-        expected_fails = (
-            full * np.expm1(rate * full_length) + has_partial * np.expm1(rate * partial_length)
-        ) * np.exp(rate * restart)
+    # Failure odds e^{lambda L} - 1 of each phase: the mean failures per success, from which
+    # every count's law follows (one transcendental pass per phase).
+    with np.errstate(over="ignore", invalid="ignore"):
+        full_odds = np.expm1(rate * full_length)
+        partial_odds = np.expm1(rate * partial_length)
+        restart_odds = np.expm1(rate * restart)
+        expected_fails = (full * full_odds + has_partial * partial_odds) * (1.0 + restart_odds)
     hopeless = ~(expected_fails <= _HOPELESS_INTERRUPTIONS)
-    rate = np.where(hopeless, 0.0, rate)  # drawn as failure-free, then reported as inf
-    full_fails = _negative_binomial(rng, full, -rate * full_length)
-    partial_fails = _geometric_failures(rng, has_partial, np.exp(-rate * partial_length))
+    any_hopeless = bool(hopeless.any())
+    if any_hopeless:  # drawn as failure-free, then reported as inf
+        for odds in (full_odds, partial_odds, restart_odds):
+            odds[hopeless] = 0.0
+    full_fails = _negative_binomial(rng, full, full_odds)
+    partial_fails = _negative_binomial(rng, has_partial, partial_odds)
     work_fails = full_fails + partial_fails
-    restart_fails = _negative_binomial(rng, work_fails.astype(float), -rate * restart)
+    restart_fails = _negative_binomial(rng, work_fails.astype(float), restart_odds)
+    runs = full.size
     lost = _sum_truncated_exponentials(
         rng,
-        np.stack([full_fails, partial_fails, restart_fails], axis=1).ravel(),
-        np.stack([full_length, partial_length, restart], axis=1).ravel(),
-        np.repeat(rate, 3),
-    ).reshape(-1, 3)
-    hours = full * full_length + has_partial * partial_length + work_fails * restart
-    hours = np.where(hopeless, np.inf, hours + lost.sum(axis=1))
-    count = np.where(hopeless, np.iinfo(np.int64).max, work_fails + restart_fails)
+        np.concatenate([full_fails, partial_fails, restart_fails]),
+        np.concatenate([full_length, partial_length, restart]),
+        np.concatenate([rate, rate, rate]),
+        np.concatenate([full_odds, partial_odds, restart_odds]),
+    )
+    hours = full * full_length
+    hours += has_partial * partial_length
+    hours += work_fails * restart
+    hours += lost[:runs]
+    hours += lost[runs : 2 * runs]
+    hours += lost[2 * runs :]
+    count = work_fails + restart_fails
+    if any_hopeless:
+        hours[hopeless] = np.inf
+        count[hopeless] = np.iinfo(np.int64).max
     return hours.reshape(shape), count.reshape(shape)
 
 
@@ -446,53 +463,42 @@ def _mean_attempt_time(length_hours: ArrayLike, rate_per_hour: ArrayLike) -> Flo
 
 
 def _negative_binomial(
-    rng: np.random.Generator, successes: FloatArray, log_success_probability: FloatArray
+    rng: np.random.Generator, successes: FloatArray, odds: FloatArray
 ) -> IntArray:
-    """Failures before ``successes`` successes of probability ``exp(log_success_probability)``.
+    """Failures before ``successes`` successes whose failure odds are ``odds`` (``q / p``).
 
-    0 where ``successes`` is 0 (numpy needs > 0). Counts of mean at most
+    The success probability is ``p = 1 / (1 + odds)``, so the mean is ``successes * odds``.
+    0 where that mean is 0 (numpy needs ``successes > 0``). Counts of mean at most
     ``_INVERSION_MEAN_MAX`` are drawn by inversion (:func:`_negative_binomial_by_inversion`),
     the others by numpy's gamma-Poisson mixture; both are exact.
     """
     draws = np.zeros(successes.shape, dtype=np.int64)
-    failure_probability = -np.expm1(log_success_probability)
-    mean = successes * failure_probability * np.exp(-log_success_probability)
-    some = successes > 0
-    small = some & (mean <= _INVERSION_MEAN_MAX)
-    large = np.flatnonzero(some & ~small)
+    mean = successes * odds
+    large = np.flatnonzero(mean > _INVERSION_MEAN_MAX)
     if large.size:
-        draws[large] = rng.negative_binomial(
-            successes[large], np.exp(log_success_probability[large])
-        )
-    small_at = np.flatnonzero(small)
-    if small_at.size:
-        draws[small_at] = _negative_binomial_by_inversion(
-            rng,
-            successes[small_at],
-            log_success_probability[small_at],
-            failure_probability[small_at],
-        )
+        draws[large] = rng.negative_binomial(successes[large], 1.0 / (1.0 + odds[large]))
+    small = np.flatnonzero((mean > 0.0) & (mean <= _INVERSION_MEAN_MAX))
+    if small.size:
+        draws[small] = _negative_binomial_by_inversion(rng, successes[small], odds[small])
     return draws
 
 
 def _negative_binomial_by_inversion(
-    rng: np.random.Generator,
-    successes: FloatArray,
-    log_success_probability: FloatArray,
-    failure_probability: FloatArray,
+    rng: np.random.Generator, successes: FloatArray, odds: FloatArray
 ) -> IntArray:
     """Negative binomial counts as ``min{j : u < F(j)}``, one uniform ``u`` per count.
 
-    ``P(0) = p^n`` and ``P(j) = P(j - 1) (n + j - 1) (1 - p) / j``; only the counts not yet
-    placed are carried from one step to the next (most of them stop at 0 for small means).
+    ``P(0) = p^n = (1 + odds)^-n`` and ``P(j) = P(j - 1) (n + j - 1) q / j`` with
+    ``q = odds / (1 + odds)``; only the counts not yet placed are carried from one step to
+    the next (most of them stop at 0 for small means).
     """
     u = rng.random(successes.size)
-    pmf = np.exp(successes * log_success_probability)
+    pmf = np.exp(-successes * np.log1p(odds))
     cdf = pmf.copy()
     draws = np.zeros(successes.size, dtype=np.int64)
     at = np.flatnonzero(u >= cdf)
     u, pmf, cdf = u[at], pmf[at], cdf[at]
-    n, q = successes[at], failure_probability[at]
+    n, q = successes[at], odds[at] / (1.0 + odds[at])
     for j in range(1, _INVERSION_STEPS + 1):
         if at.size == 0:
             break
@@ -504,22 +510,17 @@ def _negative_binomial_by_inversion(
     return draws
 
 
-def _geometric_failures(
-    rng: np.random.Generator, present: FloatArray, success_probability: FloatArray
-) -> IntArray:
-    """Failures before one success where ``present`` is 1, else 0: NegativeBinomial(1, p)."""
-    draws = np.zeros(present.shape, dtype=np.int64)
-    some = present > 0
-    draws[some] = rng.geometric(success_probability[some]) - 1
-    return draws
-
-
 def _sum_truncated_exponentials(
-    rng: np.random.Generator, counts: IntArray, length_hours: FloatArray, rate_per_hour: FloatArray
+    rng: np.random.Generator,
+    counts: IntArray,
+    length_hours: FloatArray,
+    rate_per_hour: FloatArray,
+    odds: FloatArray,
 ) -> FloatArray:
     """Per group ``i``, the sum of ``counts[i]`` iid Exp(rate) variables truncated to [0, L).
 
-    By inversion each variable is ``-log(1 - c u) / rate`` with ``c = 1 - exp(-rate L)`` and
+    ``odds`` is ``exp(rate L) - 1`` (the caller has it). By inversion each variable is
+    ``-log(1 - c u) / rate`` with ``c = 1 - exp(-rate L) = odds / (1 + odds)`` and
     ``u`` uniform, so a group's sum is ``-log(prod(1 - c u)) / rate``: one uniform per loss,
     and a logarithm per column of up to ``_FACTORS_PER_LOG`` factors instead of per loss.
     Columns (a group's losses cut into full columns and one shorter remainder) are sorted
@@ -546,18 +547,27 @@ def _sum_truncated_exponentials(
         return sums
     group_counts = counts[groups]
     rate = rate_per_hour[groups]
-    exponent = rate * length_hours[groups]
-    tallest = np.clip(np.floor(_LOG_FLOOR / exponent), 1, _FACTORS_PER_LOG).astype(np.int64)
-    full = group_counts // tallest
-    remainder = group_counts - full * tallest
-    short = np.flatnonzero(remainder)
-    heights = np.concatenate([np.repeat(tallest, full), remainder[short]])
-    owners = np.concatenate([np.repeat(np.arange(groups.size), full), short])
-    # Tallest first, so that each row is a prefix (a 16-bit key sorts in linear time).
-    order = np.argsort((-heights).astype(np.int16), kind="stable")
-    heights, owners = heights[order], owners[order]
-    column_logs = _log_column_products(rng, heights, np.expm1(-exponent)[owners])
-    log_sums = np.bincount(owners, weights=column_logs, minlength=groups.size)
+    group_odds = odds[groups]
+    minus_kept = -group_odds / (1.0 + group_odds)  # expm1(-rate L), from the odds
+    tallest = np.floor(_LOG_FLOOR / (rate * length_hours[groups]))
+    np.clip(tallest, 1, _FACTORS_PER_LOG, out=tallest)
+    # Columns go tallest first, so that each row is a prefix (a 16-bit key sorts in linear
+    # time).
+    if (group_counts <= tallest).all():  # every group fits one column (few losses a run)
+        order = np.argsort((-group_counts).astype(np.int16), kind="stable")
+        log_sums = np.empty(groups.size)
+        log_sums[order] = _log_column_products(rng, group_counts[order], minus_kept[order])
+    else:
+        whole = tallest.astype(np.int64)
+        full = group_counts // whole
+        remainder = group_counts - full * whole
+        short = np.flatnonzero(remainder)
+        heights = np.concatenate([np.repeat(whole, full), remainder[short]])
+        owners = np.concatenate([np.repeat(np.arange(groups.size), full), short])
+        order = np.argsort((-heights).astype(np.int16), kind="stable")
+        heights, owners = heights[order], owners[order]
+        column_logs = _log_column_products(rng, heights, minus_kept[owners])
+        log_sums = cast(FloatArray, np.bincount(owners, column_logs, minlength=groups.size))
     sums[groups] = -log_sums / rate
     return sums
 
