@@ -30,6 +30,10 @@ from accelsim._typing import ArrayLike, FloatArray, IntArray
 _FACTORS_PER_LOG = 64
 _LOG_FLOOR = 600.0
 _COLUMNS_PER_BLOCK = 1 << 15
+# Up to this many losses in a call, when no group needs cutting, they are drawn and
+# multiplied end to end, group by group (``np.multiply.reduceat``): a few numpy calls instead
+# of a few per row of columns. 1 MiB of float64, which stays in the CPU cache.
+_FLAT_LOSSES_MAX = 1 << 17
 # A quotient W / tau within this relative distance of a positive integer counts as that
 # integer: float rounding of the division must not add a near-empty last segment (and a whole
 # checkpoint write). At most this share of the work is dropped.
@@ -523,7 +527,9 @@ def _sum_truncated_exponentials(
     ``-log(1 - c u) / rate`` with ``c = 1 - exp(-rate L) = odds / (1 + odds)`` and
     ``u`` uniform, so a group's sum is ``-log(prod(1 - c u)) / rate``: one uniform per loss,
     and a logarithm per column of up to ``_FACTORS_PER_LOG`` factors instead of per loss.
-    Columns (a group's losses cut into full columns and one shorter remainder) are sorted
+    Where every group fits one column and all losses fit ``_FLAT_LOSSES_MAX``, the groups
+    are laid end to end and their products taken by ``np.multiply.reduceat``. Otherwise
+    columns (a group's losses cut into full columns and one shorter remainder) are sorted
     tallest first and laid side by side, so that row ``j`` of a block is a prefix of its
     columns: the uniforms are drawn row by row, each used once, and every step is a plain
     vectorised pass over a row that stays in the CPU cache. Each factor is at least
@@ -531,7 +537,8 @@ def _sum_truncated_exponentials(
     ``exp(-_LOG_FLOOR)``, far from underflow. Rounding of ``1 - c u`` costs at most ~1e-16 /
     rate hours per loss, ~1e-16 of the run's time when failures are as frequent as the rate
     says. The layout only decides which uniform goes to which loss: the sums are exact in law
-    whatever it is (so ``_COLUMNS_PER_BLOCK`` changes the draws, not their law). Groups of more
+    whatever it is (so ``_COLUMNS_PER_BLOCK`` and ``_FLAT_LOSSES_MAX`` change the draws, not
+    their law). Groups of more
     than ``_EXACT_LOSSES_MAX`` losses take the normal limit
     (:func:`_normal_sum_truncated_exponentials`).
     """
@@ -551,13 +558,17 @@ def _sum_truncated_exponentials(
     minus_kept = -group_odds / (1.0 + group_odds)  # expm1(-rate L), from the odds
     tallest = np.floor(_LOG_FLOOR / (rate * length_hours[groups]))
     np.clip(tallest, 1, _FACTORS_PER_LOG, out=tallest)
-    # Columns go tallest first, so that each row is a prefix (a 16-bit key sorts in linear
-    # time).
-    if (group_counts <= tallest).all():  # every group fits one column (few losses a run)
-        order = np.argsort((-group_counts).astype(np.int16), kind="stable")
-        log_sums = np.empty(groups.size)
-        log_sums[order] = _log_column_products(rng, group_counts[order], minus_kept[order])
+    if (group_counts <= tallest).all() and group_counts.sum() <= _FLAT_LOSSES_MAX:
+        # Few losses a group: each group is one column, and all of them fit the CPU cache
+        # end to end, so they are drawn in one pass and multiplied group by group.
+        factors = rng.random(int(group_counts.sum()))
+        factors *= np.repeat(minus_kept, group_counts)
+        factors += 1.0
+        starts = np.cumsum(group_counts) - group_counts
+        log_sums = np.log(np.multiply.reduceat(factors, starts))
     else:
+        # Columns go tallest first, so that each row is a prefix (a 16-bit key sorts in
+        # linear time).
         whole = tallest.astype(np.int64)
         full = group_counts // whole
         remainder = group_counts - full * whole
