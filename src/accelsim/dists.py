@@ -185,7 +185,8 @@ def _pin_sampled(d: _Dist, u: FloatArray, x: FloatArray) -> FloatArray:
     """:func:`_pin_to_support` for ``u`` in [0, 1), in place: ``x`` must be a fresh array."""
     low, high = d.support()
     np.clip(x, low, high, out=x)
-    x[u == 0.0] = low
+    if not u.all():  # a uniform of exactly 0 (probability 2**-53 a draw): one more pass
+        x[u == 0.0] = low
     return x
 
 

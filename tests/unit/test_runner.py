@@ -341,6 +341,22 @@ def test_input_uniforms_of_any_runs_are_the_streams_values_at_those_runs(
     np.testing.assert_array_equal(input_uniforms(root, "x", start, n), whole[start:])
 
 
+def test_input_streams_reused_from_the_cache_restart_where_they_should() -> None:
+    """The per-thread cache of stream starts hands back each stream at its first output,
+    whatever was drawn before, and tells roots apart by entropy and spawn key."""
+    first = input_uniforms(np.random.SeedSequence(5), "x", 7, 4)
+    for root in (np.random.SeedSequence(5, spawn_key=(1,)), np.random.SeedSequence(6)):
+        other = input_uniforms(root, "x", 7, 4)
+        assert not np.array_equal(other, first)
+        np.testing.assert_array_equal(other, stream(root, "input", "x").random(11)[7:])
+    input_uniforms(np.random.SeedSequence(5), "x", 0, 1000)  # moves the cached generator
+    np.testing.assert_array_equal(input_uniforms(np.random.SeedSequence(5), "x", 7, 4), first)
+    big = np.random.SeedSequence([2**80, 3])  # an array entropy, as SeedSequence allows
+    np.testing.assert_array_equal(
+        input_uniforms(big, "x", 2, 3), stream(big, "input", "x").random(5)[2:]
+    )
+
+
 def test_blocks_split_any_range_at_block_boundaries() -> None:
     assert blocks(3, 7) == [(3, 7)]
     assert blocks(4000, 2 * BLOCK_RUNS + 1) == [
