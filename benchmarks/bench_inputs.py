@@ -9,7 +9,12 @@ Run with ``make bench``. Per block of 4,096 runs (the engine's unit, see
 - **PERT quantiles** (what Latin hypercube, Sobol and antithetic designs call): ``PERT.ppf``
   against the exact inverse (:func:`accelsim.beta_quantile.exact_beta_quantile`, scipy's
   ``betaincinv`` checked and repaired);
-- **one input's stream** (:func:`accelsim.seeding.stream`, a dozen per block), for scale.
+- **LogNormal draws**: ``LogNormal.sample`` (inverse transform through the checked interior
+  table of :mod:`accelsim.lognormal_quantile`) against ``exp(mu + sigma ndtri(u))``, what
+  ``sample`` computed before, on the default prior of ``checkpoint_write_hours``;
+- **one input's uniforms** for a chunk of 4 blocks
+  (:func:`accelsim.engines.inputs.input_uniforms`: its stream, reused from this thread's
+  cache and advanced to the chunk) against seeding the stream afresh, for scale.
 
 Before timing, each pair is checked to agree: the quantiles within the table's accuracy
 (``1e-9`` in probability), the draws in law (one-sample KS test).
@@ -27,7 +32,7 @@ from scipy import stats
 
 from accelsim import catalog
 from accelsim.beta_quantile import exact_beta_quantile
-from accelsim.engines.inputs import BLOCK_RUNS
+from accelsim.engines.inputs import BLOCK_RUNS, input_uniforms
 from accelsim.seeding import as_seed_sequence, stream
 
 REPEATS = 7
@@ -63,13 +68,22 @@ def test_input_draws_vs_what_they_replaced() -> None:
     err = np.abs(scipy.special.betainc(a, b, (pert.ppf(u) - low) / (high - low)) - u)
     assert np.all(err <= 1e-9 * np.minimum(u, 1 - u) + 1e-15)
 
+    lognormal = catalog.priors().checkpoint_write_hours.value
+    mu, sigma = lognormal._log_params()  # type: ignore[union-attr]
+    y = lognormal.sample(np.random.default_rng(4), 100_000)
+    assert stats.kstest(y, lognormal._frozen().cdf).pvalue > 1e-3  # type: ignore[union-attr]
+    chunk = 4 * BLOCK_RUNS
+
     seconds = _best_seconds(
         {
             "sample": lambda: pert.sample(rng, BLOCK_RUNS),
             "numpy beta": lambda: low + (high - low) * rng.beta(a, b, BLOCK_RUNS),
             "ppf": lambda: pert.ppf(u),
             "exact ppf": lambda: low + (high - low) * exact_beta_quantile(a, b, u[:256]),
-            "stream": lambda: stream(root, "input", "engineers", next(block)),
+            "lognormal": lambda: lognormal.sample(rng, BLOCK_RUNS),
+            "ndtri exp": lambda: np.exp(mu + sigma * scipy.special.ndtri(rng.random(BLOCK_RUNS))),
+            "uniforms": lambda: input_uniforms(root, "engineers", next(block) * chunk, chunk),
+            "fresh stream": lambda: stream(root, "input", "engineers").random(chunk),
         }
     )
     seconds["exact ppf"] *= BLOCK_RUNS / 256  # timed on 256 values: it is that slow
@@ -81,7 +95,9 @@ def test_input_draws_vs_what_they_replaced() -> None:
         f"{ns['numpy beta']:6.1f} ns/draw -> {ns['numpy beta'] / ns['sample']:.1f}x faster\n"
         f"  PERT.ppf (table)           {ns['ppf']:8.1f} ns/value vs the exact inverse "
         f"{ns['exact ppf']:8.1f} ns/value -> {ns['exact ppf'] / ns['ppf']:.0f}x faster\n"
-        f"  one input's stream         {seconds['stream'] * 1e6:8.1f} us, "
-        f"{seconds['stream'] / BLOCK_RUNS * 1e9:.1f} ns per run of the block\n"
+        f"  LogNormal.sample (table)   {ns['lognormal']:8.1f} ns/draw  vs exp(mu + s ndtri(u)) "
+        f"{ns['ndtri exp']:6.1f} ns/draw -> {ns['ndtri exp'] / ns['lognormal']:.1f}x faster\n"
+        f"  one input's uniforms       {seconds['uniforms'] / chunk * 1e9:8.1f} ns/run of a "
+        f"{chunk:,}-run chunk vs {seconds['fresh stream'] / chunk * 1e9:.1f} seeding afresh\n"
         f"  max |exact - table quantile| over the block: {np.max(np.abs(pert.ppf(u) - exact)):.1e}"
     )

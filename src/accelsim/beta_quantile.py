@@ -200,16 +200,21 @@ def _log_density(alpha: float, beta: float, log_x: FloatArray) -> FloatArray:
     return (alpha - 1.0) * log_x + (beta - 1.0) * log1m_x - log_beta
 
 
-def _hermite(value: FloatArray, slope: FloatArray) -> FloatArray:
-    """``(n, 4)`` coefficients in ``t`` in [0, 1] of the cubics through ``n + 1`` knots."""
+def hermite_coefficients(value: FloatArray, slope: FloatArray) -> FloatArray:
+    """``(n, 4)`` coefficients in ``t`` in [0, 1] of the cubics through ``n + 1`` knots.
+
+    ``slope`` is the derivative at each knot per cell (per unit of ``t``). Shared with
+    :mod:`accelsim.lognormal_quantile`.
+    """
     step = np.diff(value)
     c2 = 3.0 * step - 2.0 * slope[:-1] - slope[1:]
     c3 = -2.0 * step + slope[:-1] + slope[1:]
     return np.stack([value[:-1], slope[:-1], c2, c3], axis=1)
 
 
-def _monotone(coef: FloatArray, sign: float) -> bool:
-    """Whether ``sign`` times every cubic is non-decreasing on [0, 1] (derivative >= 0)."""
+def is_monotone(coef: FloatArray, sign: float) -> bool:
+    """Whether ``sign`` times every cubic of ``(n, 4)`` coefficients is non-decreasing on
+    [0, 1] (derivative >= 0 at both ends and at the vertex)."""
     c1, c2, c3 = (sign * coef[:, k] for k in (1, 2, 3))
     ends = (c1 >= 0.0) & (c1 + 2.0 * c2 + 3.0 * c3 >= 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -221,7 +226,7 @@ def _monotone(coef: FloatArray, sign: float) -> bool:
 
 def _fill(value: FloatArray, slope: FloatArray) -> FloatArray:
     """Newton's start at every knot: the cubics through every 8th (``slope`` per knot step)."""
-    coef = _hermite(value, slope * _COARSE)
+    coef = hermite_coefficients(value, slope * _COARSE)
     t = np.arange(_COARSE) / _COARSE
     fine = coef[:, :1] + t * (coef[:, 1:2] + t * (coef[:, 2:3] + t * coef[:, 3:]))
     return np.append(fine.ravel(), value[-1])
@@ -239,7 +244,7 @@ def _interior_coef(alpha: float, beta: float, first: float, last: float) -> Floa
     for _ in range(_NEWTON_STEPS):  # 1e-6 relative, then 1e-12, then below rounding
         x -= (scipy.special.betainc(alpha, beta, x) - p) * dx_dp(x)
     x[0], x[-1] = first, last  # the tails' values there: no step back where pieces meet
-    return _hermite(x, dx_dp(x) / _CELLS_PER_UNIT_P)
+    return hermite_coefficients(x, dx_dp(x) / _CELLS_PER_UNIT_P)
 
 
 def _tail_coef(alpha: float, beta: float, cells: int) -> FloatArray:
@@ -265,7 +270,7 @@ def _tail_coef(alpha: float, beta: float, cells: int) -> FloatArray:
     for _ in range(_NEWTON_STEPS):
         y -= (scipy.special.betainc(alpha, beta, np.exp(y)) / p - 1.0) * spread(y, log_p)
     y = np.where(asymptotic < math.log(_ASYMPTOTIC_BELOW), asymptotic, y)
-    return _hermite(y, scale * spread(y, log_p))
+    return hermite_coefficients(y, scale * spread(y, log_p))
 
 
 def _probability_side(alpha: float, beta: float, x: FloatArray, upper: BoolArray) -> FloatArray:
@@ -327,7 +332,7 @@ def _build(alpha: float, beta: float, rel_tol: float) -> BetaQuantileTable | Non
         and np.all(interior.sum(axis=1) + slack[_FIRST_INTERIOR:_LAST_INTERIOR] <= 1.0)
         and np.all(tails[:, 0] + slack[_UPPER_ROW:_PAST_ROW] <= 0.0)
     )
-    if not (bounded and _monotone(interior, 1.0) and _monotone(tails, -1.0)):
+    if not (bounded and is_monotone(interior, 1.0) and is_monotone(tails, -1.0)):
         return None
     tail_row = np.ones(_UPPER_ROW, dtype=np.bool_)
     tail_row[_FIRST_INTERIOR:_LAST_INTERIOR] = False
