@@ -361,19 +361,23 @@ class InputDraws:
         """Number of runs in this chunk."""
         return self.stop - self.start
 
+    def _check_runs(self) -> None:
+        """Raise ValueError unless ``[start, stop)`` is a non-empty range of the study."""
+        if not 0 <= self.start < self.stop:
+            raise ValueError(f"runs [{self.start}, {self.stop}) are empty or negative")
+        if self.total_runs is not None and self.stop > self.total_runs:
+            raise ValueError(
+                f"runs [{self.start}, {self.stop}) exceed the study's {self.total_runs}"
+            )
+
     @cached_property
     def pieces(self) -> tuple[BlockPiece, ...]:
         """The blocks this chunk touches, in order, with the runs it keeps of each."""
-        if not 0 <= self.start < self.stop:
-            raise ValueError(f"runs [{self.start}, {self.stop}) are empty or negative")
+        self._check_runs()
         if self.total_runs is None and self.start % BLOCK_RUNS:
             raise ValueError(
                 f"runs [{self.start}, {self.stop}) are part of a block: draws of part of "
                 f"a block need the study's total runs (accelsim.engines.inputs.study_runs)"
-            )
-        if self.total_runs is not None and self.stop > self.total_runs:
-            raise ValueError(
-                f"runs [{self.start}, {self.stop}) exceed the study's {self.total_runs}"
             )
         end = self.stop if self.total_runs is None else self.total_runs
         out = []
@@ -408,12 +412,7 @@ class InputDraws:
 
     def uniforms(self, name: str) -> FloatArray:
         """U(0, 1) variates of input ``name`` for this chunk's runs (:func:`input_uniforms`)."""
-        if self.stop <= self.start or self.start < 0:
-            raise ValueError(f"runs [{self.start}, {self.stop}) are empty or negative")
-        if self.total_runs is not None and self.stop > self.total_runs:
-            raise ValueError(
-                f"runs [{self.start}, {self.stop}) exceed the study's {self.total_runs}"
-            )
+        self._check_runs()
         return input_uniforms(self.root, name, self.start, self.runs)
 
     def get(self, name: str, user: Uncertain | None, prior: Uncertain) -> FloatArray:
