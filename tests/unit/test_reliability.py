@@ -276,7 +276,8 @@ def test_small_mean_negative_binomial_by_inversion_has_the_exact_law(
     n_draws = 200_000
     n = np.full(n_draws, successes)
     odds = np.full(n_draws, math.expm1(-log_p))  # q / p = 1 / p - 1
-    draws = reliability._negative_binomial(np.random.default_rng(4), n, odds)
+    exponent = np.full(n_draws, -log_p)
+    draws = reliability._negative_binomial(np.random.default_rng(4), n, odds, exponent)
     p = math.exp(log_p)
     assert successes * (1 - p) / p <= reliability._INVERSION_MEAN_MAX  # the inversion path
     observed = np.bincount(np.minimum(draws, 6), minlength=7)
@@ -306,10 +307,43 @@ def test_negative_binomial_mixes_both_methods_in_one_call() -> None:
     rng = np.random.default_rng(5)
     n = np.tile([0.0, 2.0, 50.0], 60_000)
     log_p = np.tile([-0.1, -0.05, -0.5], 60_000)  # means 0, 0.103, 32.4
-    draws = reliability._negative_binomial(rng, n, np.expm1(-log_p)).reshape(-1, 3)
+    draws = reliability._negative_binomial(rng, n, np.expm1(-log_p), -log_p).reshape(-1, 3)
     assert (draws[:, 0] == 0).all()
     for col, (k, lp) in enumerate([(2.0, -0.05), (50.0, -0.5)], start=1):
         p = math.exp(lp)
         mean, var = k * (1 - p) / p, k * (1 - p) / p**2
         se = math.sqrt(var / draws.shape[0])
         assert abs(draws[:, col].mean() - mean) < 5 * se
+
+
+@pytest.mark.parametrize("exponent", [1e-6, 0.01, 0.2, 0.69, 0.7, 3.0, 25.0])
+def test_geometric_by_closed_form_inversion_has_the_exact_law(exponent: float) -> None:
+    """Failures before one success, p = e^-x: against scipy's pmf, chi-square test.
+
+    200,000 draws, bins 0..7 and >= 8 (pooled where expected < 5); fails by chance with
+    probability 1e-6 per case (fixed seed), while a sampler off by 0.002 in a bin's
+    probability fails with certainty. Exponents on both sides of ln 2 (the two forms of
+    log q) and large enough (25: q = 1 - 1.4e-11) that log(odds) - x would have cancelled.
+    Absent runs (``present`` 0) stay 0.
+    """
+    from scipy import stats
+
+    n_draws = 200_000
+    present = np.tile([1.0, 0.0], n_draws)
+    x = np.full(present.size, exponent)
+    draws = reliability._geometric(np.random.default_rng(6), present, np.expm1(x), x)
+    assert (draws[1::2] == 0).all()
+    got = draws[0::2]
+    p = math.exp(-exponent)
+    if exponent >= 3.0:  # heavy: compare the mean (q / p) within 5 standard errors
+        mean, sd = math.expm1(exponent), math.sqrt(1 - p) / p
+        assert abs(got.mean() - mean) <= 5 * sd / math.sqrt(n_draws)
+        return
+    observed = np.bincount(np.minimum(got, 8), minlength=9)
+    expected = np.append(stats.geom.pmf(np.arange(1, 9), p), stats.geom.sf(8, p)) * n_draws
+    keep = expected >= 5
+    pooled_obs = np.append(observed[keep], observed[~keep].sum())
+    pooled_exp = np.append(expected[keep], expected[~keep].sum())
+    if pooled_exp[-1] == 0:
+        pooled_obs, pooled_exp = pooled_obs[:-1], pooled_exp[:-1]
+    assert stats.chisquare(pooled_obs, pooled_exp).pvalue > 1e-6

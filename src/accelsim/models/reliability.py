@@ -17,6 +17,7 @@ restart -- counts once. There is no further downtime; a repair time can be folde
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import numpy as np
@@ -54,6 +55,7 @@ _HOPELESS_INTERRUPTIONS = 1e12
 # 2**-53 grid of the uniforms: a uniform not yet placed by then lies where rounding decides and
 # takes the last step's value.
 _INVERSION_MEAN_MAX = 1.0
+_LN2 = math.log(2.0)
 _INVERSION_STEPS = 64
 
 
@@ -401,22 +403,22 @@ def sample_completion_hours(
     )
     write, restart, rate = (np.broadcast_to(a, shape).ravel() for a in inputs[2:])
     full_length, partial_length = interval + write, partial + write
-    # Failure odds e^{lambda L} - 1 of each phase: the mean failures per success, from which
-    # every count's law follows (one transcendental pass per phase).
+    # Per phase, the exponent lambda L (a success has probability e^{-lambda L}) and the
+    # failure odds e^{lambda L} - 1, the mean failures per success: every count's law follows
+    # from them (one transcendental pass per phase).
+    exponents = [rate * full_length, rate * partial_length, rate * restart]
     with np.errstate(over="ignore", invalid="ignore"):
-        full_odds = np.expm1(rate * full_length)
-        partial_odds = np.expm1(rate * partial_length)
-        restart_odds = np.expm1(rate * restart)
+        full_odds, partial_odds, restart_odds = (np.expm1(x) for x in exponents)
         expected_fails = (full * full_odds + has_partial * partial_odds) * (1.0 + restart_odds)
     hopeless = ~(expected_fails <= _HOPELESS_INTERRUPTIONS)
     any_hopeless = bool(hopeless.any())
     if any_hopeless:  # drawn as failure-free, then reported as inf
-        for odds in (full_odds, partial_odds, restart_odds):
-            odds[hopeless] = 0.0
-    full_fails = _negative_binomial(rng, full, full_odds)
-    partial_fails = _negative_binomial(rng, has_partial, partial_odds)
+        for x in (full_odds, partial_odds, restart_odds, *exponents):
+            x[hopeless] = 0.0
+    full_fails = _negative_binomial(rng, full, full_odds, exponents[0])
+    partial_fails = _geometric(rng, has_partial, partial_odds, exponents[1])
     work_fails = full_fails + partial_fails
-    restart_fails = _negative_binomial(rng, work_fails.astype(float), restart_odds)
+    restart_fails = _negative_binomial(rng, work_fails.astype(float), restart_odds, exponents[2])
     runs = full.size
     lost = _sum_truncated_exponentials(
         rng,
@@ -467,14 +469,15 @@ def _mean_attempt_time(length_hours: ArrayLike, rate_per_hour: ArrayLike) -> Flo
 
 
 def _negative_binomial(
-    rng: np.random.Generator, successes: FloatArray, odds: FloatArray
+    rng: np.random.Generator, successes: FloatArray, odds: FloatArray, exponent: FloatArray
 ) -> IntArray:
-    """Failures before ``successes`` successes whose failure odds are ``odds`` (``q / p``).
+    """Failures before ``successes`` successes of probability ``p = e^-exponent`` each.
 
-    The success probability is ``p = 1 / (1 + odds)``, so the mean is ``successes * odds``.
-    0 where that mean is 0 (numpy needs ``successes > 0``). Counts of mean at most
-    ``_INVERSION_MEAN_MAX`` are drawn by inversion (:func:`_negative_binomial_by_inversion`),
-    the others by numpy's gamma-Poisson mixture; both are exact.
+    ``odds = e^exponent - 1 = q / p`` (the caller has both), so the mean is
+    ``successes * odds``. 0 where that mean is 0 (numpy needs ``successes > 0``). Counts of
+    mean at most ``_INVERSION_MEAN_MAX`` are drawn by inversion
+    (:func:`_negative_binomial_by_inversion`), the others by numpy's gamma-Poisson mixture;
+    both are exact.
     """
     draws = np.zeros(successes.shape, dtype=np.int64)
     mean = successes * odds
@@ -483,21 +486,49 @@ def _negative_binomial(
         draws[large] = rng.negative_binomial(successes[large], 1.0 / (1.0 + odds[large]))
     small = np.flatnonzero((mean > 0.0) & (mean <= _INVERSION_MEAN_MAX))
     if small.size:
-        draws[small] = _negative_binomial_by_inversion(rng, successes[small], odds[small])
+        draws[small] = _negative_binomial_by_inversion(
+            rng, successes[small], odds[small], exponent[small]
+        )
+    return draws
+
+
+def _geometric(
+    rng: np.random.Generator, present: FloatArray, odds: FloatArray, exponent: FloatArray
+) -> IntArray:
+    """Failures before one success (``NegativeBinomial(1, p)``, ``p = e^-exponent``) where
+    ``present`` is 1, else 0, by closed-form inversion, one uniform each.
+
+    With ``q = 1 - p = odds / (1 + odds)``, ``P(G >= k) = q**k``, so ``G = floor(log(1 - u) /
+    log q)``; it is 0 unless ``u >= p``, so the logarithms are taken only there (a share
+    ``q`` of the draws, a few percent between checkpoints).
+    """
+    draws = np.zeros(present.shape, dtype=np.int64)
+    some = np.flatnonzero((present > 0.0) & (odds > 0.0))
+    if some.size == 0:
+        return draws
+    u = rng.random(some.size)
+    # u >= p, with room for the rounding of p: the formula itself gives 0 below p
+    tail = np.flatnonzero(u * (1.0 + odds[some]) >= 1.0 - 1e-9)
+    if tail.size:
+        at = some[tail]
+        x = exponent[at]
+        # log q = log(1 - e^-x), each form where it keeps its precision (Maechler 2012)
+        log_q = np.where(x < _LN2, np.log(-np.expm1(-x)), np.log1p(-np.exp(-x)))
+        draws[at] = np.floor(np.log1p(-u[tail]) / log_q)
     return draws
 
 
 def _negative_binomial_by_inversion(
-    rng: np.random.Generator, successes: FloatArray, odds: FloatArray
+    rng: np.random.Generator, successes: FloatArray, odds: FloatArray, exponent: FloatArray
 ) -> IntArray:
     """Negative binomial counts as ``min{j : u < F(j)}``, one uniform ``u`` per count.
 
-    ``P(0) = p^n = (1 + odds)^-n`` and ``P(j) = P(j - 1) (n + j - 1) q / j`` with
+    ``P(0) = p^n = e^(-n exponent)`` and ``P(j) = P(j - 1) (n + j - 1) q / j`` with
     ``q = odds / (1 + odds)``; only the counts not yet placed are carried from one step to
     the next (most of them stop at 0 for small means).
     """
     u = rng.random(successes.size)
-    pmf = np.exp(-successes * np.log1p(odds))
+    pmf = np.exp(-successes * exponent)
     cdf = pmf.copy()
     draws = np.zeros(successes.size, dtype=np.int64)
     at = np.flatnonzero(u >= cdf)
