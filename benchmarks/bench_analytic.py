@@ -6,7 +6,10 @@ from its prior, as in a real study. Timed in steady state (each callable ``BACK_
 times in a row, see ``_best_runs_per_s``), interleaved and best of ``REPEATS`` rounds:
 
 - the **pipeline**: ``acs.simulate`` of ``RUNS`` runs -- draw every input, engineering and
-  calendar phases, failures (exact), usage and the cost breakdown;
+  calendar phases, failures (exact), usage and the cost breakdown -- in-process, so one
+  chunk of 4 blocks taken in one vectorised pass (``accelsim.study.ANALYTIC_CHUNK_BLOCKS``);
+  the page faults of one more study after it are printed (a study that faults its memory
+  in again pays ~3-4 us a page on this VM, see ``accelsim.engines.analytic._prime_heap``);
 - its **failure sampler** alone (``sample_completion_hours``) on the pipeline's own drawn
   work, checkpoint interval, write, restart and rate per run, one call per block of 4,096
   runs as the engine makes them: the part of the pipeline that samples completion times;
@@ -18,9 +21,10 @@ times in a row, see ``_best_runs_per_s``), interleaved and best of ``REPEATS`` r
   the target "pipeline within 2x" applies to. Before timing, the benchmark checks that it
   samples the pipeline's law: the mean of completion / failure-free time per run agrees
   within 4 standard errors (paired by run, so each pair shares its parameters). It is a
-  plain vectorised sampler, and the pipeline's own sampler (columns of draws laid out for
-  the CPU cache) runs about as fast; so the pipeline's time over its sampler's is printed
-  too: that is the cost of everything but the failures, whatever the reference;
+  plain vectorised sampler; the pipeline's own sampler runs ~10-25 % faster (it takes every
+  count's law from one transcendental pass per phase, and lays out the losses for the CPU
+  cache), so the pipeline's time over its sampler's is printed too: that is the cost of
+  everything but the failures, whatever the reference;
 - the **approximate bare reference** (``approximate_completion_hours``): NB counts of the
   full segments plus a gamma stand-in for the lost work, at fixed write and restart times.
   About two numbers per run, cheaper than any exact sampler can be but a different law; its
