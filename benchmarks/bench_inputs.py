@@ -1,7 +1,7 @@
 """Cost of drawing a study's uncertain inputs, beside what it replaced, same process.
 
-Run with ``make bench``. Per block of 4,096 runs (the engine's unit, see
-:mod:`accelsim.engines.inputs`), best of ``REPEATS``, interleaved:
+Run with ``make bench``. Per chunk of 16,384 runs (what the analytic engine draws at once
+in-process, see :mod:`accelsim.engines.inputs`), best of ``REPEATS``, interleaved:
 
 - **PERT draws**: ``PERT.sample`` (inverse transform through the checked table of
   :mod:`accelsim.beta_quantile`) against numpy's beta generator (``rng.beta``, what
@@ -34,7 +34,9 @@ from accelsim import catalog
 from accelsim.beta_quantile import exact_beta_quantile
 from accelsim.engines.inputs import BLOCK_RUNS, input_uniforms
 from accelsim.seeding import as_seed_sequence, stream
+from accelsim.study import ANALYTIC_CHUNK_BLOCKS
 
+CHUNK = ANALYTIC_CHUNK_BLOCKS * BLOCK_RUNS
 REPEATS = 7
 CALLS = 200  # per timing, so that one timing lasts long enough to read
 
@@ -57,7 +59,7 @@ def test_input_draws_vs_what_they_replaced() -> None:
     a, b = pert._shape()  # type: ignore[union-attr]
     low, high = pert.support()
     rng = np.random.default_rng(1)
-    u = np.random.default_rng(2).random(BLOCK_RUNS)
+    u = np.random.default_rng(2).random(CHUNK)
     root = as_seed_sequence(3)
     block = iter(range(10**9))
 
@@ -72,24 +74,23 @@ def test_input_draws_vs_what_they_replaced() -> None:
     mu, sigma = lognormal._log_params()  # type: ignore[union-attr]
     y = lognormal.sample(np.random.default_rng(4), 100_000)
     assert stats.kstest(y, lognormal._frozen().cdf).pvalue > 1e-3  # type: ignore[union-attr]
-    chunk = 4 * BLOCK_RUNS
 
     seconds = _best_seconds(
         {
-            "sample": lambda: pert.sample(rng, BLOCK_RUNS),
-            "numpy beta": lambda: low + (high - low) * rng.beta(a, b, BLOCK_RUNS),
+            "sample": lambda: pert.sample(rng, CHUNK),
+            "numpy beta": lambda: low + (high - low) * rng.beta(a, b, CHUNK),
             "ppf": lambda: pert.ppf(u),
             "exact ppf": lambda: low + (high - low) * exact_beta_quantile(a, b, u[:256]),
-            "lognormal": lambda: lognormal.sample(rng, BLOCK_RUNS),
-            "ndtri exp": lambda: np.exp(mu + sigma * scipy.special.ndtri(rng.random(BLOCK_RUNS))),
-            "uniforms": lambda: input_uniforms(root, "engineers", next(block) * chunk, chunk),
-            "fresh stream": lambda: stream(root, "input", "engineers").random(chunk),
+            "lognormal": lambda: lognormal.sample(rng, CHUNK),
+            "ndtri exp": lambda: np.exp(mu + sigma * scipy.special.ndtri(rng.random(CHUNK))),
+            "uniforms": lambda: input_uniforms(root, "engineers", next(block) * CHUNK, CHUNK),
+            "fresh stream": lambda: stream(root, "input", "engineers").random(CHUNK),
         }
     )
-    seconds["exact ppf"] *= BLOCK_RUNS / 256  # timed on 256 values: it is that slow
-    ns = {k: v / BLOCK_RUNS * 1e9 for k, v in seconds.items()}
+    seconds["exact ppf"] *= CHUNK / 256  # timed on 256 values: it is that slow
+    ns = {k: v / CHUNK * 1e9 for k, v in seconds.items()}
     print(
-        f"\ninput draws per block of {BLOCK_RUNS:,} runs, best of {REPEATS}, one process "
+        f"\ninput draws per chunk of {CHUNK:,} runs, best of {REPEATS}, one process "
         f"(PERT{(low, pert.mode, high)}, alpha={a:.3f}, beta={b:.3f}):\n"  # type: ignore[union-attr]
         f"  PERT.sample (table)        {ns['sample']:8.1f} ns/draw  vs numpy's beta generator "
         f"{ns['numpy beta']:6.1f} ns/draw -> {ns['numpy beta'] / ns['sample']:.1f}x faster\n"
@@ -97,7 +98,7 @@ def test_input_draws_vs_what_they_replaced() -> None:
         f"{ns['exact ppf']:8.1f} ns/value -> {ns['exact ppf'] / ns['ppf']:.0f}x faster\n"
         f"  LogNormal.sample (table)   {ns['lognormal']:8.1f} ns/draw  vs exp(mu + s ndtri(u)) "
         f"{ns['ndtri exp']:6.1f} ns/draw -> {ns['ndtri exp'] / ns['lognormal']:.1f}x faster\n"
-        f"  one input's uniforms       {seconds['uniforms'] / chunk * 1e9:8.1f} ns/run of a "
-        f"{chunk:,}-run chunk vs {seconds['fresh stream'] / chunk * 1e9:.1f} seeding afresh\n"
-        f"  max |exact - table quantile| over the block: {np.max(np.abs(pert.ppf(u) - exact)):.1e}"
+        f"  one input's uniforms       {ns['uniforms']:8.1f} ns/run of the chunk vs "
+        f"{ns['fresh stream']:.1f} seeding afresh\n"
+        f"  max |exact - table quantile| over the chunk: {np.max(np.abs(pert.ppf(u) - exact)):.1e}"
     )
