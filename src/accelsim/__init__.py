@@ -34,7 +34,7 @@ from accelsim.scenario import (
 from accelsim.study import compare, sensitivity, simulate
 from accelsim.sweeping import SweepResult, sweep
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "PERT",
