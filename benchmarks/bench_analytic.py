@@ -18,7 +18,12 @@ times in a row, see ``_best_runs_per_s``), interleaved and best of ``REPEATS`` r
   counts per phase, one uniform per failure for its truncated-exponential loss, restarts
   and writes; no inputs, no cost -- on the same per-run parameters and blocks. This is the
   issue's "bare reference that samples only the completion time" like for like, and the one
-  the target "pipeline within 2x" applies to. Before timing, the benchmark checks that it
+  the target "pipeline within 2x" applies to. The verdict takes the ratio round by round,
+  the pipeline and the reference timed side by side under the same load, and its median
+  over the rounds; the ratio of each one's best of all rounds is printed beside it. On this
+  2-core VM a process now and then runs slow for a stretch, and the two bests can come from
+  different stretches (seen: 2.3x best of each against a 1.7x median, when other processes
+  gave 1.5-1.7x on both counts). Before timing, the benchmark checks that it
   samples the pipeline's law: the mean of completion / failure-free time per run agrees
   within 4 standard errors (paired by run, so each pair shares its parameters). It is a
   plain vectorised sampler; the pipeline's own sampler runs ~10-25 % faster (it takes every
@@ -92,9 +97,12 @@ def _per_block(sample: Callable[..., object], params: tuple[np.ndarray, ...]) ->
         sample(rng, *(p[first : first + BLOCK_RUNS] for p in params))
 
 
-def _best_runs_per_s(timed: dict[str, Callable[[], object]]) -> dict[str, float]:
+def _best_runs_per_s(
+    timed: dict[str, Callable[[], object]],
+) -> tuple[dict[str, float], dict[str, list[float]]]:
     """Runs/s of each callable in steady state: best of REPEATS rounds, interleaved so that
-    load drifts hit all alike, each round running each callable BACK_TO_BACK times.
+    load drifts hit all alike, each round running each callable BACK_TO_BACK times. Also
+    each round's best seconds per callable, so that ratios can be taken round by round.
 
     Back to back, because the first call after another callable's work pays for that work's
     memory: glibc returns freed heap to the OS and the next call faults it in again, at
@@ -103,14 +111,16 @@ def _best_runs_per_s(timed: dict[str, Callable[[], object]]) -> dict[str, float]
     study (a sweep, a notebook) starts warm and faults nothing (measured: 0 minor faults a
     call), as do the references when they run after themselves.
     """
-    best = dict.fromkeys(timed, np.inf)
+    rounds: dict[str, list[float]] = {name: [] for name in timed}
     for _ in range(REPEATS):
         for name, fn in timed.items():
+            seconds = np.inf
             for _ in range(BACK_TO_BACK):
                 start = time.perf_counter()
                 fn()
-                best[name] = min(best[name], time.perf_counter() - start)
-    return {name: RUNS / seconds for name, seconds in best.items()}
+                seconds = min(seconds, time.perf_counter() - start)
+            rounds[name].append(seconds)
+    return {name: RUNS / min(s) for name, s in rounds.items()}, rounds
 
 
 @pytest.mark.bench
@@ -132,7 +142,7 @@ def test_analytic_engine_vs_bare_references(chips: int, days: float) -> None:
     assert abs(diff.mean()) <= AGREEMENT_SE * se
 
     rng = np.random.default_rng(3)
-    rates = _best_runs_per_s(
+    rates, rounds = _best_runs_per_s(
         {
             "pipeline": lambda: acs.simulate(scenario, runs=RUNS, seed=1),
             "sampler": lambda: _per_block(sample_completion_hours, params),
@@ -152,7 +162,11 @@ def test_analytic_engine_vs_bare_references(chips: int, days: float) -> None:
     acs.simulate(scenario, runs=RUNS, seed=1)  # a study after a study, an earlier result held
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     pipeline = rates["pipeline"]
-    exact_ratio = rates["exact"] / pipeline
+    best_ratio = rates["exact"] / pipeline
+    # The verdict's ratio: round by round (each round's pipeline and reference timed side by
+    # side, under the same load), the median over rounds.
+    round_ratios = np.array(rounds["pipeline"]) / np.array(rounds["exact"])
+    exact_ratio = float(np.median(round_ratios))
     sampler_ratio = rates["sampler"] / pipeline
     approx_ratio = rates["approximate"] / pipeline
     lines = [
@@ -164,7 +178,9 @@ def test_analytic_engine_vs_bare_references(chips: int, days: float) -> None:
         f"  its failure sampler alone, same parameters        {rates['sampler']:>12,.0f} runs/s"
         f"  -> pipeline {sampler_ratio:.2f}x its time (the rest adds {sampler_ratio - 1:.0%})",
         f"  exact bare reference (same law)                   {rates['exact']:>12,.0f} runs/s"
-        f"  -> pipeline {exact_ratio:.2f}x its time (target <= {TARGET_RATIO:.0f}x: "
+        f"  -> pipeline {exact_ratio:.2f}x its time, median of {REPEATS} paired rounds "
+        f"(range {round_ratios.min():.2f}-{round_ratios.max():.2f}x; best of each "
+        f"{best_ratio:.2f}x) (target <= {TARGET_RATIO:.0f}x: "
         f"{'met' if exact_ratio <= TARGET_RATIO else 'NOT met'})",
         f"  approximate bare reference (NB + gamma, other law){rates['approximate']:>12,.0f} "
         f"runs/s  -> pipeline {approx_ratio:.1f}x its time (for comparison only)",
