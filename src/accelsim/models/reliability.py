@@ -55,8 +55,8 @@ _HOPELESS_INTERRUPTIONS = 1e12
 # 2**-53 grid of the uniforms: a uniform not yet placed by then lies where rounding decides and
 # takes the last step's value.
 _INVERSION_MEAN_MAX = 1.0
-_LN2 = math.log(2.0)
 _INVERSION_STEPS = 64
+_LN2 = math.log(2.0)
 
 
 def _f(x: ArrayLike) -> FloatArray:
@@ -569,8 +569,7 @@ def _sum_truncated_exponentials(
     rate hours per loss, ~1e-16 of the run's time when failures are as frequent as the rate
     says. The layout only decides which uniform goes to which loss: the sums are exact in law
     whatever it is (so ``_COLUMNS_PER_BLOCK`` and ``_FLAT_LOSSES_MAX`` change the draws, not
-    their law). Groups of more
-    than ``_EXACT_LOSSES_MAX`` losses take the normal limit
+    their law). Groups of more than ``_EXACT_LOSSES_MAX`` losses take the normal limit
     (:func:`_normal_sum_truncated_exponentials`).
     """
     sums = np.zeros(counts.shape)
@@ -589,10 +588,11 @@ def _sum_truncated_exponentials(
     minus_kept = -group_odds / (1.0 + group_odds)  # expm1(-rate L), from the odds
     tallest = np.floor(_LOG_FLOOR / (rate * length_hours[groups]))
     np.clip(tallest, 1, _FACTORS_PER_LOG, out=tallest)
-    if (group_counts <= tallest).all() and group_counts.sum() <= _FLAT_LOSSES_MAX:
+    losses = int(group_counts.sum())
+    if losses <= _FLAT_LOSSES_MAX and (group_counts <= tallest).all():
         # Few losses a group: each group is one column, and all of them fit the CPU cache
         # end to end, so they are drawn in one pass and multiplied group by group.
-        factors = rng.random(int(group_counts.sum()))
+        factors = rng.random(losses)
         factors *= np.repeat(minus_kept, group_counts)
         factors += 1.0
         starts = np.cumsum(group_counts) - group_counts
