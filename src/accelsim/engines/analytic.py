@@ -194,8 +194,9 @@ def simulate_training(
     """Usage of the runs ``[start, stop)`` of a training scenario, in one vectorised pass.
 
     The runs may span several blocks (:data:`accelsim.engines.inputs.BLOCK_RUNS`), whole
-    ones but for the study's last: inputs are drawn per block and failures sampled per block
-    from the block's own stream, so the result does not depend on how runs are grouped.
+    ones but for the study's last: each input takes these runs' values of its own stream and
+    failures are sampled per block from the block's own stream, so the result does not
+    depend on how runs are grouped.
     Returns the usage arrays by name and the input draws (which pricing reads too).
     ``completion`` samples the failure-laden training time of one block's runs; the DES
     engine passes an event-by-event simulation of the same model (one block at a time),
