@@ -167,6 +167,34 @@ def _concat(parts: Sequence[Mapping[str, FloatArray]]) -> dict[str, FloatArray]:
     return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]} if parts else {}
 
 
+class _Columns:
+    """A study's metric (or input) columns, filled in place chunk by chunk."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.arrays: dict[str, FloatArray] = {}
+        self.runs = 0
+
+    def place(self, start: int, stop: int, part: dict[str, FloatArray]) -> None:
+        """Copy a chunk's arrays into runs ``[start, stop)``; the chunk's dict is left holding
+        views of the study's columns, so its own arrays can be freed."""
+        if not self.arrays:
+            self.arrays = {k: np.empty(self.total) for k in part}
+        if part.keys() != self.arrays.keys():
+            raise RuntimeError(f"chunk [{start}, {stop}) has other columns than the first one")
+        for k, values in part.items():
+            column = self.arrays[k][start:stop]
+            column[...] = values
+            part[k] = column
+        self.runs += stop - start
+
+    def filled(self) -> dict[str, FloatArray]:
+        """The columns, once every chunk is in."""
+        if self.runs != self.total:
+            raise RuntimeError(f"{self.runs} of {self.total} runs were placed")
+        return self.arrays
+
+
 def _chunk_size(
     chunk_runs: int | None,
     runs: int,
@@ -490,15 +518,26 @@ def simulate(
     if report is not None and done:
         report(done, total)
 
+    rule = Convergence(target, chunks) if runs == "auto" and target else None
+    # A fixed study of several chunks fills its columns chunk by chunk as they finish, so a
+    # chunk's own arrays are freed at once: peak memory one study, not a study plus its parts.
+    columns = (_Columns(total), _Columns(total)) if rule is None and len(chunks) > 1 else None
+    if columns is not None:
+        for i, part in have.items():
+            columns[0].place(*chunks[i], part[0])
+            columns[1].place(*chunks[i], part[1])
+
     def on_chunk(i: int, part: _Chunk) -> None:
         nonlocal done
         if chunk_store is not None:
             chunk_store.write(i, chunks[i][0], part[0], part[1])
+        if columns is not None:
+            columns[0].place(*chunks[i], part[0])
+            columns[1].place(*chunks[i], part[1])
         done += chunks[i][1] - chunks[i][0]
         if report is not None:
             report(done, total)
 
-    rule = Convergence(target, chunks) if runs == "auto" and target else None
     with open_executor(executor) as pool:
         # auto: chunks go out in waves (one in-process); the rule is checked in chunk order
         wave = 1 if pool is None else max(2, os.cpu_count() or 1)
@@ -512,8 +551,11 @@ def simulate(
             wave=len(chunks) if rule is None else wave,
             stop=None if rule is None else lambda i, part: rule(i, part[0]),
         )
-    data = _concat([p[0] for p in parts])
-    inputs = _concat([p[1] for p in parts])
+    if columns is not None:
+        data, inputs = columns[0].filled(), columns[1].filled()
+    else:
+        data = _concat([p[0] for p in parts])
+        inputs = _concat([p[1] for p in parts])
     kept = [k for p in parts for k in p[2]]
     extras: dict[str, Any] = {}
     if rule is not None:
