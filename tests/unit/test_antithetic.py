@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
+from tests.same_results import assert_same
 
 import accelsim as acs
 from accelsim.dists import Dist
@@ -70,15 +71,6 @@ def product_scenario() -> acs.Scenario:
             engineer_usd_per_hour=acs.Uniform(low=100.0, high=200.0),
         ),
     )
-
-
-def assert_same(a: acs.Result, b: acs.Result) -> None:
-    assert list(a.data) == list(b.data)
-    for m in a.data:
-        np.testing.assert_array_equal(a.samples(m), b.samples(m), err_msg=m)
-    assert list(a.inputs) == list(b.inputs)
-    for k in a.inputs:
-        np.testing.assert_array_equal(a.inputs[k], b.inputs[k], err_msg=k)
 
 
 # --- (a) pairs are ppf(u) and ppf(1 - u) -------------------------------------------------

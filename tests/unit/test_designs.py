@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 from scipy import stats
+from tests.same_results import assert_same
 
 import accelsim as acs
 from accelsim.engines.inputs import (
@@ -41,14 +42,6 @@ def scenario() -> acs.Scenario:
             engineer_usd_per_hour=acs.Uniform(low=100.0, high=200.0),
         ),
     )
-
-
-def assert_same(a: acs.Result, b: acs.Result) -> None:
-    assert list(a.data) == list(b.data)
-    for m in a.data:
-        np.testing.assert_array_equal(a.samples(m), b.samples(m), err_msg=m)
-    for k in a.inputs:
-        np.testing.assert_array_equal(a.inputs[k], b.inputs[k], err_msg=k)
 
 
 @pytest.mark.parametrize("design", ["lhs", "sobol", "antithetic"])

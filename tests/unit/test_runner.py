@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from tests.same_results import assert_same
 
 import accelsim as acs
 from accelsim.dists import Uniform
@@ -53,14 +54,6 @@ def scenario() -> acs.Scenario:
 
 
 TRUE_MEAN_USD = HOURS * (LOW_USD + HIGH_USD) / 2
-
-
-def assert_same(a: acs.Result, b: acs.Result) -> None:
-    assert list(a.data) == list(b.data)
-    for m in a.data:
-        np.testing.assert_array_equal(a.samples(m), b.samples(m), err_msg=m)
-    for k in a.inputs:
-        np.testing.assert_array_equal(a.inputs[k], b.inputs[k], err_msg=k)
 
 
 def test_scenario_has_the_stated_known_mean() -> None:

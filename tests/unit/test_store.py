@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.same_results import assert_same
 
 import accelsim as acs
 from accelsim.engines.inputs import BLOCK_RUNS
@@ -107,16 +108,6 @@ def seed_of(store: Path) -> tuple[object, tuple[int, ...]] | None:
     """The stored root seed as ``(entropy, spawn_key)`` (SeedSequence has no ``==``)."""
     seed = stored_seed(store)
     return None if seed is None else (seed.entropy, tuple(seed.spawn_key))
-
-
-def assert_same(a: acs.Result, b: acs.Result) -> None:
-    """Every metric and input array equal bit for bit, in the same order."""
-    assert list(a.data) == list(b.data)
-    assert list(a.inputs) == list(b.inputs)
-    for m in a.data:
-        np.testing.assert_array_equal(a.samples(m), b.samples(m), err_msg=m)
-    for k in a.inputs:
-        np.testing.assert_array_equal(a.inputs[k], b.inputs[k], err_msg=k)
 
 
 def assert_bits(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> None:
