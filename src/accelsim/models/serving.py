@@ -1,0 +1,679 @@
+"""LLM serving on one replica: memory, iteration time, throughput and latency under load.
+
+Pure, vectorised formulas (arrays in, arrays out, broadcast by numpy; no SimPy, no I/O, no
+RNG). A *replica* is the group of ``chips`` that holds one copy of the weights (tensor or
+expert parallel) and runs continuous batching: every iteration decodes one token for each
+running sequence and prefills a chunk of new prompt tokens.
+
+One formula, :func:`iteration_seconds`, gives the time of such an iteration. Everything else
+is built on it, so the request-level DES (one call per iteration, plain floats) and the
+analytic fast path (arrays of runs) share it. :func:`iteration_cost` turns a replica's
+hardware, model and uncertain efficiency into an :class:`IterationCost` of per-run
+coefficients once; each iteration then costs a handful of multiplications.
+
+Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbps`` [TB/s],
+``interconnect_gbps`` [GB/s] as in :class:`accelsim.catalog.Chip`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+from accelsim._typing import ArrayLike, BoolArray, FloatArray
+
+_TERA = 1e12
+_GIGA = 1e9
+# Iterations of the fixed-iteration bisections: the bracket shrinks by 2**-n, far below any
+# tolerance a latency or rate is quoted to.
+_FIXED_POINT_ITERATIONS = 64
+_RATE_ITERATIONS = 40
+
+
+def _f(x: ArrayLike) -> FloatArray:
+    return np.asarray(x, dtype=np.float64)
+
+
+def weight_bytes(params: ArrayLike, bytes_per_param: ArrayLike) -> FloatArray:
+    """Bytes of model weights.
+
+    Parameters
+    ----------
+    params : array_like
+        Total parameters (all experts of a mixture of experts). [count]
+    bytes_per_param : array_like
+        Storage per parameter: 2 for bf16, 1 for fp8/int8, 0.5 for fp4. [B]
+
+    Returns
+    -------
+    FloatArray
+        Weight bytes. [B]
+
+    Examples
+    --------
+    >>> float(weight_bytes(70e9, 1.0))
+    70000000000.0
+    """
+    return _f(params) * _f(bytes_per_param)
+
+
+def kv_bytes_per_token(
+    layers: ArrayLike, kv_heads: ArrayLike, head_dim: ArrayLike, bytes_per_value: ArrayLike
+) -> FloatArray:
+    """Bytes of KV cache one token occupies across all layers (keys and values).
+
+    Parameters
+    ----------
+    layers : array_like
+        Transformer layers that keep a KV cache. [count]
+    kv_heads : array_like
+        Key/value heads per layer (GQA groups; equal to the query heads for MHA). [count]
+    head_dim : array_like
+        Dimension of one head. [count]
+    bytes_per_value : array_like
+        Bytes per cached value (2 for bf16, 1 for fp8). [B]
+
+    Returns
+    -------
+    FloatArray
+        KV-cache bytes per token. [B]
+
+    Notes
+    -----
+    ``2 · L · h_kv · d_head · b``: one key and one value vector per KV head and layer. Oracle:
+    the closed form for Llama-3.1-70B at bf16, ``2·80·8·128·2 = 327,680`` B. For MLA
+    (DeepSeek-V3/R1) the cache holds one latent per layer instead; pass the per-layer values
+    through :func:`kv_bytes_per_token_from_values`.
+
+    Examples
+    --------
+    >>> float(kv_bytes_per_token(80, 8, 128, 2))
+    327680.0
+    """
+    return 2.0 * _f(layers) * _f(kv_heads) * _f(head_dim) * _f(bytes_per_value)
+
+
+def kv_bytes_per_token_from_values(
+    layers: ArrayLike, values_per_token_per_layer: ArrayLike, bytes_per_value: ArrayLike
+) -> FloatArray:
+    """KV-cache bytes per token from the cached values per layer (MLA latents, windows).
+
+    Parameters
+    ----------
+    layers : array_like
+        Transformer layers. [count]
+    values_per_token_per_layer : array_like
+        Values cached per token and layer, keys and values together (DeepSeek-V3 MLA: the
+        512-value latent plus the 64-value decoupled RoPE key = 576). [count]
+    bytes_per_value : array_like
+        Bytes per cached value. [B]
+
+    Returns
+    -------
+    FloatArray
+        KV-cache bytes per token. [B]
+
+    Examples
+    --------
+    >>> float(kv_bytes_per_token_from_values(61, 576, 1))
+    35136.0
+    """
+    return _f(layers) * _f(values_per_token_per_layer) * _f(bytes_per_value)
+
+
+def kv_capacity_tokens(
+    hbm_bytes_per_replica: ArrayLike,
+    weight_bytes: ArrayLike,
+    kv_bytes_per_token: ArrayLike,
+    memory_share: ArrayLike,
+) -> FloatArray:
+    """Tokens of KV cache one replica holds.
+
+    Parameters
+    ----------
+    hbm_bytes_per_replica : array_like
+        Device memory of all chips of the replica. [B]
+    weight_bytes : array_like
+        Bytes of the weights (one copy, sharded over the replica). [B]
+    kv_bytes_per_token : array_like
+        KV-cache bytes per token (> 0). [B]
+    memory_share : array_like
+        Share of device memory the serving engine may use for weights and KV cache together
+        (vLLM's ``gpu_memory_utilization``); the rest holds activations, workspace and the
+        runtime. [fraction]
+
+    Returns
+    -------
+    FloatArray
+        KV-cache capacity [tokens]. Zero or negative means the weights do not fit: the caller
+        must report the replica infeasible, never use the number.
+
+    Notes
+    -----
+    ``(share · HBM − W) / kv_bytes``. Oracle: the closed form.
+
+    Examples
+    --------
+    >>> float(kv_capacity_tokens(160e9, 70e9, 163840.0, 0.9))
+    451660.15625
+    """
+    usable = _f(memory_share) * _f(hbm_bytes_per_replica) - _f(weight_bytes)
+    return usable / _f(kv_bytes_per_token)
+
+
+@dataclass(frozen=True)
+class IterationCost:
+    """Per-run coefficients of one replica's iteration time (built by :func:`iteration_cost`).
+
+    Every field is a float64 array of the broadcast shape of the inputs (shape ``()`` for
+    scalar inputs); ``float(field)`` or indexing gives the plain floats a DES uses.
+    """
+
+    seconds_per_flop: FloatArray
+    """Achieved compute time per FLOP of the replica: 1 / (chips · peak · efficiency). [s]"""
+    seconds_per_byte: FloatArray
+    """Achieved memory time per byte read: 1 / (chips · bandwidth · efficiency). [s]"""
+    flops_per_token: FloatArray
+    """Dense-layer FLOPs per processed token, 2 · active parameters. [FLOP]"""
+    attention_flops_per_context_token: FloatArray
+    """Attention FLOPs per (query token, cached token) pair, 4 · layers · d_model. [FLOP]"""
+    weight_bytes: FloatArray
+    """Bytes of all weights of the replica. [B]"""
+    active_fraction: FloatArray
+    """Share of the weights one token reads: active / total parameters (1 for dense). [fraction]"""
+    kv_bytes_per_token: FloatArray
+    """KV-cache bytes per cached token. [B]"""
+    comm_seconds_per_token: FloatArray
+    """Tensor-parallel all-reduce time per processed token (0 on one chip). [s]"""
+    overhead_seconds: FloatArray
+    """Fixed time per iteration: kernel launches, scheduling, sampling, collective latency. [s]"""
+
+
+def iteration_cost(
+    *,
+    active_params: ArrayLike,
+    total_params: ArrayLike,
+    layers: ArrayLike,
+    d_model: ArrayLike,
+    weight_bytes: ArrayLike,
+    kv_bytes_per_token: ArrayLike,
+    chips: ArrayLike,
+    peak_tflops: ArrayLike,
+    hbm_tbps: ArrayLike,
+    interconnect_gbps: ArrayLike,
+    efficiency: ArrayLike,
+    overhead_seconds: ArrayLike,
+    activation_bytes: ArrayLike = 2.0,
+) -> IterationCost:
+    """Coefficients of :func:`iteration_seconds` for one replica (vectorised over runs).
+
+    Parameters
+    ----------
+    active_params, total_params : array_like
+        Parameters used per token and in total (equal for a dense model). [count]
+    layers : array_like
+        Transformer layers. [count]
+    d_model : array_like
+        Hidden size. [count]
+    weight_bytes : array_like
+        Bytes of all weights (:func:`weight_bytes`). [B]
+    kv_bytes_per_token : array_like
+        KV-cache bytes per token (:func:`kv_bytes_per_token`). [B]
+    chips : array_like
+        Chips in the replica (tensor / expert parallel group). [count]
+    peak_tflops : array_like
+        Dense peak per chip at the precision the matmuls run in. [TFLOP/s]
+    hbm_tbps : array_like
+        Memory bandwidth per chip. [TB/s]
+    interconnect_gbps : array_like
+        Scale-up bandwidth per chip, bidirectional aggregate as in the catalog; must be > 0
+        when ``chips > 1``. [GB/s]
+    efficiency : array_like
+        Achieved fraction of the roofline, in (0, 1] (uncertain; catalog prior). [fraction]
+    overhead_seconds : array_like
+        Fixed time per iteration. [s]
+    activation_bytes : array_like, optional
+        Bytes per activation value in the all-reduces (2: bf16). [B]
+
+    Returns
+    -------
+    IterationCost
+        Coefficients, each broadcast over the inputs.
+
+    Notes
+    -----
+    The tensor-parallel term is two all-reduces per layer of ``tokens · d_model ·
+    activation_bytes`` each, ring algorithm: every chip sends and receives ``2(t−1)/t`` of
+    the buffer over one direction of its link (half the bidirectional figure).
+    """
+    t = _f(chips)
+    link_bytes_per_s = np.maximum(_f(interconnect_gbps), 1e-300) * _GIGA / 2.0
+    ring = 2.0 * (t - 1.0) / t
+    comm = _f(layers) * 2.0 * _f(d_model) * _f(activation_bytes) * ring / link_bytes_per_s
+    eff = _f(efficiency)
+    parts = np.broadcast_arrays(
+        1.0 / (t * _f(peak_tflops) * _TERA * eff),
+        1.0 / (t * _f(hbm_tbps) * _TERA * eff),
+        2.0 * _f(active_params),
+        4.0 * _f(layers) * _f(d_model),
+        _f(weight_bytes),
+        _f(active_params) / _f(total_params),
+        _f(kv_bytes_per_token),
+        comm,
+        _f(overhead_seconds),
+    )
+    return IterationCost(*(np.array(p, dtype=np.float64) for p in parts))
+
+
+def iteration_seconds(
+    cost: IterationCost,
+    decode_batch: ArrayLike,
+    prefill_tokens: ArrayLike,
+    kv_tokens: ArrayLike,
+    prefill_context_tokens: ArrayLike = 0.0,
+) -> FloatArray:
+    """Time of one continuous-batching iteration: the one formula every engine calls.
+
+    Applies to a replica that decodes ``decode_batch`` sequences (one token each) holding
+    ``kv_tokens`` cached tokens in total and, in the same iteration, prefills
+    ``prefill_tokens`` prompt tokens (chunked prefill). Works on floats and arrays alike.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients (:func:`iteration_cost`).
+    decode_batch : array_like
+        Sequences decoded in this iteration. [count]
+    prefill_tokens : array_like
+        Prompt tokens prefilled in this iteration. [tokens]
+    kv_tokens : array_like
+        Cached tokens the decoding sequences attend to, summed over them. [tokens]
+    prefill_context_tokens : array_like, optional
+        Mean number of tokens each prefilled token attends to (about half the prompt when a
+        whole prompt is prefilled at once). [tokens]
+
+    Returns
+    -------
+    FloatArray
+        Iteration time. [s]
+
+    Notes
+    -----
+    With ``n = decode_batch + prefill_tokens`` tokens processed::
+
+        flops = 2·N_active·n + 4·L·d·(kv_tokens + prefill_tokens·prefill_context_tokens)
+        bytes = W·(1 − (1 − N_active/N)^n) + kv_bytes·kv_tokens
+        time  = max(flops·s_flop, bytes·s_byte) + comm·n + overhead
+
+    The roofline is the max of compute and memory time, each divided by one efficiency.
+    ``W·(1 − (1 − a)^n)`` is the expected weight bytes read when each token touches a share
+    ``a`` of the weights at random: all of them for a dense model (``a = 1``), ``a·W`` for a
+    single MoE token, approaching ``W`` as the batch grows. Attention FLOPs use ``d_model``
+    for the query width (exact for MHA/GQA with ``heads · head_dim = d_model``).
+    Oracles: batch-1 decode of a dense model is ``W / bandwidth / efficiency + overhead``;
+    a large prefill is ``2·N·tokens / peak / efficiency + overhead``.
+
+    Examples
+    --------
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.0)
+    >>> round(float(iteration_seconds(c, 1, 0, 0)) * 1e3, 3)  # 16 GB at 3.35 TB/s
+    4.776
+    """
+    decode = _f(decode_batch)
+    prefill = _f(prefill_tokens)
+    kv = _f(kv_tokens)
+    n = decode + prefill
+    flops = cost.flops_per_token * n + cost.attention_flops_per_context_token * (
+        kv + prefill * _f(prefill_context_tokens)
+    )
+    touched = 1.0 - np.power(1.0 - cost.active_fraction, n)
+    memory_bytes = cost.weight_bytes * touched + cost.kv_bytes_per_token * kv
+    roofline = np.maximum(flops * cost.seconds_per_flop, memory_bytes * cost.seconds_per_byte)
+    return _f(roofline + cost.comm_seconds_per_token * n + cost.overhead_seconds)
+
+
+def batch_limit(
+    kv_capacity_tokens: ArrayLike,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    max_batch: ArrayLike,
+) -> FloatArray:
+    """Largest number of concurrent sequences a replica runs: KV cache or scheduler cap.
+
+    Parameters
+    ----------
+    kv_capacity_tokens : array_like
+        KV-cache capacity (:func:`kv_capacity_tokens`). [tokens]
+    input_tokens, output_tokens : array_like
+        Mean prompt and output lengths. [tokens]
+    max_batch : array_like
+        Scheduler cap on running sequences (vLLM ``max_num_seqs``). [count]
+
+    Returns
+    -------
+    FloatArray
+        ``floor(min(capacity / (input + output), max_batch))``, at least 0 [count]; 0 means
+        not even one sequence of full length fits (infeasible).
+
+    Examples
+    --------
+    >>> float(batch_limit(451660.0, 222.0, 290.0, 256))
+    256.0
+    """
+    per_sequence = _f(input_tokens) + _f(output_tokens)
+    fit = np.floor(np.maximum(_f(kv_capacity_tokens), 0.0) / per_sequence)
+    return _f(np.minimum(fit, np.floor(_f(max_batch))))
+
+
+def throughput_at_batch(
+    cost: IterationCost, batch: ArrayLike, input_tokens: ArrayLike, output_tokens: ArrayLike
+) -> FloatArray:
+    """Output tokens per second of a replica running ``batch`` sequences in steady state.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients.
+    batch : array_like
+        Concurrent sequences. [count]
+    input_tokens, output_tokens : array_like
+        Mean prompt and output lengths (> 0). [tokens]
+
+    Returns
+    -------
+    FloatArray
+        Output tokens per second of the replica. [tokens/s]
+
+    Notes
+    -----
+    Steady state of continuous batching: every iteration decodes ``B`` tokens and, since a
+    sequence finishes every ``output`` iterations on average, prefills
+    ``B · input / output`` prompt tokens (each attending to ``input / 2`` on average);
+    the decoding sequences hold ``B · (input + output / 2)`` cached tokens on average.
+    Throughput = ``B / iteration_seconds``. Oracle: at batch 1 with ``input → 0`` it is the
+    inverse of the batch-1 decode time.
+    """
+    b = _f(batch)
+    inp = _f(input_tokens)
+    out = _f(output_tokens)
+    seconds = iteration_seconds(cost, b, b * inp / out, b * (inp + out / 2.0), inp / 2.0)
+    return _f(b / seconds)
+
+
+def offline_tokens_per_s(
+    cost: IterationCost,
+    kv_capacity_tokens: ArrayLike,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    max_batch: ArrayLike,
+) -> FloatArray:
+    """Saturated (offline) output tokens per second of a replica, no latency bound.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients.
+    kv_capacity_tokens : array_like
+        KV-cache capacity. [tokens]
+    input_tokens, output_tokens : array_like
+        Mean prompt and output lengths (> 0). [tokens]
+    max_batch : array_like
+        Scheduler cap on running sequences. [count]
+
+    Returns
+    -------
+    FloatArray
+        Output tokens per second of the replica at :func:`batch_limit` [tokens/s]; 0 where
+        the batch limit is 0 (the model or one sequence does not fit: infeasible).
+
+    Notes
+    -----
+    MLPerf Offline issues every query at t = 0, so the replica runs at its batch limit.
+    """
+    limit = batch_limit(kv_capacity_tokens, input_tokens, output_tokens, max_batch)
+    batch = np.maximum(limit, 1.0)
+    return _f(
+        np.where(limit >= 1.0, throughput_at_batch(cost, batch, input_tokens, output_tokens), 0.0)
+    )
+
+
+@dataclass(frozen=True)
+class LoadLatency:
+    """Latency of one replica under Poisson load (:func:`latency_under_load`).
+
+    Every field is finite. Where ``saturated`` is True the rate is beyond what the replica
+    serves: the other fields are then evaluated at the batch limit and are lower bounds,
+    not predictions.
+    """
+
+    decode_batch: FloatArray
+    """Mean sequences in decode (Little's law: rate · output tokens · TPOT). [count]"""
+    tpot_p50_s: FloatArray
+    """Median time per output token: the steady-state iteration time. [s]"""
+    tpot_tail_s: FloatArray
+    """TPOT at the requested percentile (Poisson batch-size quantile). [s]"""
+    ttft_mean_s: FloatArray
+    """Mean time to first token: prefill queue wait (Pollaczek–Khinchine) + service. [s]"""
+    ttft_p50_s: FloatArray
+    """Median time to first token. [s]"""
+    ttft_tail_s: FloatArray
+    """Time to first token at the requested percentile. [s]"""
+    prefill_utilization: FloatArray
+    """Load of the prefill queue: rate · marginal prefill time of one prompt. [fraction]"""
+    saturated: BoolArray
+    """True where no steady state exists (batch limit or prefill queue overflows)."""
+
+
+def _solve_iteration(
+    cost: IterationCost,
+    rate: FloatArray,
+    inp: FloatArray,
+    out: FloatArray,
+    limit: FloatArray,
+) -> tuple[FloatArray, BoolArray]:
+    """Steady-state iteration time T = f(T) under load, and whether it exists."""
+    ctx = inp + out / 2.0
+
+    def excess(t: FloatArray) -> FloatArray:
+        batch = 1.0 + rate * out * t
+        return iteration_seconds(cost, batch, rate * inp * t, batch * ctx, inp / 2.0) - t
+
+    t_max = np.maximum(limit - 1.0, 0.0) / (rate * out)
+    feasible = excess(t_max) <= 0.0
+    lo = np.zeros_like(t_max)
+    hi = t_max.copy()
+    for _ in range(_FIXED_POINT_ITERATIONS):
+        mid = 0.5 * (lo + hi)
+        above = excess(mid) > 0.0
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    return _f(np.where(feasible, hi, t_max)), ~feasible
+
+
+def latency_under_load(
+    cost: IterationCost,
+    rate_rps: ArrayLike,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    batch_limit: ArrayLike,
+    percentile: ArrayLike = 0.99,
+) -> LoadLatency:
+    """TTFT and TPOT of one replica under Poisson arrivals (the analytic fast path).
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients.
+    rate_rps : array_like
+        Poisson arrival rate at this replica (> 0). [1/s]
+    input_tokens, output_tokens : array_like
+        Mean prompt and output lengths (> 0). [tokens]
+    batch_limit : array_like
+        Largest number of concurrent sequences (:func:`batch_limit`). [count]
+    percentile : array_like, optional
+        Tail quantile for ``*_tail_s``, in (0.5, 1). [fraction]
+
+    Returns
+    -------
+    LoadLatency
+        Batch, TPOT and TTFT percentiles, prefill load and a saturation flag.
+
+    Notes
+    -----
+    *Decode.* A tagged request shares each iteration with the ``B`` others in decode
+    (Poisson arrivals see time averages), so the iteration time is the fixed point
+    ``T = iteration_seconds(1 + B, λ·in·T, (1 + B)·(in + out/2))`` with ``B = λ·out·T``
+    (Little's law), solved by bisection on ``[0, (limit − 1)/(λ·out)]``; no root there
+    means the batch limit overflows (saturated). TPOT p50 is ``T``; the tail takes the
+    Poisson quantile of the batch, ``1 + F⁻¹(q; B)``, at the same prefill load (an upper
+    estimate: a request's TPOT averages its iterations).
+
+    *Prefill.* Prompts queue for the prefill slot as an M/D/1 queue whose service time is
+    the marginal time one prompt adds to an iteration, ``S``, at load ``ρ = λ·S``. The mean
+    wait is Pollaczek–Khinchine's ``ρ·S / (2(1 − ρ))``; the tail uses the exponential
+    approximation ``P(W > t) ≈ ρ·exp(−θt)`` with the Cramér–Lundberg decay rate
+    ``θ = x/S``, ``ρ(eˣ − 1) = x``, solved in closed form with Lambert W:
+    ``x = −W₋₁(−ρe^{−ρ}) − ρ``. TTFT = wait + ``T + S`` (the iteration that runs the prompt
+    and emits the first token). The approximation is exact for the mean, good in the tail
+    for ``ρ`` not near 0 (it overstates the tail at light load); it breaks where prompts
+    are much longer than the prefill chunk (several iterations each, not one deterministic
+    service) or where prompt lengths vary widely (M/G/1, not M/D/1).
+    """
+    rate = np.maximum(_f(rate_rps), 1e-300)
+    inp = _f(input_tokens)
+    out = _f(output_tokens)
+    limit = _f(batch_limit)
+    q = _f(percentile)
+    t, overflow = _solve_iteration(cost, rate, inp, out, limit)
+    batch = rate * out * t
+    ctx = inp + out / 2.0
+    prefill = rate * inp * t
+    tail_batch = 1.0 + stats.poisson.ppf(q, np.maximum(batch, 1e-12))
+    tpot_tail = iteration_seconds(cost, tail_batch, prefill, tail_batch * ctx, inp / 2.0)
+    with_prompt = iteration_seconds(
+        cost, 1.0 + batch, prefill + inp, (1.0 + batch) * ctx, inp / 2.0
+    )
+    without = iteration_seconds(cost, 1.0 + batch, prefill, (1.0 + batch) * ctx, inp / 2.0)
+    service = np.maximum(with_prompt - without, 1e-12)
+    rho_raw = rate * service
+    saturated = overflow | (rho_raw >= 1.0)
+    rho = np.clip(rho_raw, 1e-12, 1.0 - 1e-9)
+    wait_mean = rho * service / (2.0 * (1.0 - rho))
+    decay = -np.real(special.lambertw(-rho * np.exp(-rho), k=-1)) - rho
+    theta = decay / service
+    wait_p50 = np.maximum(np.log(rho / 0.5), 0.0) / theta
+    wait_tail = np.maximum(np.log(rho / (1.0 - q)), 0.0) / theta
+    first = t + service
+    return LoadLatency(
+        decode_batch=_f(batch),
+        tpot_p50_s=_f(t),
+        tpot_tail_s=_f(np.maximum(tpot_tail, t)),
+        ttft_mean_s=_f(wait_mean + first),
+        ttft_p50_s=_f(wait_p50 + first),
+        ttft_tail_s=_f(wait_tail + first),
+        prefill_utilization=_f(rho_raw),
+        saturated=np.asarray(saturated, dtype=np.bool_),
+    )
+
+
+@dataclass(frozen=True)
+class SloCapacity:
+    """Largest Poisson rate per replica meeting an SLO (:func:`slo_capacity_rps`)."""
+
+    rate_rps: FloatArray
+    """Largest rate meeting both bounds; 0 where infeasible. [1/s]"""
+    saturated_rps: FloatArray
+    """Saturated (offline) request rate of the replica, the upper end of the search. [1/s]"""
+    feasible: BoolArray
+    """False where even a vanishing rate misses the SLO (or the model does not fit)."""
+
+
+def slo_capacity_rps(
+    cost: IterationCost,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    kv_capacity_tokens: ArrayLike,
+    max_batch: ArrayLike,
+    ttft_s: ArrayLike,
+    tpot_s: ArrayLike,
+    percentile: ArrayLike = 0.99,
+) -> SloCapacity:
+    """Largest Poisson rate one replica serves with TTFT and TPOT within bounds at a percentile.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients.
+    input_tokens, output_tokens : array_like
+        Mean prompt and output lengths (> 0). [tokens]
+    kv_capacity_tokens : array_like
+        KV-cache capacity. [tokens]
+    max_batch : array_like
+        Scheduler cap on running sequences. [count]
+    ttft_s, tpot_s : array_like
+        SLO bounds on time to first token and time per output token. [s]
+    percentile : array_like, optional
+        Percentile the bounds apply at (MLPerf: 0.99). [fraction]
+
+    Returns
+    -------
+    SloCapacity
+        Rate, saturated rate and feasibility per run.
+
+    Notes
+    -----
+    Bisection (fixed iteration count, vectorised over runs) on ``[0, λ_sat]`` with
+    ``λ_sat = offline_tokens_per_s / output_tokens``, assuming latency rises with the rate;
+    the result never exceeds ``λ_sat``. Infeasible (rate 0) where the SLO fails already at
+    ``10⁻⁶ · λ_sat`` or the model does not fit.
+    """
+    inp = _f(input_tokens)
+    out = _f(output_tokens)
+    limit = batch_limit(kv_capacity_tokens, inp, out, max_batch)
+    saturated_rps = offline_tokens_per_s(cost, kv_capacity_tokens, inp, out, max_batch) / out
+    ttft_bound = _f(ttft_s)
+    tpot_bound = _f(tpot_s)
+
+    def meets(rate: FloatArray) -> BoolArray:
+        lat = latency_under_load(cost, rate, inp, out, limit, percentile)
+        ok = (~lat.saturated) & (lat.ttft_tail_s <= ttft_bound) & (lat.tpot_tail_s <= tpot_bound)
+        return np.asarray(ok, dtype=np.bool_)
+
+    hi_rate = np.maximum(saturated_rps, 1e-300)
+    feasible = meets(hi_rate * 1e-6) & (limit >= 1.0)
+    lo = hi_rate * 1e-6
+    hi = hi_rate.copy()
+    top_ok = meets(hi)
+    for _ in range(_RATE_ITERATIONS):
+        mid = 0.5 * (lo + hi)
+        ok = meets(mid)
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    rate = np.where(top_ok, hi_rate, lo)
+    return SloCapacity(
+        rate_rps=_f(np.where(feasible, rate, 0.0)),
+        saturated_rps=_f(np.where(limit >= 1.0, saturated_rps, 0.0)),
+        feasible=np.asarray(feasible, dtype=np.bool_),
+    )
+
+
+__all__ = [
+    "IterationCost",
+    "LoadLatency",
+    "SloCapacity",
+    "batch_limit",
+    "iteration_cost",
+    "iteration_seconds",
+    "kv_bytes_per_token",
+    "kv_bytes_per_token_from_values",
+    "kv_capacity_tokens",
+    "latency_under_load",
+    "offline_tokens_per_s",
+    "slo_capacity_rps",
+    "throughput_at_batch",
+    "weight_bytes",
+]
