@@ -7,9 +7,10 @@ times in a row, see ``_best_runs_per_s``), interleaved and best of ``REPEATS`` r
 
 - the **pipeline**: ``acs.simulate`` of ``RUNS`` runs -- draw every input, engineering and
   calendar phases, failures (exact), usage and the cost breakdown -- in-process, so one
-  chunk of 4 blocks taken in one vectorised pass (``accelsim.study.ANALYTIC_CHUNK_BLOCKS``);
+  chunk of 4 blocks taken in one vectorised pass
+  (``accelsim.study._simulate.ANALYTIC_CHUNK_BLOCKS``);
   the page faults of one more study after it are printed (a study that faults its memory
-  in again pays ~3-4 us a page on this VM, see ``accelsim.engines.analytic._prime_heap``);
+  in again pays ~3-4 us a page on this VM, see ``accelsim.engines._analytic._prime_heap``);
 - its **failure sampler** alone (``sample_completion_hours``) on the pipeline's own drawn
   work, checkpoint interval, write, restart and rate per run, one call per block of 4,096
   runs as the engine makes them: the part of the pipeline that samples completion times;
@@ -49,7 +50,7 @@ import pytest
 from bare_references import approximate_completion_hours, exact_completion_hours
 
 import accelsim as acs
-from accelsim.engines.inputs import BLOCK_RUNS
+from accelsim.engines._inputs import BLOCK_RUNS
 from accelsim.models.reliability import sample_completion_hours
 
 RUNS = 4 * BLOCK_RUNS

@@ -1,19 +1,19 @@
 """Cost of drawing a study's uncertain inputs, beside what it replaced, same process.
 
 Run with ``make bench``. Per chunk of 16,384 runs (what the analytic engine draws at once
-in-process, see :mod:`accelsim.engines.inputs`), best of ``REPEATS``, interleaved:
+in-process, see :mod:`accelsim.engines._inputs`), best of ``REPEATS``, interleaved:
 
 - **PERT draws**: ``PERT.sample`` (inverse transform through the checked table of
-  :mod:`accelsim.beta_quantile`) against numpy's beta generator (``rng.beta``, what
+  :mod:`accelsim.dists._beta_quantile`) against numpy's beta generator (``rng.beta``, what
   ``sample`` used before), on the default prior of ``engineers``;
 - **PERT quantiles** (what Latin hypercube, Sobol and antithetic designs call): ``PERT.ppf``
-  against the exact inverse (:func:`accelsim.beta_quantile.exact_beta_quantile`, scipy's
+  against the exact inverse (:func:`accelsim.dists._beta_quantile.exact_beta_quantile`, scipy's
   ``betaincinv`` checked and repaired);
 - **LogNormal draws**: ``LogNormal.sample`` (inverse transform through the checked interior
-  table of :mod:`accelsim.lognormal_quantile`) against ``exp(mu + sigma ndtri(u))``, what
+  table of :mod:`accelsim.dists._lognormal_quantile`) against ``exp(mu + sigma ndtri(u))``, what
   ``sample`` computed before, on the default prior of ``checkpoint_write_hours``;
 - **one input's uniforms** for a chunk of 4 blocks
-  (:func:`accelsim.engines.inputs.input_uniforms`: its stream, reused from this thread's
+  (:func:`accelsim.engines._inputs.input_uniforms`: its stream, reused from this thread's
   cache and advanced to the chunk) against seeding the stream afresh, for scale.
 
 Before timing, each pair is checked to agree: the quantiles within the table's accuracy
@@ -31,10 +31,10 @@ import scipy.special
 from scipy import stats
 
 from accelsim import catalog
-from accelsim.beta_quantile import exact_beta_quantile
-from accelsim.engines.inputs import BLOCK_RUNS, input_uniforms
+from accelsim.dists._beta_quantile import exact_beta_quantile
+from accelsim.engines._inputs import BLOCK_RUNS, input_uniforms
 from accelsim.seeding import as_seed_sequence, stream
-from accelsim.study import ANALYTIC_CHUNK_BLOCKS
+from accelsim.study._simulate import ANALYTIC_CHUNK_BLOCKS
 
 CHUNK = ANALYTIC_CHUNK_BLOCKS * BLOCK_RUNS
 REPEATS = 7

@@ -3,6 +3,8 @@
 The public surface is listed in ``__all__``; see DESIGN.md's public contract.
 """
 
+from importlib.metadata import version as _version
+
 from accelsim import catalog
 from accelsim.dists import (
     PERT,
@@ -31,10 +33,9 @@ from accelsim.scenario import (
     TrainingRun,
     load_scenario,
 )
-from accelsim.study import compare, sensitivity, simulate
-from accelsim.sweeping import SweepResult, sweep
+from accelsim.study import SweepResult, compare, sensitivity, simulate, sweep
 
-__version__ = "0.2.0"
+__version__ = _version("accelsim")
 
 __all__ = [
     "PERT",

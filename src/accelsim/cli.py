@@ -34,8 +34,7 @@ from accelsim.demo import catalog_table, default_scenarios
 from accelsim.errors import AccelsimError
 from accelsim.results import Result, format_value, render_table
 from accelsim.scenario import Scenario, load_scenario
-from accelsim.study import compare, simulate
-from accelsim.sweeping import sweep
+from accelsim.study import compare, simulate, sweep
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.results import Comparison, Result, _unit, format_value
+from accelsim.results import Comparison, Result, format_value, unit_of
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from accelsim.engines.des.metrics import TimeSeries
+    from accelsim.engines.des import TimeSeries
 
 Results = Comparison | Mapping[str, Result] | Result
 """What the plots of several options accept: a comparison, options by name, or one result."""
@@ -84,7 +84,7 @@ def axis_label(metric: str) -> str:
     >>> axis_label("time_to_train_days"), axis_label("tco_usd"), axis_label("mfu")
     ('time to train [d]', 'TCO [USD]', 'mfu')
     """
-    unit = _unit(metric)
+    unit = unit_of(metric)
     stem = metric
     for suffix in ("_usd", "_days", "_hours", "_kwh", "_kg_co2e"):
         if unit and stem.endswith(suffix):
@@ -97,7 +97,7 @@ def axis_label(metric: str) -> str:
 
 def _format_axis(ax: Axes, metric: str, which: str = "x") -> None:
     """Ticks in dollars ($1.2M) for a USD metric; matplotlib's own ticks otherwise."""
-    if _unit(metric) != "USD":
+    if unit_of(metric) != "USD":
         return
     from matplotlib.ticker import FuncFormatter
 

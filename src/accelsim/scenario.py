@@ -26,7 +26,7 @@ from pydantic import (
 
 from accelsim import catalog
 from accelsim._yaml import line_of, load_yaml_text, to_plain
-from accelsim.catalog.schema import Pricing
+from accelsim.catalog import Pricing
 from accelsim.dists import Choice, Dist, Fixed, Uncertain
 from accelsim.errors import AccelsimError, ScenarioFileError
 

@@ -49,7 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
 from pydantic import ValidationError
 
 from accelsim import catalog
-from accelsim.catalog.schema import Pricing
+from accelsim.catalog import Pricing
 from accelsim.dists import PERT, Beta, Choice, Dist, Fixed, Normal, Triangular, Uniform
 from accelsim.scenario import (
     Assumptions,

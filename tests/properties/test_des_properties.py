@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from accelsim._typing import FloatArray
 from accelsim.engines.des import SCHEDULERS, DesResult, JobSpec, PoolSpec, run
-from accelsim.engines.des.schedulers import (
+from accelsim.engines.des._schedulers import (
     Decision,
     QueueSnapshot,
     Reservation,

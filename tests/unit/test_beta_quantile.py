@@ -1,4 +1,4 @@
-"""Unit tests of accelsim.beta_quantile: the tabulated beta quantile against ``betainc``.
+"""Unit tests of accelsim.dists._beta_quantile: the tabulated beta quantile against ``betainc``.
 
 The contract (module docstring): ``Q̂(p)`` lies within one float64 spacing of some ``x`` with
 ``|I_x(a, b) - p| <= 1e-9 * min(p, 1 - p)``, ``I`` the regularised incomplete beta function;
@@ -19,9 +19,9 @@ import scipy.special
 from hypothesis import given
 from hypothesis import strategies as st
 
-import accelsim.beta_quantile as bq
+import accelsim.dists._beta_quantile as bq
 from accelsim._typing import BoolArray, FloatArray
-from accelsim.beta_quantile import beta_quantile, beta_quantile_table, exact_beta_quantile
+from accelsim.dists._beta_quantile import beta_quantile, beta_quantile_table, exact_beta_quantile
 
 REL_TOL = 1e-9
 P_TAIL = 2.0**-5

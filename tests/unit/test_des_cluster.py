@@ -15,11 +15,11 @@ import pytest
 import simpy
 
 from accelsim.engines.des import JobSpec, PoolSpec, run
-from accelsim.engines.des.attempts import attempt_hours, progress, segments
-from accelsim.engines.des.cluster import Cluster, Wakeup
-from accelsim.engines.des.processes import Arrivals
-from accelsim.engines.des.records import EventRecord, Recorder
-from accelsim.engines.des.schedulers import resolve_scheduler
+from accelsim.engines.des._attempts import attempt_hours, progress, segments
+from accelsim.engines.des._cluster import Cluster, Wakeup
+from accelsim.engines.des._processes import Arrivals
+from accelsim.engines.des._records import EventRecord, Recorder
+from accelsim.engines.des._schedulers import resolve_scheduler
 from accelsim.models import reliability
 
 SEED = np.random.SeedSequence(2024)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from accelsim.engines.des import JobSpec, PoolSpec, run
-from accelsim.engines.des.trace import TRACE_COLUMNS, TraceError, read_trace
+from accelsim.engines.des._trace import TRACE_COLUMNS, TraceError, read_trace
 
 DATA = Path(__file__).parent / "data"
 

@@ -10,7 +10,7 @@ from scipy import stats
 from tests.same_results import assert_same
 
 import accelsim as acs
-from accelsim.engines.inputs import (
+from accelsim.engines._inputs import (
     BLOCK_RUNS,
     InputDraws,
     check_design_runs,

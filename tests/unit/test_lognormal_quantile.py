@@ -13,13 +13,13 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelsim.dists import LogNormal
-from accelsim.lognormal_quantile import (
+from accelsim.dists._lognormal_quantile import (
     _error_ratio,
     exact_lognormal_quantile,
     lognormal_quantile,
     lognormal_quantile_table,
 )
+from accelsim.dists._types import LogNormal
 
 TOL = 1e-9
 INTERIOR = (2.0**-5, 1.0 - 2.0**-5)

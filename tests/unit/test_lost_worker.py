@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 import accelsim as acs
-from accelsim.engines.inputs import BLOCK_RUNS
+from accelsim.engines._inputs import BLOCK_RUNS
 
 CHUNKS = 6
 RUNS = CHUNKS * BLOCK_RUNS

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from accelsim import catalog
 from accelsim._yaml import load_yaml, to_plain
 from accelsim.models import perf
 
@@ -193,11 +194,14 @@ def test_a_tpu_pod_scales_further_than_nvlink_nodes() -> None:
     )
 
 
-def test_overlap_none_takes_the_catalog_default() -> None:
+def test_overlap_is_an_argument_with_a_catalog_default() -> None:
+    """The model reads no file: overlap is required, its sourced default is in the catalog."""
     kw = {"mfu_local": 0.45, **RUN, **H100}
-    default = perf.scaling_defaults().overlap
-    assert float(perf.scaling_efficiency(2048, **kw)) == float(
-        perf.scaling_efficiency(2048, overlap=default, **kw)
+    with pytest.raises(TypeError, match="overlap"):
+        perf.scaling_efficiency(2048, **kw)  # type: ignore[call-arg]
+    default = catalog.scaling_defaults().overlap
+    assert float(perf.scaling_efficiency(2048, overlap=default, **kw)) <= float(
+        perf.scaling_efficiency(2048, overlap=1.0, **kw)
     )
 
 
@@ -298,7 +302,7 @@ def test_scaling_yaml_entries_name_their_source() -> None:
         assert entry["sources"]
         assert all(s["url"].startswith("https://") and s["as_of"] for s in entry["sources"])
         assert entry["note"]
-    assert 0.0 <= perf.scaling_defaults().overlap <= 1.0
+    assert 0.0 <= catalog.scaling_defaults().overlap <= 1.0
 
 
 def test_carry_takes_the_reference_batch_and_layout_apart() -> None:

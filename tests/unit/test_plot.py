@@ -30,8 +30,8 @@ import accelsim as acs
 from accelsim import plot
 from accelsim._typing import FloatArray
 from accelsim.engines.des import PoolSpec, poisson_stream, run
-from accelsim.engines.des.metrics import TimeSeries
-from accelsim.results import Result
+from accelsim.engines.des._metrics import TimeSeries
+from accelsim.results._result import Result
 from accelsim.seeding import as_seed_sequence
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from accelsim._yaml import load_yaml, to_plain
-from accelsim.catalog.priors import (
+from accelsim.catalog._priors import (
     Fit,
     Framework,
     Prior,
@@ -32,7 +32,7 @@ from accelsim.catalog.priors import (
     load_priors,
     priors,
 )
-from accelsim.dists import parse_uncertain
+from accelsim.dists._types import parse_uncertain
 from accelsim.errors import ScenarioFileError
 
 COMPILED = datetime.date(2026, 11, 22)

@@ -16,8 +16,14 @@ from typing import Any
 import pytest
 
 import accelsim as acs
-from accelsim.engines.inputs import BLOCK_RUNS
-from accelsim.progress import NotebookProgress, ProgressBar, TtyProgress, as_progress, in_notebook
+from accelsim.engines._inputs import BLOCK_RUNS
+from accelsim.study._progress import (
+    NotebookProgress,
+    ProgressBar,
+    TtyProgress,
+    as_progress,
+    in_notebook,
+)
 
 
 def scenario() -> acs.Scenario:

@@ -18,9 +18,10 @@ from scipy import stats
 from tests.same_results import assert_same
 
 import accelsim as acs
-from accelsim.dists import Uniform
-from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, blocks, input_uniforms, study_runs
-from accelsim.runner import (
+from accelsim.dists._types import Uniform
+from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, blocks, input_uniforms, study_runs
+from accelsim.seeding import as_seed_sequence, stream
+from accelsim.study._runner import (
     Convergence,
     as_progress,
     mean_precision,
@@ -28,8 +29,7 @@ from accelsim.runner import (
     run_chunks,
     split_target,
 )
-from accelsim.seeding import as_seed_sequence, stream
-from accelsim.study import ANALYTIC_CHUNK_BLOCKS
+from accelsim.study._simulate import ANALYTIC_CHUNK_BLOCKS
 
 LOW_USD, HIGH_USD, HOURS = 50.0, 150.0, 150.0
 
@@ -530,8 +530,8 @@ def test_a_study_on_an_at_least_once_executor_stores_each_chunk_once(tmp_path: P
 
 
 def test_as_progress_is_still_importable_from_the_runner() -> None:
-    """``accelsim.runner.as_progress`` is the one in :mod:`accelsim.progress`."""
-    from accelsim import progress
+    """``accelsim.study._runner.as_progress`` is the one in :mod:`accelsim.study._progress`."""
+    from accelsim.study import _progress as progress
 
     assert as_progress is progress.as_progress
     assert as_progress(False) is None

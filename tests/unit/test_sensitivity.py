@@ -17,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import accelsim as acs
-from accelsim import sensitivity_analysis as sa
-from accelsim.dists import Uniform
-from accelsim.engines.inputs import BLOCK_RUNS, InputDraws, designed
+from accelsim.dists._types import Uniform
+from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, designed
+from accelsim.study import _sensitivity as sa
 
 RATE = "assumptions.engineer_usd_per_hour"
 FAILURES = "assumptions.failure_rate_per_chip_hour"

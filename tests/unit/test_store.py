@@ -1,7 +1,7 @@
 """Resumable studies: Parquet and SQLite stores, killed mid-way and resumed.
 
 The helpers below read the stores with pyarrow/pandas and raw ``sqlite3``, not with
-``accelsim.store``, so the tests check the files a user reads, not the code against itself.
+``accelsim.study._store``, so the tests check the files a user reads, not the code against itself.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ from hypothesis import strategies as st
 from tests.same_results import assert_same
 
 import accelsim as acs
-from accelsim.engines.inputs import BLOCK_RUNS
-from accelsim.store import MANIFEST, ChunkStore, backend_of, stored_seed
-from accelsim.study import ANALYTIC_CHUNK_BLOCKS
+from accelsim.engines._inputs import BLOCK_RUNS
+from accelsim.study._simulate import ANALYTIC_CHUNK_BLOCKS
+from accelsim.study._store import MANIFEST, backend_of
+from accelsim.study._stores import open_store, stored_seed
 
 RUNS = 6 * BLOCK_RUNS
 BACKENDS = ["parquet", "sqlite"]
@@ -226,7 +227,7 @@ def test_manifest_and_empty_tables_come_before_any_chunk(tmp_path: Path) -> None
     """Opening a SQLite store commits the manifest and an empty ``runs`` table."""
     db = tmp_path / "s.sqlite"
     meta = {"entropy": 4, "spawn_key": [1], "runs": 10}
-    ChunkStore.open(db, meta, resume=False)
+    open_store(db, meta, resume=False)
     assert read_manifest(db) == meta
     frame = read_runs(db)
     assert list(frame.columns) == ["run"]
@@ -446,11 +447,11 @@ def test_special_values_round_trip_bit_exactly(tmp_path: Path, backend: str) -> 
     In SQLite every NaN is NULL (the tidy read shows NaN there, and -0.0 keeps its sign);
     the store's own read restores each NaN's exact bits.
     """
-    store = ChunkStore.open(store_path(tmp_path, backend), META, resume=False)
+    store = open_store(store_path(tmp_path, backend), META, resume=False)
     n = SPECIAL.size
     store.write(3, 2 * n, *chunk_of(SPECIAL))
     store.write(0, 0, *chunk_of(SPECIAL[::-1].copy()))
-    reopened = ChunkStore.open(store_path(tmp_path, backend), META, resume=True)
+    reopened = open_store(store_path(tmp_path, backend), META, resume=True)
     assert reopened.finished() == {0, 3}
     for chunk, start, values in [(3, 2 * n, SPECIAL), (0, 0, SPECIAL[::-1].copy())]:
         metrics, inputs = reopened.read(chunk, start, start + n)
@@ -481,8 +482,8 @@ def test_any_float64_round_trips_bit_exactly(bits: list[int], backend: str) -> N
     values = np.array(bits, dtype=np.uint64).view(np.float64)
     with tempfile.TemporaryDirectory() as tmp:
         path = store_path(Path(tmp), backend)
-        ChunkStore.open(path, META, resume=False).write(1, 5, *chunk_of(values))
-        metrics, inputs = ChunkStore.open(path, META, resume=True).read(1, 5, 5 + values.size)
+        open_store(path, META, resume=False).write(1, 5, *chunk_of(values))
+        metrics, inputs = open_store(path, META, resume=True).read(1, 5, 5 + values.size)
     want_m, want_i = chunk_of(values)
     assert_bits(metrics, want_m)
     assert_bits(inputs, want_i)
@@ -492,7 +493,7 @@ def test_any_float64_round_trips_bit_exactly(bits: list[int], backend: str) -> N
 def test_a_chunk_written_twice_counts_once(tmp_path: Path, backend: str) -> None:
     """The same values again change nothing; other values are an error naming the column."""
     path = store_path(tmp_path, backend)
-    store = ChunkStore.open(path, META, resume=False)
+    store = open_store(path, META, resume=False)
     store.write(0, 0, *chunk_of(SPECIAL))
     before = snapshot(path)
     store.write(0, 0, *chunk_of(SPECIAL.copy()))  # a retried chunk: identical values
@@ -510,7 +511,7 @@ def test_a_chunk_written_twice_counts_once(tmp_path: Path, backend: str) -> None
 
 def test_sqlite_chunks_must_share_columns_and_be_float64(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite"
-    store = ChunkStore.open(path, META, resume=False)
+    store = open_store(path, META, resume=False)
     metrics, inputs = chunk_of(SPECIAL)
     store.write(0, 0, metrics, inputs)
     with pytest.raises(ValueError, match="same metrics and inputs"):
@@ -518,7 +519,7 @@ def test_sqlite_chunks_must_share_columns_and_be_float64(tmp_path: Path) -> None
     with pytest.raises(TypeError, match="float64"):
         store.write(1, SPECIAL.size, {**metrics, "mfu": np.arange(SPECIAL.size)}, inputs)
     assert store.finished() == {0}
-    clash = ChunkStore.open(tmp_path / "c.sqlite", META, resume=False)
+    clash = open_store(tmp_path / "c.sqlite", META, resume=False)
     with pytest.raises(ValueError, match="ignore case"):
         clash.write(0, 0, {"MFU": SPECIAL, "mfu": SPECIAL}, {})
     assert clash.finished() == set()
@@ -528,7 +529,7 @@ def test_sqlite_chunks_must_share_columns_and_be_float64(tmp_path: Path) -> None
 def test_uncommitted_chunk_is_invisible(tmp_path: Path) -> None:
     """Rows of a chunk whose transaction is open are seen by no reader, the store included."""
     path = tmp_path / "s.sqlite"
-    store = ChunkStore.open(path, META, resume=False)
+    store = open_store(path, META, resume=False)
     store.write(0, 0, *chunk_of(SPECIAL))
     n = SPECIAL.size
     with connect(path) as writer:
@@ -550,7 +551,7 @@ WRITER = textwrap.dedent(
     """
     import os, signal, sqlite3, sys
     import numpy as np
-    from accelsim.store import ChunkStore
+    from accelsim.study._stores import open_store
 
     connect = sqlite3.connect
     rows = 0
@@ -570,7 +571,7 @@ WRITER = textwrap.dedent(
 
     sqlite3.connect = spilling_connect
     meta = {"entropy": 1, "spawn_key": [], "runs": 100}
-    store = ChunkStore.open(sys.argv[1], meta, resume=True)
+    store = open_store(sys.argv[1], meta, resume=True)
     x = np.random.default_rng(0).random((40, 8192))
     store.write(1, 100, {f"m{i}": x[i] for i in range(20)}, {f"i{i}": x[20 + i] for i in range(20)})
     """
@@ -585,7 +586,7 @@ def test_writer_killed_mid_chunk_leaves_nothing_of_it(tmp_path: Path) -> None:
     bit-exact, and no row of chunk 1.
     """
     path = tmp_path / "s.sqlite"
-    store = ChunkStore.open(path, META, resume=False)
+    store = open_store(path, META, resume=False)
     x = np.random.default_rng(1).random((40, 100))
     metrics = {f"m{i}": x[i] for i in range(20)}
     inputs = {f"i{i}": x[20 + i] for i in range(20)}

@@ -9,7 +9,7 @@ import pytest
 from tests.same_results import assert_same
 
 import accelsim as acs
-from accelsim.engines.inputs import BLOCK_RUNS
+from accelsim.engines._inputs import BLOCK_RUNS
 
 # The metrics DESIGN.md promises for a training run.
 TRAINING_METRICS = (

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import accelsim as acs
-from accelsim import study, sweeping
-from accelsim.runner import open_executor
-from accelsim.sweeping import SweepResult
+from accelsim.study import _simulate as study
+from accelsim.study import _sweep as sweeping
+from accelsim.study._runner import open_executor
+from accelsim.study._sweep import SweepResult
 
 RATE = "assumptions.engineer_usd_per_hour"
 GRID: dict[str, list[Any]] = {"fleet.0.count": [32, 64], "fleet.0.pricing": ["on_demand", "spot"]}

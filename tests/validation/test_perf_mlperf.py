@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from accelsim import catalog
 from accelsim.models import perf
 
 DATA = Path(__file__).parent / "data"
@@ -148,6 +149,7 @@ def agreement() -> list[Pair]:
             "scale_up_domain_chips": float(s["scale_up_domain_chips"]),
             "scale_up_gbps": float(s["interconnect_bw_gbps"]),
             "scale_out_gbps": float(s["scale_out_gbps"]),
+            "overlap": catalog.scaling_defaults().overlap,
         }
         tokens = rows["global_batch_seqs"].to_numpy(float) * b["seq_len"]
         layout = rows["model_parallel_chips"].to_numpy(float)

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from accelsim.catalog.loader import Catalog, active, builtin_catalog
-from accelsim.catalog.loader import load as _load
-from accelsim.catalog.loader import reset as _reset
-from accelsim.catalog.priors import Prior, Priors, priors
-from accelsim.catalog.schema import (
+from accelsim.catalog._loader import Catalog, active, builtin_catalog
+from accelsim.catalog._loader import load as _load
+from accelsim.catalog._loader import reset as _reset
+from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
+from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, Stack, priors
+from accelsim.catalog._schema import (
     PRICING_MODELS,
     Chip,
     Offer,
@@ -133,6 +134,9 @@ __all__ = [
     "PRICING_MODELS",
     "Catalog",
     "Chip",
+    "Fit",
+    "Framework",
+    "Kind",
     "Offer",
     "OnPremSite",
     "Precision",
@@ -140,8 +144,10 @@ __all__ = [
     "PriceSheet",
     "Pricing",
     "Prior",
+    "ScalingDefaults",
     "Priors",
     "Source",
+    "Stack",
     "builtin_catalog",
     "cheapest",
     "chip",
@@ -152,5 +158,6 @@ __all__ = [
     "price_sheets",
     "priors",
     "reset",
+    "scaling_defaults",
     "site",
 ]

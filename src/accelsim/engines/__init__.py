@@ -1,11 +1,53 @@
-"""Engines turn one row of input draws into usage: calendar phases, chip-hours, interruptions.
+"""Engines turn a chunk of runs' input draws into usage: calendar phases, chip-hours, kWh.
 
-- :mod:`accelsim.engines.analytic`: vectorised numpy, every run at once, for one training
-  run on a dedicated fleet (exact where it applies).
-- :mod:`accelsim.engines.des`: a SimPy discrete-event engine for anything with contention:
-  shared pools, job streams and traces, gang scheduling, failures and repairs, spot
-  preemptions, capacity lead times.
+Inputs are drawn once per chunk (:class:`InputDraws`), a pipeline of :mod:`accelsim.models`
+calls turns them into usage, and :func:`price_training` / the pool pricers turn usage into
+cost. Two engines, one model:
 
-Both call the same :mod:`accelsim.models` and must agree in distribution on the cases both
-can run (tests/agreement).
+- the analytic engine (vectorised numpy, every run of a chunk at once) for one training run
+  on a dedicated pool: :func:`simulate_training`;
+- the discrete-event engine (:mod:`accelsim.engines.des`, SimPy) for anything with
+  contention: :func:`simulate_block` (job streams and traces on shared pools) and
+  :func:`simulate_training_block` (a training run sharing its fleet with a background).
+
+Both must agree in distribution on the cases both can run (tests/agreement).
 """
+
+from accelsim.engines._analytic import run_info, simulate_training
+from accelsim.engines._des_runs import (
+    JOB_DTYPE,
+    DesOptions,
+    merge_kept,
+    simulate_block,
+    simulate_training_block,
+)
+from accelsim.engines._inputs import (
+    BLOCK_RUNS,
+    Design,
+    InputDraws,
+    blocks,
+    check_design_runs,
+    designed,
+    sampling,
+    study_runs,
+)
+from accelsim.engines._pricing import price_training
+
+__all__ = [
+    "BLOCK_RUNS",
+    "JOB_DTYPE",
+    "DesOptions",
+    "Design",
+    "InputDraws",
+    "blocks",
+    "check_design_runs",
+    "designed",
+    "merge_kept",
+    "price_training",
+    "run_info",
+    "sampling",
+    "simulate_block",
+    "simulate_training",
+    "simulate_training_block",
+    "study_runs",
+]

@@ -4,20 +4,18 @@ Pure, vectorised formulas (arrays in, arrays out, broadcast by numpy). The scali
 carries an MFU measured at one scale to another: per training step, compute shrinks with the
 chip count while the data-parallel gradient all-reduce does not, and crossing a scale-up
 domain (an NVLink node or rack, a TPU pod) moves that traffic onto the slower scale-out
-network. Its one calibrated parameter lives in ``catalog/data/scaling.yaml``.
+network. Its one calibrated parameter, ``overlap``, is an argument; its sourced default is
+:func:`accelsim.catalog.scaling_defaults` (``catalog/data/scaling.yaml``).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, Literal
 
 import numpy as np
 
 from accelsim._typing import ArrayLike, FloatArray
-from accelsim._yaml import load_yaml_text, to_plain
 
 Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
 
@@ -289,32 +287,6 @@ def compute_hours(
     return _f(flops) / delivered / _SECONDS_PER_HOUR
 
 
-@dataclass(frozen=True)
-class ScalingDefaults:
-    """Calibrated defaults of the scaling model, read from ``catalog/data/scaling.yaml``."""
-
-    overlap: float
-    """Fraction of the gradient all-reduce hidden behind the backward pass. [fraction]"""
-
-
-@functools.cache
-def scaling_defaults() -> ScalingDefaults:
-    """Load the scaling model's calibrated defaults (each with its source in the YAML file).
-
-    Examples
-    --------
-    >>> scaling_defaults().overlap
-    0.0
-    """
-    resource = resources.files("accelsim").joinpath("catalog/data/scaling.yaml")
-    doc = to_plain(load_yaml_text(resource.read_text(encoding="utf-8"), str(resource)))
-    return ScalingDefaults(overlap=float(doc["overlap"]["value"]))
-
-
-def _overlap(overlap: ArrayLike | None) -> FloatArray:
-    return _f(scaling_defaults().overlap if overlap is None else overlap)
-
-
 def gradient_allreduce_seconds(
     chips: ArrayLike,
     *,
@@ -439,7 +411,7 @@ def scaling_efficiency(
     scale_out_gbps: ArrayLike,
     model_parallel_chips: ArrayLike = 1.0,
     bytes_per_grad: ArrayLike = 2.0,
-    overlap: ArrayLike | None = None,
+    overlap: ArrayLike,
 ) -> FloatArray:
     """Share of a training step spent computing, with gradient communication exposed.
 
@@ -464,9 +436,9 @@ def scaling_efficiency(
         (:func:`local_mfu` infers it from a measurement at scale). [fraction]
     scale_up_domain_chips, scale_up_gbps, scale_out_gbps, model_parallel_chips, bytes_per_grad
         As in :func:`gradient_allreduce_seconds`.
-    overlap : array_like, optional
-        Fraction of the all-reduce that can hide behind the backward pass; ``None`` takes
-        the calibrated default of ``scaling_defaults()``. [fraction]
+    overlap : array_like
+        Fraction of the all-reduce that can hide behind the backward pass; the calibrated
+        default is :func:`accelsim.catalog.scaling_defaults` ``().overlap``. [fraction]
 
     Returns
     -------
@@ -515,7 +487,7 @@ def scaling_efficiency(
         bytes_per_grad,
     )
     k = _comm_over_compute_at_peak(chips, params, global_batch_tokens, peak_tflops, network)
-    return 1.0 / (1.0 + _exposed_ratio(k * _f(mfu_local), _overlap(overlap)))
+    return 1.0 / (1.0 + _exposed_ratio(k * _f(mfu_local), _f(overlap)))
 
 
 def local_mfu(
@@ -530,7 +502,7 @@ def local_mfu(
     scale_out_gbps: ArrayLike,
     model_parallel_chips: ArrayLike = 1.0,
     bytes_per_grad: ArrayLike = 2.0,
-    overlap: ArrayLike | None = None,
+    overlap: ArrayLike,
 ) -> FloatArray:
     """MFU of the compute alone, inferred from an MFU measured at ``chips_ref``.
 
@@ -581,7 +553,7 @@ scale_out_gbps, model_parallel_chips, bytes_per_grad, overlap
     )
     k = _comm_over_compute_at_peak(chips_ref, params, global_batch_tokens, peak_tflops, network)
     m = _f(mfu_ref)
-    phi = _overlap(overlap)
+    phi = _f(overlap)
     with np.errstate(divide="ignore", invalid="ignore"):
         partial = m / (1.0 - (1.0 - phi) * k * m)  # overlap not capped by the backward pass
         capped = (1.0 - _BACKWARD_SHARE) * m / (1.0 - k * m)  # hidden part = backward pass
@@ -603,7 +575,7 @@ def carry_mfu(
     scale_out_gbps: ArrayLike,
     model_parallel_chips: ArrayLike = 1.0,
     bytes_per_grad: ArrayLike = 2.0,
-    overlap: ArrayLike | None = None,
+    overlap: ArrayLike,
     global_batch_tokens_ref: ArrayLike | None = None,
     model_parallel_chips_ref: ArrayLike | None = None,
 ) -> FloatArray:
@@ -682,7 +654,6 @@ scale_out_gbps, model_parallel_chips, bytes_per_grad, overlap
 
 
 __all__ = [
-    "ScalingDefaults",
     "Sharding",
     "carry_mfu",
     "compute_hours",
@@ -691,7 +662,6 @@ __all__ = [
     "local_mfu",
     "memory_per_chip_gib",
     "min_chips_to_fit",
-    "scaling_defaults",
     "scaling_efficiency",
     "training_flops",
 ]

@@ -20,14 +20,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import simpy
 
-from accelsim.engines.des.cluster import Cluster
-from accelsim.engines.des.metrics import DesResult, PoolMetrics, TimeSeries, summarize
-from accelsim.engines.des.processes import Arrivals, Delivery, Strikes
-from accelsim.engines.des.records import EventRecord, JobRecord, Recorder
-from accelsim.engines.des.schedulers import SCHEDULERS, Scheduler, resolve_scheduler
-from accelsim.engines.des.specs import JobSpec, PoolSpec, Sampler
-from accelsim.engines.des.streams import poisson_stream
-from accelsim.engines.des.trace import TraceError, read_trace
+from accelsim.engines.des._cluster import Cluster
+from accelsim.engines.des._metrics import DesResult, PoolMetrics, TimeSeries, summarize
+from accelsim.engines.des._processes import Arrivals, Delivery, Strikes
+from accelsim.engines.des._records import EventRecord, JobRecord, Recorder
+from accelsim.engines.des._schedulers import SCHEDULERS, Scheduler, resolve_scheduler
+from accelsim.engines.des._specs import JobSpec, PoolSpec, Sampler
+from accelsim.engines.des._streams import poisson_stream
+from accelsim.engines.des._trace import TRACE_COLUMNS, TraceError, read_trace
 from accelsim.seeding import stream
 
 
@@ -136,6 +136,7 @@ def run(
 
 __all__ = [
     "SCHEDULERS",
+    "TRACE_COLUMNS",
     "DesResult",
     "EventRecord",
     "JobRecord",

@@ -1,6 +1,6 @@
 """Synthetic job streams: jobs drawn lazily from distributions, in blocks.
 
-:func:`poisson_stream` yields :class:`~accelsim.engines.des.specs.JobSpec` objects one at a
+:func:`poisson_stream` yields :class:`~accelsim.engines.des._specs.JobSpec` objects one at a
 time (so :func:`~accelsim.engines.des.run` holds only the next one), drawing inter-arrival
 times, sizes, work and priorities in blocks of :data:`BLOCK` from one addressed stream per
 attribute: adding a priority sampler, say, never changes the arrival times or durations.
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from accelsim.engines.des.specs import JobSpec, Sampler
+from accelsim.engines.des._specs import JobSpec, Sampler
 from accelsim.seeding import stream
 
 BLOCK = 4096

@@ -1,7 +1,7 @@
 """The sources of state changes: job arrivals, pool deliveries, chip failures and preemptions.
 
 Each is a small object that schedules its next event with a callback (no generator per job)
-and tells the :class:`~accelsim.engines.des.cluster.Cluster` what happened. Random draws come
+and tells the :class:`~accelsim.engines.des._cluster.Cluster` what happened. Random draws come
 in blocks from the process's own addressed generator, so adding a source never shifts the
 draws of another.
 
@@ -19,9 +19,9 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 from simpy.events import Event
 
-from accelsim.engines.des.cluster import Cluster, Wakeup
-from accelsim.engines.des.records import Cause
-from accelsim.engines.des.specs import JobSpec, Sampler, check_job
+from accelsim.engines.des._cluster import Cluster, Wakeup
+from accelsim.engines.des._records import Cause
+from accelsim.engines.des._specs import JobSpec, Sampler, check_job
 
 BLOCK = 4096
 """Draws per block from a process's generator."""

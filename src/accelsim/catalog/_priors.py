@@ -28,21 +28,21 @@ from typing import Literal, TypeAlias, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from accelsim._yaml import load_yaml, to_plain
-from accelsim.catalog.schema import Pricing, Source
+from accelsim.catalog._schema import Pricing, Source
 from accelsim.dists import Dist, Uncertain, as_dist
 from accelsim.errors import ScenarioFileError
 
 Kind: TypeAlias = Literal["gpu", "tpu", "cpu"]
-"""Chip kind, as in :attr:`accelsim.catalog.schema.Chip.kind`."""
+"""Chip kind, as in :attr:`accelsim.catalog._schema.Chip.kind`."""
 Stack: TypeAlias = Literal["cuda", "rocm", "xla", "cpu"]
-"""Software stack a chip runs, as in :attr:`accelsim.catalog.schema.Chip.software_stack`."""
+"""Software stack a chip runs, as in :attr:`accelsim.catalog._schema.Chip.software_stack`."""
 Framework: TypeAlias = Literal["pytorch", "jax", "tensorflow"]
 """Framework a code base is written in."""
 Fit: TypeAlias = Literal["native", "supported", "ported"]
 """How well a framework fits a stack: its own stack, officially supported, or needs a port."""
 
 PriorSource = Source
-"""A prior's source: ``Source(url, as_of, note)`` from :mod:`accelsim.catalog.schema`."""
+"""A prior's source: ``Source(url, as_of, note)`` from :mod:`accelsim.catalog._schema`."""
 
 _SHIPPED = "priors.yaml"
 

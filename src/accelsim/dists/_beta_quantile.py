@@ -204,7 +204,7 @@ def hermite_coefficients(value: FloatArray, slope: FloatArray) -> FloatArray:
     """``(n, 4)`` coefficients in ``t`` in [0, 1] of the cubics through ``n + 1`` knots.
 
     ``slope`` is the derivative at each knot per cell (per unit of ``t``). Shared with
-    :mod:`accelsim.lognormal_quantile`.
+    :mod:`accelsim.dists._lognormal_quantile`.
     """
     step = np.diff(value)
     c2 = 3.0 * step - 2.0 * slope[:-1] - slope[1:]

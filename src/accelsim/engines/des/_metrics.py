@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.engines.des.records import EventRecord, JobRecord, Recorder
-from accelsim.engines.des.specs import PoolSpec
+from accelsim.engines.des._records import EventRecord, JobRecord, Recorder
+from accelsim.engines.des._specs import PoolSpec
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,8 @@
 
 A study normalises its seed once, splits its runs into chunks, runs the chunks in-process or
 on any ``concurrent.futures.Executor``, and concatenates them in order. Each input has one
-stream, and a chunk takes its runs' values of it (:mod:`accelsim.engines.inputs`). The
-analytic engine samples failures per block (:data:`accelsim.engines.inputs.BLOCK_RUNS`
+stream, and a chunk takes its runs' values of it (:mod:`accelsim.engines`). The
+analytic engine samples failures per block (:data:`accelsim.engines.BLOCK_RUNS`
 runs), so its chunks are whole blocks, each taken in one vectorised pass; the DES engine
 draws each run's events from the run's own stream, so its chunks may be any runs (small
 studies are split over the workers). The result is bit-identical whatever the executor,
@@ -22,20 +22,27 @@ from typing import Any, Literal
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.engines import analytic, shared
-from accelsim.engines.inputs import (
+from accelsim.engines import (
     BLOCK_RUNS,
     Design,
+    DesOptions,
     InputDraws,
     blocks,
     check_design_runs,
     designed,
+    merge_kept,
+    price_training,
+    run_info,
     sampling,
+    simulate_block,
+    simulate_training,
+    simulate_training_block,
     study_runs,
 )
-from accelsim.engines.pricing import price_training
-from accelsim.results import Comparison, Result, render_table
-from accelsim.runner import (
+from accelsim.results import Comparison, Result
+from accelsim.scenario import Scenario, TrainingRun
+from accelsim.seeding import SeedLike, as_seed_sequence
+from accelsim.study._runner import (
     Convergence,
     ExecutorLike,
     ProgressLike,
@@ -44,9 +51,8 @@ from accelsim.runner import (
     run_chunks,
     split_target,
 )
-from accelsim.scenario import Scenario, TrainingRun
-from accelsim.seeding import SeedLike, as_seed_sequence
-from accelsim.store import ChunkStore, manifest, stored_chunk_runs, stored_seed
+from accelsim.study._store import ChunkStore, manifest
+from accelsim.study._stores import open_store, stored_chunk_runs, stored_seed
 
 EngineName = Literal["auto", "analytic", "des"]
 MAX_RUNS = 64 * BLOCK_RUNS
@@ -97,10 +103,10 @@ def _analytic_block(
     root: np.random.SeedSequence,
     start: int,
     stop: int,
-    options: shared.DesOptions,
+    options: DesOptions,
 ) -> _Block:
     del options  # checked in simulate(): the analytic engine keeps nothing more
-    usage, draws = analytic.simulate_training(scenario, root, start, stop)
+    usage, draws = simulate_training(scenario, root, start, stop)
     costs = price_training(scenario, usage, draws)
     return {**usage, **costs}, draws, {}
 
@@ -113,7 +119,7 @@ class _Study:
     entropy: int | Sequence[int] | None
     spawn_key: tuple[int, ...]
     engine: Literal["analytic", "des"]
-    options: shared.DesOptions
+    options: DesOptions
     total_runs: int
     design: Design = "mc"
     designed: Mapping[str, FloatArray] | None = None
@@ -122,7 +128,7 @@ class _Study:
 
 
 def _designed(study: _Study) -> AbstractContextManager[None]:
-    """Enter the study's designed uniforms (see :func:`accelsim.engines.inputs.designed`).
+    """Enter the study's designed uniforms (see :func:`accelsim.engines.designed`).
 
     A chunk ships only its own runs' values; they are placed at their run indices (the
     runs before ``designed_start`` are never read by the chunk).
@@ -146,9 +152,9 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
     if study.engine == "analytic":
         block = _analytic_block
     elif isinstance(scenario.workload, TrainingRun):
-        block = shared.simulate_training_block
+        block = simulate_training_block
     else:
-        block = shared.simulate_block
+        block = simulate_block
     # The analytic engine takes the chunk in one vectorised pass; the DES one block at a time.
     passes = [(start, stop)] if study.engine == "analytic" else blocks(start, stop)
     with study_runs(study.total_runs), sampling(study.design), _designed(study):
@@ -313,7 +319,7 @@ def _run_designed(
         size = _chunk_size(chunk_runs, runs, "analytic", wide=executor is None)
         for a, b in _chunks(runs, size):
             part = {k: np.asarray(v[a:b], dtype=float) for k, v in design.items()}
-            options = shared.DesOptions()
+            options = DesOptions()
             study = _Study(scenario_json, entropy, key, "analytic", options, runs, "mc", part, a)
             tasks.append((study, a, b))
             owner.append(d)
@@ -368,7 +374,7 @@ def simulate(
         A metric monotone in the inputs gets a smaller error of its mean, and
         ``Result.std_error`` (so the 95 % MC error of summaries) is computed over the
         ``runs / 2`` independent pair means. ``"lhs"`` and ``"sobol"`` map their uniforms
-        through each input's ``ppf`` (see :func:`accelsim.engines.inputs.design_uniforms`):
+        through each input's ``ppf`` (see :func:`accelsim.engines.design_uniforms`):
         every run is still a draw from the inputs' distributions, so means stay unbiased,
         but runs are no longer independent, and ``Result.std_error`` (an iid formula for
         these two) is not the error of their mean (usually an overstatement). No design but
@@ -377,7 +383,7 @@ def simulate(
         ``auto`` picks the analytic engine for a training run on one dedicated pool (no
         ``background``, and neither ``keep_jobs`` nor a resolution asked), else the DES
         engine. On the DES engine a training run is one gang job on the first pool,
-        competing with the scenario's ``background`` (see :mod:`accelsim.engines.shared`);
+        competing with the scenario's ``background`` (see :mod:`accelsim.engines`);
         its queue wait is reported as ``queue_wait_days`` and counted in ``wait_days`` and
         ``time_to_train_days``.
     executor : None, "processes", concurrent.futures.Executor or distributed.Client
@@ -391,7 +397,7 @@ def simulate(
         over the workers). The result does not depend on it.
     keep_jobs : bool
         DES engine only. Keep every job's record: ``Result.extras["jobs"]`` is one
-        structured numpy array (dtype :data:`accelsim.engines.shared.JOB_DTYPE`) with a
+        structured numpy array (dtype :data:`accelsim.engines.JOB_DTYPE`) with a
         ``run`` column, one row per job that arrived in each run (so ``jobs_arrived`` rows
         per run where that metric is reported). Times are hours from the start of the
         simulation; a training run is job 0. Memory grows with the jobs.
@@ -407,7 +413,7 @@ def simulate(
         A key ``"metric@pNN"`` (e.g. ``"tco_usd@p90"``) targets the NN % quantile instead:
         its 95 % interval is the distribution-free order-statistic interval (from the
         binomial distribution of the number of runs below the quantile, see
-        :func:`accelsim.runner.quantile_precision`), and half its width must be at most
+        :func:`accelsim.study._runner.quantile_precision`), and half its width must be at most
         ``tolerance * |quantile|``. The achieved precision is in
         ``Result.extras["precision"]``, keyed like ``target`` (per key: ``runs``,
         ``half_width``, ``relative``, ``target``, ``met``, and ``mean`` for a mean, or
@@ -419,7 +425,7 @@ def simulate(
         metrics still short of their target.
     store : path, optional
         Where each finished chunk is stored as it completes, after a manifest written
-        before any chunk runs (see :mod:`accelsim.store`). A path ending in ``.sqlite``,
+        before any chunk runs (see :mod:`accelsim.study._store`). A path ending in ``.sqlite``,
         ``.sqlite3`` or ``.db`` is one SQLite database (standard library only; one
         committed transaction per chunk; ``SELECT * FROM runs`` is one row per run). Any
         other path, or an existing directory, is a directory of one Parquet file per chunk
@@ -434,8 +440,8 @@ def simulate(
     progress : bool or callable(done, total)
         ``True`` (default): runs done, runs/s and ETA, as a line on stderr when it is a
         terminal, as a bar updated in place in a Jupyter notebook (see
-        :mod:`accelsim.progress`), nothing otherwise; ``False``: none. A callable is called in
-        this process after each finished chunk with the runs done so far and the runs in
+        :mod:`accelsim.study._progress`), nothing otherwise; ``False``: none. A callable is
+        called in this process after each finished chunk with the runs done so far and the runs in
         total (for ``runs="auto"``, ``max_runs``, then ``(n, n)`` once the study stops
         after ``n`` runs).
 
@@ -484,7 +490,7 @@ def simulate(
     wide = executor is None and runs != "auto"
     size = _chunk_size(chunk_runs, total, chosen, wide=wide)
     chunks = _chunks(total, size)
-    options = shared.DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
+    options = DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
     study = _Study(
         scenario.model_dump_json(),
         root.entropy,
@@ -508,7 +514,7 @@ def simulate(
             # the design joins the manifest only when not "mc", so older stores still resume
             options=asdict(options) if design == "mc" else {**asdict(options), "design": design},
         )
-        chunk_store = ChunkStore.open(store, meta, resume)
+        chunk_store = open_store(store, meta, resume)
         for i in sorted(chunk_store.finished() & set(range(len(chunks)))):
             metrics, inputs = chunk_store.read(i, *chunks[i])
             have[i] = (metrics, inputs, [])
@@ -575,9 +581,9 @@ def simulate(
         data=data,
         seed_entropy=entropy,
         engine=chosen,
-        info=analytic.run_info(scenario) if isinstance(scenario.workload, TrainingRun) else None,
+        info=run_info(scenario) if isinstance(scenario.workload, TrainingRun) else None,
         inputs=inputs,
-        extras={**shared.merge_kept(kept), **extras},
+        extras={**merge_kept(kept), **extras},
     )
 
 
@@ -608,43 +614,4 @@ def compare(
     return Comparison({k: simulate(s, runs=runs, seed=root, **kwargs) for k, s in named.items()})
 
 
-def sensitivity(
-    scenario: Scenario,
-    metric: str = "tco_usd",
-    runs: int = 4096,
-    seed: SeedLike = None,
-    method: Literal["spearman", "sobol", "morris", "tornado"] = "spearman",
-    *,
-    executor: ExecutorLike = None,
-    chunk_runs: int | None = None,
-) -> Any:
-    """Which uncertain inputs drive ``metric`` (see :mod:`accelsim.sensitivity_analysis`).
-
-    ``method="spearman"`` (default): ``(input name, rho)`` pairs sorted by ``|rho|``,
-    largest first, over a ``runs``-run study (inputs that did not vary are left out).
-    ``"sobol"``: first-order and total indices with 95% intervals (``runs`` is the base
-    sample, a power of two). ``"morris"``: elementary-effect screening over ``runs``
-    trajectories (needs the ``sensitivity`` extra). ``"tornado"``: P10/P90 swing of the
-    metric's mean per input, the others at their median (``runs`` per setting). All but
-    spearman run the analytic engine. Every result has a ``table()``.
-
-    ``executor`` (None, ``"processes"``, a ``concurrent.futures.Executor`` or a Dask
-    ``distributed.Client``) runs the engine's chunks as in :func:`simulate`: the designed
-    inputs of sobol, morris and tornado travel to the workers with each chunk, and every
-    design point of a batch (e.g. Sobol's d matrices AB_i, the 2d + 1 tornado settings) is
-    submitted at once. ``chunk_runs`` is the runs per chunk (whole blocks of 4096 on the
-    analytic engine). The result is bit-identical whatever the executor and chunk size.
-    """
-    from accelsim.sensitivity_analysis import analyse
-
-    return analyse(scenario, metric, runs, seed, method, executor=executor, chunk_runs=chunk_runs)
-
-
-def sensitivity_table(pairs: Any) -> str:
-    """The output of :func:`sensitivity` (any method, or ``(name, rho)`` pairs) as a table."""
-    if hasattr(pairs, "table"):
-        return str(pairs.table())
-    return render_table(["input", "spearman rho"], [[n, f"{r:+.2f}"] for n, r in pairs])
-
-
-__all__ = ["compare", "sensitivity", "sensitivity_table", "simulate"]
+__all__ = ["compare", "simulate"]

@@ -17,7 +17,7 @@ the study's total runs (see :func:`study_runs`).
 
 A sensitivity analysis replaces the random draws of chosen inputs by designed uniforms:
 inside ``with designed({name: u}):`` every :class:`InputDraws` maps ``u[start:stop]``
-through the input's ``ppf`` instead of sampling (see :mod:`accelsim.sensitivity_analysis`).
+through the input's ``ppf`` instead of sampling (see :mod:`accelsim.study`).
 
 A study may also draw its inputs from a stratified design (``with sampling("lhs"):`` or
 ``"sobol"``, see :func:`design_uniforms`): each input's uniforms for a block come from a
@@ -377,7 +377,7 @@ class InputDraws:
         if self.total_runs is None and self.start % BLOCK_RUNS:
             raise ValueError(
                 f"runs [{self.start}, {self.stop}) are part of a block: draws of part of "
-                f"a block need the study's total runs (accelsim.engines.inputs.study_runs)"
+                f"a block need the study's total runs (accelsim.engines._inputs.study_runs)"
             )
         end = self.stop if self.total_runs is None else self.total_runs
         out = []

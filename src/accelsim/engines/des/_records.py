@@ -4,7 +4,7 @@ Memory does not grow with the number of finished jobs unless asked: time-weighte
 (busy chips, up chips, queue length) are integrated as they change, counts are counters, and
 the only per-job data kept by default is one float per measured wait (for the exact p95).
 Per-job :class:`JobRecord` and per-event :class:`EventRecord` lists are kept only when the
-caller asks (``keep_jobs`` / ``keep_events``); :mod:`accelsim.engines.des.metrics` turns
+caller asks (``keep_jobs`` / ``keep_events``); :mod:`accelsim.engines.des._metrics` turns
 all of it into a result after the run.
 """
 

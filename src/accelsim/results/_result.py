@@ -14,60 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from accelsim._typing import FloatArray
+from accelsim.results._format import Z95, format_value, render_table
 
 if TYPE_CHECKING:
     import pandas as pd
-
-_Z95 = 1.959963984540054  # two-sided 95 % normal quantile
-
-
-def _unit(metric: str) -> str:
-    for suffix, unit in (
-        ("_usd", "USD"),
-        ("_days", "d"),
-        ("_hours", "h"),
-        ("_kwh", "kWh"),
-        ("_kg_co2e", "kg CO2e"),
-    ):
-        if metric.endswith(suffix):
-            return unit
-    return ""
-
-
-def format_value(metric: str, value: float) -> str:
-    """A number as a person reads it, e.g. ``$12.3M``, ``41.2 d``, ``0.412``."""
-    if not np.isfinite(value):
-        return str(value)
-    unit = _unit(metric)
-    if unit == "USD":
-        for scale, tag in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-            if abs(value) >= scale:
-                return f"${value / scale:,.3g}{tag}"
-        return f"${value:,.0f}"
-    if abs(value) >= 1e9:
-        text = f"{value:.3g}"
-    elif abs(value) >= 1e6:
-        text = f"{value / 1e6:.3g}M"
-    elif abs(value) >= 1e4:
-        text = f"{value / 1e3:.3g}k"
-    elif abs(value) >= 100:
-        text = f"{value:,.0f}"
-    else:
-        text = f"{value:.3g}"
-    return f"{text} {unit}".strip() if unit and unit != "USD" else text
-
-
-def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A plain-text table with aligned columns (first column left, others right)."""
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-
-    def line(cells: Sequence[str]) -> str:
-        first = str(cells[0]).ljust(widths[0])
-        rest = [str(c).rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
-        return "  ".join([first, *rest]).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(header), rule, *(line(r) for r in rows)])
 
 
 @dataclass(frozen=True)
@@ -96,7 +46,7 @@ class Result:
 
     def __post_init__(self) -> None:
         # Read-only, metrics and inputs alike: a value that does not vary between runs may
-        # be a zero-stride view of one number (accelsim.engines.inputs.constant).
+        # be a zero-stride view of one number (accelsim.engines.constant).
         for arr in (*self.data.values(), *self.inputs.values()):
             arr.flags.writeable = False
 
@@ -187,7 +137,7 @@ class Result:
         rows = []
         for m in names:
             x = self.samples(m)
-            mean, half = float(np.mean(x)), _Z95 * self.std_error(m)
+            mean, half = float(np.mean(x)), Z95 * self.std_error(m)
             p5, p50, p95 = np.quantile(x, [0.05, 0.5, 0.95])
             rows.append(
                 [
@@ -214,99 +164,3 @@ class Result:
         frame = pd.DataFrame({m: np.asarray(v) for m, v in self.data.items()})
         frame.index.name = "run"
         return frame
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Several options simulated with common random numbers (same seed, same input streams).
-
-    Because run ``i`` of every option shares its draws of every shared input,
-    ``prob_less`` compares paired runs and is much sharper than comparing two independent
-    studies.
-    """
-
-    results: Mapping[str, Result]
-
-    @property
-    def options(self) -> tuple[str, ...]:
-        """Option names in the order given."""
-        return tuple(self.results)
-
-    def __getitem__(self, option: str) -> Result:
-        """The :class:`Result` of one option."""
-        try:
-            return self.results[option]
-        except KeyError:
-            raise KeyError(f"no option {option!r}; options are {', '.join(self.results)}") from None
-
-    def prob_less(self, metric: str, a: str, b: str) -> float:
-        """P(metric of option ``a`` < metric of option ``b``), over paired runs."""
-        xa, xb = self[a].samples(metric), self[b].samples(metric)
-        return float(np.mean(xa < xb))
-
-    def table(self, metrics: Sequence[str] | None = None) -> str:
-        """Mean [P5-P95] of each metric (rows) for each option (columns)."""
-        first = next(iter(self.results.values()))
-        names = (
-            list(metrics)
-            if metrics is not None
-            else [m for m in _TABLE_METRICS if all(m in r.data for r in self.results.values())]
-            or list(first.metrics)
-        )
-        rows = []
-        for m in names:
-            row = [m]
-            for res in self.results.values():
-                lo, hi = res.interval(m, 0.9)
-                half = _Z95 * res.std_error(m)
-                row.append(
-                    f"{format_value(m, res.mean(m))} ±{format_value(m, half)} "
-                    f"[{format_value(m, lo)}-{format_value(m, hi)}]"
-                )
-            rows.append(row)
-        head = (
-            f"mean ±95% MC error [P5-P95] over {first.runs} paired runs "
-            f"(the MC error is of the mean; P5-P95 is the spread of outcomes)"
-        )
-        return f"{head}\n{render_table(['metric', *self.results], rows)}"
-
-    @property
-    def recommendation(self) -> Recommendation:
-        """The option to pick and why, from the numbers and the practical checks."""
-        from accelsim.recommendation import recommend
-
-        return recommend(self)
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    """A choice among options and the reasons for it, in plain words."""
-
-    choice: str
-    rationale: tuple[str, ...]
-
-    def __str__(self) -> str:
-        lines = [f"Recommendation: {self.choice}"]
-        lines += [f"  - {reason}" for reason in self.rationale]
-        return "\n".join(lines)
-
-
-_TABLE_METRICS = (
-    "tco_usd",
-    "time_to_train_days",
-    "training_days",
-    "wait_days",
-    "engineering_days",
-    "hardware_cost_usd",
-    "energy_cost_usd",
-    "engineering_cost_usd",
-    "delay_cost_usd",
-    "mfu",
-    "goodput",
-    "interruptions",
-    "chip_hours",
-    "energy_kwh",
-    "mean_wait_hours",
-    "utilization",
-)
-__all__ = ["Comparison", "Recommendation", "Result", "format_value", "render_table"]

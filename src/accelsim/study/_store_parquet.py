@@ -11,7 +11,7 @@ Names starting with ``_`` or ``.`` are skipped by Parquet dataset readers, so
 Each part file has a ``run`` column (the run index), one ``metric/<name>`` column per metric
 and one ``input/<name>`` column per drawn input, so pandas, polars or duckdb read the
 directory directly. pyarrow is an optional extra: ``pip install 'accelsim[store]'``. See
-:mod:`accelsim.store` for what the stores share.
+:mod:`accelsim.study._store` for what the stores share.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from accelsim._typing import FloatArray
-from accelsim.store import (
+from accelsim.study._store import (
     MANIFEST,
     Chunk,
     ChunkStore,
@@ -123,7 +123,7 @@ class ParquetStore(ChunkStore):
         metrics: Mapping[str, FloatArray],
         inputs: Mapping[str, FloatArray],
     ) -> None:
-        """Write chunk ``chunk`` (runs from ``start``) atomically (see :mod:`accelsim.store`)."""
+        """Write chunk ``chunk`` (runs from ``start``) atomically (:mod:`accelsim.study._store`)."""
         pa, pq = _pyarrow()
         named = columns(start, metrics, inputs)
         runs = len(named["run"])

@@ -4,7 +4,7 @@ A ``LogNormal`` prior is sampled by inverse transform, ``x = exp(mu) Q_s(u)`` wi
 ``Q_s(p) = exp(s Phi^-1(p))`` the quantile of the standard log-normal of shape ``s``
 (``sigma``). scipy's ``ndtri`` then numpy's ``exp`` cost ~20 ns a value on the benchmark
 machine (neither is vectorised there); a cubic piece costs ~8. So, as
-:mod:`accelsim.beta_quantile` does for the beta distribution, each shape gets a table on the
+:mod:`accelsim.dists._beta_quantile` does for the beta distribution, each shape gets a table on the
 interior ``p`` in ``[2**-5, 1 - 2**-5]`` (94 % of uniforms): 3840 cells of width ``2**-12``
 (cell ``floor(4096 p)`` and the position in it are exact), cubic Hermite in ``p`` with knot
 values ``Q_s(p_k)`` and exact slopes ``dQ/dp = s Q / phi(Phi^-1(p))``. Probabilities outside
@@ -17,7 +17,7 @@ the exact path): for ``p`` in the interior, ``|Phi(ln Q̂(p) / s) - p| <= 1e-9 m
 cancellation), the bound of the beta table and of the exact beta path. Checked with scipy's
 ``ndtr`` at every knot and at ``t = 1/4, 1/2, 3/4`` of every cell, against ``0.95 tol``
 (a cubic Hermite's error is ``t**2 (1 - t)**2 h**4 / 24`` times a fourth derivative; see
-:mod:`accelsim.beta_quantile` for why the peak between check points exceeds the largest
+:mod:`accelsim.dists._beta_quantile` for why the peak between check points exceeds the largest
 checked value by under 5 %). Every cell's cubic is checked monotone, so ``Q̂`` is
 non-decreasing up to the rounding of its evaluation; and it meets the exact path at the
 interior's ends within the same tolerance. Tables are attempted for ``s`` in ``(0, 8]``; a
@@ -34,7 +34,7 @@ import numpy as np
 import scipy.special
 
 from accelsim._typing import BoolArray, FloatArray
-from accelsim.beta_quantile import hermite_coefficients, is_monotone
+from accelsim.dists._beta_quantile import hermite_coefficients, is_monotone
 
 _REL_TOL = 1e-9  # accepted error of Phi(ln x / s) relative to min(p, 1 - p)
 _SIGMA_MAX = 8.0

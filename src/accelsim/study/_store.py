@@ -4,10 +4,10 @@
 written before any chunk runs. The path picks the backend (see :func:`backend_of`):
 
 * ``"study.sqlite"``, ``"study.sqlite3"`` or ``"study.db"``: one SQLite database file
-  (:mod:`accelsim.store_sqlite`, standard library only). ``SELECT * FROM runs`` is the tidy
+  (:mod:`accelsim.study._store_sqlite`, standard library only). ``SELECT * FROM runs`` is the tidy
   table, one row per run.
 * any other path: a directory of one Parquet file per chunk plus ``_manifest.json``
-  (:mod:`accelsim.store_parquet`, needs ``pip install 'accelsim[store]'``). An existing
+  (:mod:`accelsim.study._store_parquet`, needs ``pip install 'accelsim[store]'``). An existing
   directory is always a Parquet store, whatever its suffix, so a directory named ``x.db``
   made before the SQLite backend existed still resumes.
 
@@ -31,6 +31,7 @@ import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Literal
 
@@ -69,8 +70,6 @@ def manifest(
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The manifest of a study: everything that must match for a resume to be exact."""
-    from accelsim import __version__
-
     return {
         "format": FORMAT_VERSION,
         "scenario_sha256": scenario_hash(scenario_json),
@@ -80,7 +79,7 @@ def manifest(
         "chunk_runs": chunk_runs,
         "engine": engine,
         "options": dict(options),
-        "accelsim_version": __version__,
+        "accelsim_version": version("accelsim"),
         "numpy_version": np.__version__,
     }
 
@@ -100,30 +99,6 @@ def backend_of(path: str | os.PathLike[str]) -> Literal["parquet", "sqlite"]:
     if p.is_dir() or p.suffix.lower() not in SQLITE_SUFFIXES:
         return "parquet"
     return "sqlite"
-
-
-def _backend(path: str | os.PathLike[str]) -> type[ChunkStore]:
-    if backend_of(path) == "sqlite":
-        from accelsim.store_sqlite import SqliteStore
-
-        return SqliteStore
-    from accelsim.store_parquet import ParquetStore
-
-    return ParquetStore
-
-
-def stored_seed(path: str | os.PathLike[str]) -> np.random.SeedSequence | None:
-    """The root seed recorded in the store at ``path`` (None if it has no manifest)."""
-    meta = _backend(path).stored_manifest(Path(path))
-    if meta is None:
-        return None
-    return np.random.SeedSequence(meta["entropy"], spawn_key=tuple(meta["spawn_key"]))
-
-
-def stored_chunk_runs(path: str | os.PathLike[str]) -> int | None:
-    """The runs per chunk recorded in the store at ``path`` (None if it has no manifest)."""
-    meta = _backend(path).stored_manifest(Path(path))
-    return None if meta is None else int(meta["chunk_runs"])
 
 
 def check_manifest(where: Path, stored: Mapping[str, Any], meta: Mapping[str, Any]) -> None:
@@ -184,9 +159,10 @@ def check_same(where: str, chunk: int, old: Chunk, new: Chunk) -> None:
 class ChunkStore(ABC):
     """A study's store of finished chunks (see the module docstring).
 
-    Open one with :meth:`open`, which picks the backend from the path, then creates the
-    store or checks its manifest. ``finished``, ``read`` and ``write`` are called from the
-    coordinating process only (``simulate`` writes in its ``on_chunk`` callback).
+    Open one with :func:`accelsim.study._stores.open_store`, which picks the backend from the
+    path, then creates the store or checks its manifest. ``finished``, ``read`` and ``write``
+    are called from the coordinating process only (``simulate`` writes in its ``on_chunk``
+    callback).
     """
 
     def __init__(self, path: Path, meta: Mapping[str, Any]) -> None:
@@ -194,30 +170,9 @@ class ChunkStore(ABC):
         self.meta = dict(meta)
 
     @classmethod
-    def open(
-        cls, path: str | os.PathLike[str], meta: Mapping[str, Any], resume: bool
-    ) -> ChunkStore:
-        """Create the store at ``path``, or reopen it when ``resume`` is true.
-
-        Called on :class:`ChunkStore` the backend comes from :func:`backend_of`; called
-        on a backend class, that backend is used.
-
-        Raises
-        ------
-        FileExistsError
-            ``path`` holds something and ``resume`` is false (a store is never silently
-            overwritten), or ``path`` is neither a directory nor a store of its backend.
-        ValueError
-            ``resume`` is true and the stored manifest differs from ``meta``; the message
-            names every field that differs.
-        """
-        backend = _backend(path) if cls is ChunkStore else cls
-        return backend.create(Path(path), meta, resume)
-
-    @classmethod
     @abstractmethod
     def create(cls, path: Path, meta: Mapping[str, Any], resume: bool) -> ChunkStore:
-        """This backend's :meth:`open`."""
+        """Create the store at ``path``, or reopen it (checking its manifest) if ``resume``."""
 
     @classmethod
     @abstractmethod
@@ -250,5 +205,4 @@ __all__ = [
     "backend_of",
     "manifest",
     "scenario_hash",
-    "stored_seed",
 ]

@@ -17,10 +17,10 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.results import Result
-from accelsim.runner import ExecutorLike, open_executor
 from accelsim.scenario import Scenario
 from accelsim.seeding import SeedLike, as_seed_sequence
-from accelsim.study import _engine_for, simulate
+from accelsim.study._runner import ExecutorLike, open_executor
+from accelsim.study._simulate import _engine_for, simulate
 
 if TYPE_CHECKING:
     import pandas as pd

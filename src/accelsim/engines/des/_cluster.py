@@ -1,7 +1,7 @@
 """The one stateful object of a DES run: chips per pool, the queue, the running jobs.
 
 :class:`Cluster` owns the state and calls the scheduling policy on every arrival and every
-release of chips; the processes in :mod:`~accelsim.engines.des.processes` only tell it what
+release of chips; the processes in :mod:`~accelsim.engines.des._processes` only tell it what
 happened (a job arrived, a chip failed or came back). State changes are SimPy events with
 plain callbacks (no generator and no ``Resource`` request per job), scheduled only at
 arrivals, completions, failures, repairs, preemptions and deliveries.
@@ -31,9 +31,9 @@ from typing import Any, overload
 import simpy
 from simpy.events import NORMAL, Event
 
-from accelsim.engines.des.attempts import attempt_hours, progress, segments
-from accelsim.engines.des.records import Cause, EventKind, EventRecord, JobRecord, Recorder
-from accelsim.engines.des.schedulers import (
+from accelsim.engines.des._attempts import attempt_hours, progress, segments
+from accelsim.engines.des._records import Cause, EventKind, EventRecord, JobRecord, Recorder
+from accelsim.engines.des._schedulers import (
     HEAD_BLOCKING,
     IGNORES_RUNNING,
     STARTS_ONLY,
@@ -44,7 +44,7 @@ from accelsim.engines.des.schedulers import (
     Start,
     Waiting,
 )
-from accelsim.engines.des.specs import JobSpec, PoolSpec, check_job
+from accelsim.engines.des._specs import JobSpec, PoolSpec, check_job
 
 
 class Wakeup(Event):

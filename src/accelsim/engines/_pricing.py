@@ -15,8 +15,8 @@ import numpy as np
 
 from accelsim import catalog
 from accelsim._typing import FloatArray
-from accelsim.catalog.priors import Priors
-from accelsim.engines.inputs import InputDraws, constant
+from accelsim.catalog import Priors
+from accelsim.engines._inputs import InputDraws, constant
 from accelsim.models import cost
 from accelsim.scenario import Pool, Scenario
 

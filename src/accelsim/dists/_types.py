@@ -3,7 +3,7 @@
 Every numeric assumption in a scenario is either a plain number or one of the frozen models
 below, tagged by ``dist`` (the YAML key): ``{dist: triangular, low: 0.3, mode: 0.4, high:
 0.5}``. Each type maps its parameters onto scipy (a frozen ``scipy.stats`` object or a
-closed form of ``scipy.special``), onto the beta quantile of :mod:`accelsim.beta_quantile`
+closed form of ``scipy.special``), onto the beta quantile of :mod:`accelsim.dists._beta_quantile`
 (PERT and Beta: a per-shape table checked against scipy's ``betainc`` when built, accurate to
 ``1e-9 min(q, 1 - q)`` in probability, else the exact inverse) or onto a few lines of numpy
 (Fixed, Triangular, Choice), and offers the same methods:
@@ -44,14 +44,14 @@ from pydantic import (
 )
 
 from accelsim._typing import ArrayLike, FloatArray
-from accelsim.beta_quantile import beta_quantile
-from accelsim.lognormal_quantile import lognormal_quantile
+from accelsim.dists._beta_quantile import beta_quantile
+from accelsim.dists._lognormal_quantile import lognormal_quantile
 
 if TYPE_CHECKING:
     from scipy.stats._distn_infrastructure import rv_continuous_frozen
 
 # z such that Phi(z) = 0.95: LogNormal(low, high) is the 90 % interval mu +- z * sigma in log space.
-_Z95 = NormalDist().inv_cdf(0.95)
+_Z_Q95 = NormalDist().inv_cdf(0.95)
 _SQRT2 = math.sqrt(2.0)
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 # Phi(-37.5) is about the smallest normal float64, so a truncation window farther than this
@@ -199,7 +199,7 @@ class _ScaledBeta(_Dist):
         """The beta shape parameters ``(alpha, beta)``."""
 
     def _quantile(self, p: FloatArray) -> FloatArray:
-        # The checked table of accelsim.beta_quantile (about half the time of numpy's beta
+        # The checked table of accelsim.dists._beta_quantile (about half the time of numpy's beta
         # generator, benchmarks/bench_inputs.py; the exact inverse for shapes without a table).
         low, high = self.support()
         return low + (high - low) * beta_quantile(*self._shape(), p)
@@ -349,7 +349,7 @@ class PERT(_ScaledBeta):
     -----
     With ``w = high - low``, ``alpha = 1 + lamb * (mode - low) / w`` and ``beta = 1 + lamb *
     (high - mode) / w``, the quantile is ``low + w * Q(q)``, ``Q`` the beta quantile
-    (:func:`accelsim.beta_quantile.beta_quantile`, held to scipy's ``betainc``).
+    (:func:`accelsim.dists._beta_quantile.beta_quantile`, held to scipy's ``betainc``).
     Oracle: mean ``m = (low + lamb * mode + high) / (lamb + 2)``, variance ``(m - low) *
     (high - m) / (lamb + 3)``.
 
@@ -584,14 +584,14 @@ class LogNormal(_ScipyDist):
 
     def _log_params(self) -> tuple[float, float]:
         log_low, log_high = math.log(self.low), math.log(self.high)
-        return (log_low + log_high) / 2.0, (log_high - log_low) / (2.0 * _Z95)
+        return (log_low + log_high) / 2.0, (log_high - log_low) / (2.0 * _Z_Q95)
 
     def _frozen(self) -> rv_continuous_frozen[Any, Any]:
         mu, sigma = self._log_params()
         return scipy.stats.lognorm(s=sigma, scale=math.exp(mu))
 
     def _quantile(self, p: FloatArray) -> FloatArray:
-        # exp(mu) exp(sigma z): the checked table of accelsim.lognormal_quantile (about half
+        # exp(mu) exp(sigma z): the checked table of accelsim.dists._lognormal_quantile (about half
         # the time of ndtri then exp, benchmarks/bench_inputs.py; the exact path outside it)
         mu, sigma = self._log_params()
         x = lognormal_quantile(sigma, p)
@@ -617,7 +617,7 @@ class Beta(_ScaledBeta):
     Notes
     -----
     The quantile is ``low + w * Q(q)``, ``Q`` the beta quantile
-    (:func:`accelsim.beta_quantile.beta_quantile`, held to scipy's ``betainc``). Oracle: mean
+    (:func:`accelsim.dists._beta_quantile.beta_quantile`, held to scipy's ``betainc``). Oracle: mean
     ``low + w * alpha / (alpha + beta)``, variance ``w**2 * alpha * beta / ((alpha + beta)**2
     * (alpha + beta + 1))``, with ``w = high - low``.
 

@@ -16,7 +16,7 @@ is one gang job, :data:`HERO_JOB_ID`, holding every chip of the first pool and a
 that pool only, at priority :data:`HERO_PRIORITY` (the background keeps its own priorities,
 so the priority matters under the ``priority`` schedulers only; the hero is never evicted
 by ``priority_preemptive``). The analytic physics gives its compute hours, checkpoint
-interval, write and restart times (:func:`accelsim.engines.analytic.simulate_training` with
+interval, write and restart times (:func:`accelsim.engines._analytic.simulate_training` with
 a completion sampler that runs the DES). The background starts at time 0; the decision is at
 ``warmup_days`` (0 without a horizon), and the hero is submitted once its capacity lead time
 and its porting are over: ``decision + max(lead, porting)``. Its queue wait (submission to
@@ -57,16 +57,21 @@ import numpy as np
 
 from accelsim import catalog
 from accelsim._typing import FloatArray, IntArray
-from accelsim.catalog.priors import Priors
+from accelsim.catalog import Priors
 from accelsim.dists import as_dist
-from accelsim.engines import analytic, des
-from accelsim.engines.des.metrics import DesResult
-from accelsim.engines.des.records import JobRecord
-from accelsim.engines.des.specs import JobSpec, PoolSpec
-from accelsim.engines.des.streams import poisson_stream
-from accelsim.engines.des.trace import TRACE_COLUMNS, read_trace
-from accelsim.engines.inputs import InputDraws
-from accelsim.engines.pricing import pool_energy_kwh, price_pool, price_training
+from accelsim.engines import _analytic as analytic
+from accelsim.engines import des
+from accelsim.engines._inputs import InputDraws
+from accelsim.engines._pricing import pool_energy_kwh, price_pool, price_training
+from accelsim.engines.des import (
+    TRACE_COLUMNS,
+    DesResult,
+    JobRecord,
+    JobSpec,
+    PoolSpec,
+    poisson_stream,
+    read_trace,
+)
 from accelsim.errors import AccelsimError
 from accelsim.models import reliability
 from accelsim.scenario import JobStream, Pool, Scenario, Trace
@@ -99,7 +104,7 @@ JOB_DTYPE = np.dtype(
     ]
 )
 """One row per job and run of ``Result.extras["jobs"]`` (fields of
-:class:`~accelsim.engines.des.records.JobRecord`, plus the Monte Carlo run)."""
+:class:`~accelsim.engines.des.JobRecord`, plus the Monte Carlo run)."""
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,30 @@ hide: framework fit (porting to XLA), project stage, lock-in, and capacity waits
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
 from accelsim import catalog
-from accelsim.results import Comparison, Recommendation, Result, format_value
+from accelsim.results._format import format_value
+from accelsim.results._result import Result
 
 _CLOSE_CALL = 0.65
 """Below this paired probability of being cheaper, cost alone does not decide."""
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A choice among options and the reasons for it, in plain words."""
+
+    choice: str
+    rationale: tuple[str, ...]
+
+    def __str__(self) -> str:
+        lines = [f"Recommendation: {self.choice}"]
+        lines += [f"  - {reason}" for reason in self.rationale]
+        return "\n".join(lines)
 
 
 def _label(name: str, res: Result) -> str:
@@ -27,9 +46,12 @@ def _providers(chip_id: str) -> list[str]:
     return sorted({o.provider for o in catalog.offers(chip=chip_id)})
 
 
-def recommend(cmp: Comparison) -> Recommendation:
+def _prob_less(results: Mapping[str, Result], metric: str, a: str, b: str) -> float:
+    return float(np.mean(results[a].samples(metric) < results[b].samples(metric)))
+
+
+def recommend(results: Mapping[str, Result]) -> Recommendation:
     """Pick the option with the lowest mean TCO and explain the choice."""
-    results = cmp.results
     if "tco_usd" not in next(iter(results.values())).data:
         raise ValueError("a recommendation needs the tco_usd metric in every result")
     ranked = sorted(results, key=lambda k: results[k].mean("tco_usd"))
@@ -40,7 +62,7 @@ def recommend(cmp: Comparison) -> Recommendation:
         return Recommendation(best, ("only one option was compared",))
     runner = ranked[1]
     other = results[runner]
-    p = cmp.prob_less("tco_usd", best, runner)
+    p = _prob_less(results, "tco_usd", best, runner)
     reasons.append(
         f"{_label(best, res)} has the lowest expected TCO: "
         f"{format_value('tco_usd', res.mean('tco_usd'))} "
@@ -57,7 +79,7 @@ def recommend(cmp: Comparison) -> Recommendation:
             res.quantile("time_to_train_days", 0.5),
             other.quantile("time_to_train_days", 0.5),
         )
-        faster = cmp.prob_less("time_to_train_days", best, runner)
+        faster = _prob_less(results, "time_to_train_days", best, runner)
         verb = "sooner" if t_best <= t_other else "later"
         reasons.append(
             f"Median time to a trained model: {t_best:.0f} d vs {t_other:.0f} d ({verb}); "

@@ -20,7 +20,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Literal
 
-from accelsim.engines.des.specs import JobSpec
+from accelsim.engines.des._specs import JobSpec
 from accelsim.errors import AccelsimError
 
 TimeUnit = Literal["s", "min", "h"]

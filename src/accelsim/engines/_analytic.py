@@ -5,7 +5,7 @@ porting run in parallel; then the queue wait (none on a dedicated fleet); then t
 with failures and checkpoint/restart, sampled exactly by
 :func:`accelsim.models.reliability.sample_completion_hours`, stretched by the badput that
 is not hardware failure. The engine produces **usage** (phases, chip-hours, held hours,
-kWh, engineering hours, interruptions); :mod:`accelsim.engines.pricing` prices it.
+kWh, engineering hours, interruptions); :mod:`accelsim.engines._pricing` prices it.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ import numpy as np
 
 from accelsim import catalog
 from accelsim._typing import FloatArray, IntArray
-from accelsim.catalog.priors import Fit, Kind, Priors, Stack
-from accelsim.catalog.schema import Pricing
-from accelsim.engines.inputs import InputDraws, constant
+from accelsim.catalog import Fit, Kind, Pricing, Priors, Stack
+from accelsim.engines._inputs import InputDraws, constant
 from accelsim.models import engineering, perf, reliability
 from accelsim.scenario import Framework, Scenario, Stage, TrainingRun
 
@@ -129,6 +128,7 @@ def _mfu(
         "scale_up_domain_chips": chip.scale_up_domain_chips,
         "scale_up_gbps": chip.interconnect_gbps,
         "scale_out_gbps": chip.scale_out_gbps,
+        "overlap": catalog.scaling_defaults().overlap,
     }
     at_run = perf.scaling_efficiency(
         info.chips, model_parallel_chips=np.minimum(model_parallel, info.chips), **scaling
@@ -193,7 +193,7 @@ def simulate_training(
 ) -> tuple[dict[str, FloatArray], InputDraws]:
     """Usage of the runs ``[start, stop)`` of a training scenario, in one vectorised pass.
 
-    The runs may span several blocks (:data:`accelsim.engines.inputs.BLOCK_RUNS`), whole
+    The runs may span several blocks (:data:`accelsim.engines._inputs.BLOCK_RUNS`), whole
     ones but for the study's last: each input takes these runs' values of its own stream and
     failures are sampled per block from the block's own stream, so the result does not
     depend on how runs are grouped.

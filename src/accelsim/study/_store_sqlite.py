@@ -12,7 +12,7 @@ standard library's :mod:`sqlite3`; nothing else is needed to write or read it. R
 Schema
 ------
 ``manifest(key TEXT PRIMARY KEY, value TEXT)``
-    The study's manifest (:func:`accelsim.store.manifest`), one row per field, the value as
+    The study's manifest (:func:`accelsim.study._store.manifest`), one row per field, the value as
     JSON. Written, with the empty tables below, in one transaction before any chunk runs.
 ``chunks(chunk INTEGER PRIMARY KEY, start INTEGER, stop INTEGER)``
     The ledger: chunk ``chunk`` holds runs ``[start, stop)``. A chunk's ledger row and its
@@ -44,7 +44,7 @@ the store stays one file with no ``-wal``/``-shm`` companions to forget when it 
 a write-ahead log needs shared memory, which network file systems do not give. Its gain,
 faster commits and readers that never block the writer, does not matter at one commit per
 chunk (a commit waits up to 60 s for readers to finish before it fails). Only the
-coordinating process writes: :func:`accelsim.runner.run_chunks` calls ``on_chunk``, and so
+coordinating process writes: :func:`accelsim.study._runner.run_chunks` calls ``on_chunk``, and so
 :meth:`SqliteStore.write`, in the parent as chunks complete, never in a worker. Each write
 still takes SQLite's write lock first (``BEGIN IMMEDIATE``), so two processes resuming one
 store at once cannot interleave a chunk; the one that comes second finds the chunk stored,
@@ -63,7 +63,7 @@ from typing import Any
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.store import (
+from accelsim.study._store import (
     Chunk,
     ChunkStore,
     check_manifest,

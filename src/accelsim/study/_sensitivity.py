@@ -1,7 +1,7 @@
 """Which uncertain inputs drive a metric: Sobol indices, Morris screening, tornado, Spearman.
 
 Every method works on designed U(0, 1) values, one row per uncertain input, mapped through
-each input's own ``ppf`` (:func:`accelsim.engines.inputs.designed`), so any distribution
+each input's own ``ppf`` (:func:`accelsim.engines.designed`), so any distribution
 (Beta, PERT, Choice, ...) works. The estimators are not hand-written: Sobol indices come
 from :func:`scipy.stats.sobol_indices`, Morris elementary effects from SALib (the optional
 ``sensitivity`` extra). The cores :func:`sobol_indices` and :func:`morris_indices` take a
@@ -15,7 +15,7 @@ stream (common random numbers), so the estimators compare the inputs, not noise.
 
 Every method takes ``executor=`` (as :func:`accelsim.simulate`): each design point is a
 study whose designed uniforms ship to the workers inside its chunks (a field of the
-picklable study, entered with :func:`~accelsim.engines.inputs.designed` in the worker), and
+picklable study, entered with :func:`~accelsim.engines.designed` in the worker), and
 the design points of a batch are submitted together. Results are bit-identical in-process,
 on a process pool or on a Dask cluster.
 """
@@ -25,18 +25,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.engines import analytic
-from accelsim.engines.inputs import InputDraws
-from accelsim.engines.pricing import price_training
+from accelsim.engines import InputDraws, price_training, simulate_training
 from accelsim.results import render_table
-from accelsim.runner import ExecutorLike, open_executor
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence, stream
+from accelsim.study._runner import ExecutorLike, open_executor
+from accelsim.study._simulate import _run_designed, simulate
 
 UniformFunc = Callable[[FloatArray], FloatArray]
 """``func(u) -> y``: ``u`` of shape (inputs, points) in [0, 1], ``y`` of shape (points,)."""
@@ -63,7 +62,7 @@ def _check_analytic(scenario: Scenario) -> None:
 def _block(
     scenario: Scenario, root: np.random.SeedSequence, a: int, b: int
 ) -> tuple[dict[str, FloatArray], InputDraws]:
-    usage, draws = analytic.simulate_training(scenario, root, a, b)
+    usage, draws = simulate_training(scenario, root, a, b)
     return usage | price_training(scenario, usage, draws), draws
 
 
@@ -109,7 +108,6 @@ def evaluate_many(
     Each design is its own study (run ``i`` of every design uses run ``i``'s failure
     stream); the designs are checked here, before anything is submitted.
     """
-    from accelsim.study import _run_designed
 
     _check_analytic(scenario)
     clipped: list[dict[str, FloatArray]] = []
@@ -452,8 +450,6 @@ def spearman(
     """Rank correlation of each input that varied with ``metric`` (any engine): screening."""
     from scipy.stats import spearmanr
 
-    from accelsim.study import simulate
-
     res = simulate(scenario, runs=runs, seed=seed, executor=executor, chunk_runs=chunk_runs)
     y = res.samples(metric)
     out = []
@@ -502,6 +498,43 @@ def table(result: SensitivityResult | Sequence[tuple[str, float]]) -> str:
     return SpearmanResult(result).table()
 
 
+def sensitivity(
+    scenario: Scenario,
+    metric: str = "tco_usd",
+    runs: int = 4096,
+    seed: SeedLike = None,
+    method: Literal["spearman", "sobol", "morris", "tornado"] = "spearman",
+    *,
+    executor: ExecutorLike = None,
+    chunk_runs: int | None = None,
+) -> Any:
+    """Which uncertain inputs drive ``metric`` (see :mod:`accelsim.study._sensitivity`).
+
+    ``method="spearman"`` (default): ``(input name, rho)`` pairs sorted by ``|rho|``,
+    largest first, over a ``runs``-run study (inputs that did not vary are left out).
+    ``"sobol"``: first-order and total indices with 95% intervals (``runs`` is the base
+    sample, a power of two). ``"morris"``: elementary-effect screening over ``runs``
+    trajectories (needs the ``sensitivity`` extra). ``"tornado"``: P10/P90 swing of the
+    metric's mean per input, the others at their median (``runs`` per setting). All but
+    spearman run the analytic engine. Every result has a ``table()``.
+
+    ``executor`` (None, ``"processes"``, a ``concurrent.futures.Executor`` or a Dask
+    ``distributed.Client``) runs the engine's chunks as in :func:`simulate`: the designed
+    inputs of sobol, morris and tornado travel to the workers with each chunk, and every
+    design point of a batch (e.g. Sobol's d matrices AB_i, the 2d + 1 tornado settings) is
+    submitted at once. ``chunk_runs`` is the runs per chunk (whole blocks of 4096 on the
+    analytic engine). The result is bit-identical whatever the executor and chunk size.
+    """
+    return analyse(scenario, metric, runs, seed, method, executor=executor, chunk_runs=chunk_runs)
+
+
+def sensitivity_table(pairs: Any) -> str:
+    """The output of :func:`sensitivity` (any method, or ``(name, rho)`` pairs) as a table."""
+    if hasattr(pairs, "table"):
+        return str(pairs.table())
+    return render_table(["input", "spearman rho"], [[n, f"{r:+.2f}"] for n, r in pairs])
+
+
 __all__ = [
     "METHODS",
     "MorrisResult",
@@ -515,6 +548,8 @@ __all__ = [
     "input_names",
     "morris",
     "morris_indices",
+    "sensitivity",
+    "sensitivity_table",
     "sobol",
     "sobol_indices",
     "spearman",

@@ -8,7 +8,7 @@ depends on timing. With a stopping rule (``runs="auto"``) chunks run in waves, t
 checked chunk by chunk in order, and chunks computed beyond the stopping point are dropped:
 where a study stops depends on its data only, never on the executor.
 
-Progress reporting lives in :mod:`accelsim.progress` (``as_progress`` is re-exported here).
+Progress reporting lives in :mod:`accelsim.study._progress` (``as_progress`` is re-exported here).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import numpy as np
 from scipy import stats
 
 from accelsim._typing import FloatArray
-from accelsim.engines.inputs import BLOCK_RUNS
-from accelsim.progress import ProgressLike, as_progress
+from accelsim.engines import BLOCK_RUNS
+from accelsim.study._progress import ProgressLike, as_progress
 
 _Z95 = 1.959963984540054  # two-sided 95 % normal quantile
 

@@ -2,7 +2,7 @@
 
 A scheduler takes a :class:`QueueSnapshot` and returns the decisions to apply now, in order:
 :class:`Start` (run a waiting job on a pool) and :class:`Evict` (stop a running job and
-requeue it). The :class:`~accelsim.engines.des.cluster.Cluster` calls it on every arrival
+requeue it). The :class:`~accelsim.engines.des._cluster.Cluster` calls it on every arrival
 and every release of chips, and checks each decision (a job started where it does not fit is
 an error, never a silent skip). Adding a policy is writing one function; :data:`SCHEDULERS`
 maps the names a scenario may use to them.

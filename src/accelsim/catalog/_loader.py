@@ -21,7 +21,7 @@ from typing import Any, cast, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accelsim._yaml import line_of, load_yaml, load_yaml_text, to_plain
-from accelsim.catalog.schema import (
+from accelsim.catalog._schema import (
     PRICING_MODELS,
     Chip,
     Offer,

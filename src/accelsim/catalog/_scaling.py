@@ -1,0 +1,34 @@
+"""The scaling model's calibrated defaults, from ``data/scaling.yaml`` (source and date there)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+
+from accelsim._yaml import load_yaml_text, to_plain
+
+
+@dataclass(frozen=True)
+class ScalingDefaults:
+    """Calibrated defaults of :mod:`accelsim.models.perf`'s scaling model."""
+
+    overlap: float
+    """Fraction of the gradient all-reduce hidden behind the backward pass. [fraction]"""
+
+
+@functools.cache
+def scaling_defaults() -> ScalingDefaults:
+    """Load the scaling model's calibrated defaults (each with its source in the YAML file).
+
+    Examples
+    --------
+    >>> scaling_defaults().overlap
+    0.0
+    """
+    resource = resources.files("accelsim").joinpath("catalog/data/scaling.yaml")
+    doc = to_plain(load_yaml_text(resource.read_text(encoding="utf-8"), str(resource)))
+    return ScalingDefaults(overlap=float(doc["overlap"]["value"]))
+
+
+__all__ = ["ScalingDefaults", "scaling_defaults"]

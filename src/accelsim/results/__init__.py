@@ -1,0 +1,18 @@
+"""Results of studies: :class:`Result` (one array per metric), :class:`Comparison` (options
+on common random numbers), :class:`Recommendation`, and how numbers are formatted."""
+
+from accelsim.results._comparison import Comparison
+from accelsim.results._format import Z95, format_value, render_table, unit_of
+from accelsim.results._recommendation import Recommendation, recommend
+from accelsim.results._result import Result
+
+__all__ = [
+    "Z95",
+    "Comparison",
+    "Recommendation",
+    "Result",
+    "format_value",
+    "recommend",
+    "render_table",
+    "unit_of",
+]

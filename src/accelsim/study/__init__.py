@@ -1,0 +1,33 @@
+"""Studies: :func:`simulate`, :func:`compare`, :func:`sweep` and :func:`sensitivity`.
+
+A study draws every uncertain input of a chunk of runs, hands the chunk to an engine, prices
+the usage and gathers one array per metric. Chunks run in-process or on any
+``concurrent.futures.Executor`` (processes, a Dask client); results are bit-identical
+whatever the executor. Stores keep finished chunks on disk for resuming.
+"""
+
+from accelsim.study._sensitivity import (
+    MorrisResult,
+    SensitivityResult,
+    SobolResult,
+    SpearmanResult,
+    TornadoResult,
+    sensitivity,
+    sensitivity_table,
+)
+from accelsim.study._simulate import compare, simulate
+from accelsim.study._sweep import SweepResult, sweep
+
+__all__ = [
+    "MorrisResult",
+    "SensitivityResult",
+    "SobolResult",
+    "SpearmanResult",
+    "SweepResult",
+    "TornadoResult",
+    "compare",
+    "sensitivity",
+    "sensitivity_table",
+    "simulate",
+    "sweep",
+]
