@@ -40,6 +40,23 @@ class UnknownChipError(AccelsimError, KeyError):
         return str(self.args[0])
 
 
+class UnknownModelError(AccelsimError, KeyError):
+    """A model preset id that is not in the catalog; the message lists the closest ids."""
+
+    def __init__(self, model_id: str, known: Iterable[str]) -> None:
+        known = list(known)
+        hint = close_matches(model_id, known)
+        msg = f"unknown model preset {model_id!r}"
+        msg += f"; did you mean {', '.join(map(repr, hint))}?" if hint else ""
+        msg += f" (known ids: {', '.join(sorted(known))})"
+        super().__init__(msg)
+        self.model_id = model_id
+        self.suggestions = hint
+
+    def __str__(self) -> str:  # KeyError would otherwise print the message quoted
+        return str(self.args[0])
+
+
 class OfferNotFoundError(AccelsimError, LookupError):
     """No price-sheet offer for a (chip, provider, pricing) triple; says who does offer it."""
 
@@ -53,5 +70,6 @@ __all__ = [
     "OfferNotFoundError",
     "ScenarioFileError",
     "UnknownChipError",
+    "UnknownModelError",
     "close_matches",
 ]

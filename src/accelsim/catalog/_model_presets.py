@@ -1,0 +1,152 @@
+"""Model presets: the sourced architecture of published LLMs, for serving.
+
+The figures live in ``data/model_presets.yaml`` (each with its config.json, paper or model
+card and date); this module validates and loads them.
+
+Examples
+--------
+>>> m = model_preset("llama-3.1-70b")
+>>> m.layers, m.kv_heads, m.head_dim
+(80, 8, 128)
+>>> m.kv_bytes_per_token(2.0)
+327680.0
+>>> model_preset("deepseek-r1").kv_values_per_layer()
+576.0
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from accelsim._yaml import load_yaml, to_plain
+from accelsim.catalog._schema import ChipId, Source
+from accelsim.errors import ScenarioFileError, UnknownModelError
+
+_SHIPPED = "model_presets.yaml"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+    )
+
+
+class ModelPreset(_Frozen):
+    """The architecture of one LLM, as serving needs it.
+
+    The KV cache per token and layer is ``2 · kv_heads · head_dim`` values unless
+    ``kv_values_per_token_per_layer`` is given (MLA latents, sliding-window layers).
+
+    Examples
+    --------
+    >>> ModelPreset(id="tiny", name="Tiny", params=1e9, active_params=1e9, layers=2,
+    ...     d_model=64, kv_heads=2, head_dim=32, max_context=128,
+    ...     sources=[{"url": "https://example.org", "as_of": "2024-01-01"}]).kv_values_per_layer()
+    128.0
+    """
+
+    id: ChipId
+    """Preset id, lower case, e.g. ``llama-3.1-70b``."""
+    name: str = Field(min_length=1)
+    """Human-readable model name."""
+    params: float = Field(gt=0)
+    """Total parameters (all experts of a mixture of experts). [parameters]"""
+    active_params: float = Field(gt=0)
+    """Parameters used per token (= ``params`` for a dense model). [parameters]"""
+    layers: int = Field(ge=1)
+    """Transformer layers. [count]"""
+    d_model: int = Field(ge=1)
+    """Hidden size. [count]"""
+    kv_heads: int | None = Field(default=None, ge=1)
+    """Key/value heads per layer (GQA groups); None where the cache is not per head. [count]"""
+    head_dim: int | None = Field(default=None, ge=1)
+    """Dimension of one attention head. [count]"""
+    kv_values_per_token_per_layer: float | None = Field(default=None, gt=0)
+    """Values cached per token and layer, keys and values together, where not
+    ``2 · kv_heads · head_dim`` (DeepSeek MLA: 512 + 64 = 576). [count]"""
+    max_context: int = Field(ge=1)
+    """Longest context the model supports. [tokens]"""
+    sources: tuple[Source, ...] = Field(min_length=1)
+    """Where each figure comes from, with dates and DERIVED / ASSUMPTION notes."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelPreset:
+        if self.active_params > self.params:
+            msg = f"active_params ({self.active_params:g}) exceeds params ({self.params:g})"
+            raise ValueError(msg)
+        per_head = self.kv_heads is not None and self.head_dim is not None
+        if not per_head and self.kv_values_per_token_per_layer is None:
+            raise ValueError(
+                "give kv_heads and head_dim, or kv_values_per_token_per_layer (e.g. MLA)"
+            )
+        return self
+
+    def kv_values_per_layer(self) -> float:
+        """Values cached per token and layer (keys and values together). [count]"""
+        if self.kv_values_per_token_per_layer is not None:
+            return float(self.kv_values_per_token_per_layer)
+        heads, dim = self.kv_heads or 0, self.head_dim or 0  # both set, by the validator
+        return 2.0 * heads * dim
+
+    def kv_bytes_per_token(self, bytes_per_value: float) -> float:
+        """KV-cache bytes per token across all layers at ``bytes_per_value``. [B]"""
+        return self.layers * self.kv_values_per_layer() * bytes_per_value
+
+
+class _PresetFile(_Frozen):
+    models: tuple[ModelPreset, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> _PresetFile:
+        ids = [m.id for m in self.models]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"duplicate model preset ids: {dupes}")
+        return self
+
+
+def load_model_presets(path: str | Path) -> dict[str, ModelPreset]:
+    """Read and validate a model-preset file laid out like the shipped one, keyed by id.
+
+    A bad file raises :class:`~accelsim.errors.ScenarioFileError` naming file and field.
+    """
+    raw = to_plain(load_yaml(path))
+    try:
+        parsed = _PresetFile.model_validate(raw)
+    except ValidationError as exc:
+        raise ScenarioFileError(f"{path}: invalid model presets\n{exc}") from None
+    return {m.id: m for m in parsed.models}
+
+
+@functools.cache
+def _shipped() -> dict[str, ModelPreset]:
+    resource = importlib.resources.files("accelsim.catalog").joinpath("data", _SHIPPED)
+    with importlib.resources.as_file(resource) as path:
+        return load_model_presets(path)
+
+
+def model_presets() -> dict[str, ModelPreset]:
+    """All shipped model presets keyed by id (a fresh dict; the presets are frozen)."""
+    return dict(_shipped())
+
+
+def model_preset(model_id: str) -> ModelPreset:
+    """The preset with id ``model_id`` (case-insensitive).
+
+    Raises
+    ------
+    accelsim.errors.UnknownModelError
+        If no preset has that id; the message lists the closest ids.
+    """
+    presets = _shipped()
+    try:
+        return presets[model_id.lower()]
+    except KeyError:
+        raise UnknownModelError(model_id, presets) from None
+
+
+__all__ = ["ModelPreset", "load_model_presets", "model_preset", "model_presets"]

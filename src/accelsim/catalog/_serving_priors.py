@@ -1,0 +1,112 @@
+"""The sourced priors of LLM serving: achieved efficiency, iteration overhead, memory share.
+
+The figures live in ``data/serving.yaml``; this module validates and loads them, with the
+same :class:`~accelsim.catalog.Prior` entries (value, unit, assumption flag, dated sources,
+note) as ``data/priors.yaml``. Efficiency is keyed by software stack (which also names the
+chip kind: ``xla`` is a TPU) with optional per-chip overrides, because per-chip serving
+throughput is not a chip constant.
+
+Examples
+--------
+>>> p = serving_priors()
+>>> p.efficiency_for("h100-sxm", "cuda").unit
+'fraction'
+>>> BYTES_PER_VALUE["fp4"]
+0.5
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from pathlib import Path
+from typing import get_args
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from accelsim._yaml import load_yaml, to_plain
+from accelsim.catalog._priors import Prior, Stack
+from accelsim.catalog._schema import Precision
+from accelsim.errors import ScenarioFileError
+
+_SHIPPED = "serving.yaml"
+
+BYTES_PER_VALUE: dict[Precision, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "fp4": 0.5,
+}
+"""Storage per value of each number format [B] (a definition, not a measurement; block
+scales of MX/NV FP4 formats add ~1/16 B per value and are left out)."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+    )
+
+
+class ServingPriors(_Frozen):
+    """Every serving prior, as shipped in ``data/serving.yaml``."""
+
+    efficiency: dict[Stack, Prior]
+    """Achieved fraction of the roofline (compute and memory time), per software stack.
+    [fraction]"""
+    efficiency_by_chip: dict[str, Prior] = {}
+    """Per chip id, where evidence separates a chip from its stack. [fraction]"""
+    overhead_seconds: Prior
+    """Fixed time per continuous-batching iteration (scheduling, launches, sampling). [s]"""
+    memory_share: Prior
+    """Share of device memory the engine gives to weights plus KV cache. [fraction]"""
+    max_batch: dict[Stack, Prior]
+    """Scheduler cap on concurrently running sequences per replica. [count]"""
+    replica_weight_share_max: Prior
+    """Largest share of a replica's usable memory the weights may take when the replica size
+    is chosen automatically (the rest is KV cache). [fraction]"""
+    power_fraction_of_tdp: Prior
+    """Average chip draw while serving over the chip's TDP. [fraction]"""
+
+    @model_validator(mode="after")
+    def _complete(self) -> ServingPriors:
+        for name in ("efficiency", "max_batch"):
+            missing = [k for k in get_args(Stack) if k not in getattr(self, name)]
+            if missing:
+                raise ValueError(f"{name} must name every stack; missing {missing}")
+        return self
+
+    def efficiency_for(self, chip_id: str, stack: Stack) -> Prior:
+        """The efficiency prior of a chip: its own entry if any, else its stack's."""
+        return self.efficiency_by_chip.get(chip_id, self.efficiency[stack])
+
+    def by_name(self) -> dict[str, Prior]:
+        """Every prior by dotted name (``"efficiency.cuda"``, ``"overhead_seconds"``)."""
+        out: dict[str, Prior] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, Prior):
+                out[name] = value
+            elif isinstance(value, dict):
+                out.update({f"{name}.{key}": prior for key, prior in value.items()})
+        return out
+
+
+def load_serving_priors(path: str | Path) -> ServingPriors:
+    """Read and validate a serving-priors file laid out like the shipped ``serving.yaml``."""
+    raw = to_plain(load_yaml(path))
+    try:
+        return ServingPriors.model_validate(raw)
+    except ValidationError as exc:
+        raise ScenarioFileError(f"{path}: invalid serving priors\n{exc}") from None
+
+
+@functools.cache
+def serving_priors() -> ServingPriors:
+    """The shipped serving priors, read once per process (frozen, so sharing is safe)."""
+    resource = importlib.resources.files("accelsim.catalog").joinpath("data", _SHIPPED)
+    with importlib.resources.as_file(resource) as path:
+        return load_serving_priors(path)
+
+
+__all__ = ["BYTES_PER_VALUE", "ServingPriors", "load_serving_priors", "serving_priors"]
