@@ -1,0 +1,469 @@
+"""Calibration of the serving model against published inference results (an extra).
+
+For every row of the inference validation set (``tests/validation/data/inference.csv``, a
+copy of ``../shared/reference/validation/inference.csv``) this module predicts what
+:mod:`accelsim.models.serving` says and compares:
+
+* **throughput rows** (MLPerf Offline, offline floods, closed-loop recipes): the per-chip
+  output-token throughput distribution (P5 / P50 / P95) against the published figure. The
+  efficiency prior used for a row is **fitted leave-one-out**: a log-normal fitted to the
+  efficiencies implied by the *other* throughput rows of the same software stack (all other
+  rows where the stack has fewer than three), widened to the predictive spread of a new row.
+  Overhead and memory share use the shipped priors (judgements, not fitted to rows).
+* **Server / Interactive rows**: the largest Poisson rate the model says meets the
+  published p99 TTFT / TPOT bounds, as per-chip output tokens/s, against the published
+  completed rate (efficiency fitted on all throughput rows of the stack; none of them is
+  the tested row).
+* **price rows**: whether the $/1M-token distribution at catalog on-demand prices brackets
+  the published price (the shipped efficiency prior, a stated judgement).
+
+Rows whose chip, model, precision or lengths are missing are listed as skipped, with the
+reason. The core never imports this module. Regenerate the docs page with::
+
+    python -m accelsim.serving_calibration tests/validation/data/inference.csv \
+        docs/serving_calibration.md
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from accelsim import catalog
+from accelsim._typing import FloatArray
+from accelsim.catalog import Chip, ModelPreset
+from accelsim.catalog._serving_priors import BYTES_PER_VALUE, serving_priors
+from accelsim.models import serving
+
+_GIB = 2.0**30
+_DRAWS = 1000
+_SLO_DRAWS = 200
+_SEED = 20261124
+_MIN_STACK_ROWS = 3
+
+# Model names as the validation set spells them -> preset ids.
+MODEL_ALIASES: dict[str, str] = {
+    "llama-2-70b-chat": "llama-2-70b",
+    "mixtral-8x7b-instruct": "mixtral-8x7b",
+    "llama-3.1-405b-instruct": "llama-3.1-405b",
+    "llama-3.1-8b-instruct": "llama-3.1-8b",
+    "llama-3.1-70b-instruct": "llama-3.1-70b",
+    "llama-3.3-70b-instruct": "llama-3.3-70b",
+    "deepseek-r1": "deepseek-r1",
+    "deepseek-v3": "deepseek-v3",
+    "qwen3-32b": "qwen3-32b",
+    "qwen3-coder-480b-a35b-instruct": "qwen3-coder-480b-a35b",
+    "qwen3-coder-480b-a35b-instruct-fp8": "qwen3-coder-480b-a35b",
+    "gpt-oss-120b": "gpt-oss-120b",
+    "gpt-j-6b": "gpt-j-6b",
+}
+_OFFLINE = re.compile(r"offline|closed-loop", re.IGNORECASE)
+_CONCURRENCY = re.compile(r"max concurrency (\d+)")
+_MAX_SEQS = re.compile(r"max-num-seqs (\d+)")
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """The outcome for one row of the validation set."""
+
+    id: str
+    kind: str
+    """``throughput``, ``slo_rate``, ``price`` or ``skipped``."""
+    status: str
+    """``covered`` / ``missed`` (throughput, price), ``compared`` (slo_rate), ``skipped``."""
+    reason: str = ""
+    published: float = 0.0
+    p5: float = 0.0
+    p50: float = 0.0
+    p95: float = 0.0
+    chips_per_replica: int = 0
+    fitted_on: tuple[str, ...] = field(default=())
+    """Ids of the rows the efficiency prior of this row was fitted on (never this row)."""
+
+
+@dataclass(frozen=True)
+class _Case:
+    row: dict[str, str]
+    model: ModelPreset
+    chip: Chip
+    precision: str
+    input_tokens: float
+    output_tokens: float
+    chips: int
+    max_batch: float
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text.replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _replica_chips(model: ModelPreset, chip: Chip, weights: float, system: int) -> int:
+    """Smallest power-of-two group whose usable memory holds the weights within the share."""
+    priors = serving_priors()
+    share = float(priors.memory_share.dist().ppf(0.5))
+    limit = float(priors.replica_weight_share_max.dist().ppf(0.5))
+    cap = max(1, min(system, chip.scale_up_domain_chips))
+    t = 1
+    while t < cap and weights > limit * share * chip.hbm_gib * _GIB * t:
+        t *= 2
+    return min(t, cap)
+
+
+def _case(row: dict[str, str]) -> _Case | str:
+    """The row's serving case, or the reason it cannot be evaluated."""
+    model_id = MODEL_ALIASES.get(row["model"].strip().lower())
+    if model_id is None:
+        return f"model {row['model']!r} is not in the model catalog"
+    model = catalog.model_preset(model_id)
+    chip_id = row["accelerator"].strip()
+    if chip_id not in catalog.chips():
+        return f"accelerator {chip_id!r} is not in the chip catalog"
+    chip = catalog.chip(chip_id)
+    precision = row["precision"].strip().split(" ")[0].lower()
+    if precision not in BYTES_PER_VALUE:
+        return f"precision not stated ({row['precision'][:40]!r})"
+    try:
+        chip.peak_tflops(precision)
+    except catalog.PrecisionUnavailableError:
+        return f"{chip_id} has no {precision} peak in the catalog"
+    inp, out = _number(row["input_tokens"]), _number(row["output_tokens"])
+    if inp is None or out is None:
+        return "mean input or output length not given as a number"
+    system = _number(row["accelerators_count"])
+    if system is None:
+        return "accelerator count not stated"
+    weights = float(serving.weight_bytes(model.params, BYTES_PER_VALUE[precision]))
+    chips = _replica_chips(model, chip, weights, int(system))
+    if "x1" in row["id"] and chip.kind == "tpu" and "tp=2" in row["software"].lower():
+        chips = 1  # one Ironwood chip run as TP=2 over its two TensorCores
+    max_batch = float(serving_priors().max_batch[chip.software_stack].dist().ppf(0.5))
+    concurrency = _CONCURRENCY.search(row["scenario"])
+    if concurrency:  # closed loop: the client's concurrency, shared by the replicas
+        replicas = max(1.0, system / chips)
+        max_batch = min(max_batch, float(concurrency.group(1)) / replicas)
+    seqs = _MAX_SEQS.search(row["software"])
+    if seqs:
+        max_batch = min(max_batch, float(seqs.group(1)))
+    return _Case(row, model, chip, precision, inp, out, chips, max_batch)
+
+
+def _cost(case: _Case, efficiency: FloatArray, overhead: FloatArray) -> serving.IterationCost:
+    bytes_per = BYTES_PER_VALUE[case.precision]  # type: ignore[index]
+    kv_bytes = case.model.kv_bytes_per_token(max(bytes_per, 1.0))  # fp4 runs keep an fp8 cache
+    return serving.iteration_cost(
+        active_params=case.model.active_params,
+        total_params=case.model.params,
+        layers=case.model.layers,
+        d_model=case.model.d_model,
+        weight_bytes=serving.weight_bytes(case.model.params, bytes_per),
+        kv_bytes_per_token=kv_bytes,
+        chips=case.chips,
+        peak_tflops=case.chip.peak_tflops(case.precision),  # type: ignore[arg-type]
+        hbm_tbps=case.chip.hbm_tbps,
+        interconnect_gbps=case.chip.interconnect_gbps,
+        efficiency=efficiency,
+        overhead_seconds=overhead,
+    )
+
+
+def _capacity(case: _Case, share: FloatArray) -> FloatArray:
+    bytes_per = BYTES_PER_VALUE[case.precision]  # type: ignore[index]
+    return serving.kv_capacity_tokens(
+        case.chip.hbm_gib * _GIB * case.chips,
+        serving.weight_bytes(case.model.params, bytes_per),
+        case.model.kv_bytes_per_token(max(bytes_per, 1.0)),
+        share,
+    )
+
+
+def _per_chip_offline(
+    case: _Case, efficiency: FloatArray, overhead: FloatArray, share: FloatArray
+) -> FloatArray:
+    cost = _cost(case, efficiency, overhead)
+    tokens = serving.offline_tokens_per_s(
+        cost, _capacity(case, share), case.input_tokens, case.output_tokens, case.max_batch
+    )
+    return tokens / case.chips
+
+
+def _medians() -> tuple[float, float]:
+    p = serving_priors()
+    return float(p.overhead_seconds.dist().ppf(0.5)), float(p.memory_share.dist().ppf(0.5))
+
+
+def implied_efficiency(case: _Case, published: float) -> float:
+    """Efficiency at which the model's per-chip throughput (median overhead, share) matches."""
+    overhead, share = _medians()
+    lo, hi = np.array([1e-3]), np.array([2.0])
+    for _ in range(50):
+        mid = np.sqrt(lo * hi)
+        below = _per_chip_offline(case, mid, np.array([overhead]), np.array([share])) < published
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return float(np.sqrt(lo * hi)[0])
+
+
+def _draws(log_effs: list[float], rng: np.random.Generator, n: int) -> FloatArray:
+    """Predictive draws of a new row's efficiency from other rows' log efficiencies."""
+    values = np.asarray(log_effs)
+    sd = float(values.std(ddof=1)) * math.sqrt(1.0 + 1.0 / values.size)
+    return np.minimum(np.exp(rng.normal(values.mean(), sd, n)), 1.0)
+
+
+def _nuisance(rng: np.random.Generator, n: int) -> tuple[FloatArray, FloatArray]:
+    p = serving_priors()
+    return p.overhead_seconds.dist().sample(rng, n), p.memory_share.dist().sample(rng, n)
+
+
+def _pool(implied: dict[str, tuple[str, float]], stack: str, exclude: str) -> list[str]:
+    same = [i for i, (s, _) in implied.items() if s == stack and i != exclude]
+    return same if len(same) >= _MIN_STACK_ROWS else [i for i in implied if i != exclude]
+
+
+def calibrate(csv_path: str | Path) -> list[RowResult]:
+    """Evaluate every row of the inference validation set (see the module docstring)."""
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    cases: dict[str, _Case | str] = {r["id"]: _case(r) for r in rows}
+    throughput_ids = [
+        r["id"]
+        for r in rows
+        if isinstance(cases[r["id"]], _Case)
+        and _OFFLINE.search(r["scenario"])
+        and _number(r["throughput_per_accelerator"]) is not None
+    ]
+    implied: dict[str, tuple[str, float]] = {}
+    for row_id in throughput_ids:
+        case = cases[row_id]
+        assert isinstance(case, _Case)
+        published = float(case.row["throughput_per_accelerator"])
+        implied[row_id] = (case.chip.software_stack, implied_efficiency(case, published))
+    rng = np.random.default_rng(_SEED)
+    return [_evaluate(row, cases[row["id"]], implied, rng) for row in rows]
+
+
+def _evaluate(
+    row: dict[str, str],
+    case: _Case | str,
+    implied: dict[str, tuple[str, float]],
+    rng: np.random.Generator,
+) -> RowResult:
+    row_id = row["id"]
+    price = _number(row["usd_per_million_tokens"])
+    if price is not None:
+        return _price_row(row, price, rng)
+    if isinstance(case, str):
+        return RowResult(row_id, "skipped", "skipped", reason=case)
+    published = _number(row["throughput_per_accelerator"])
+    if published is None:
+        return RowResult(row_id, "skipped", "skipped", reason="no per-chip throughput")
+    if row_id in implied:
+        pool = _pool(implied, case.chip.software_stack, row_id)
+        effs = _draws([math.log(implied[i][1]) for i in pool], rng, _DRAWS)
+        overhead, share = _nuisance(rng, _DRAWS)
+        pred = _per_chip_offline(case, effs, overhead, share)
+        p5, p50, p95 = (float(v) for v in np.quantile(pred, [0.05, 0.5, 0.95]))
+        status = "covered" if p5 <= published <= p95 else "missed"
+        return RowResult(
+            row_id, "throughput", status, "", published, p5, p50, p95, case.chips, tuple(pool)
+        )
+    ttft, tpot = _number(row["ttft_p99_ms"]), _number(row["tpot_p99_ms"])
+    bounds = re.findall(r"(TTFT|TPOT) p99<=([\d,]+) ms", row["latency_constraint"])
+    limits = {name: float(value.replace(",", "")) for name, value in bounds}
+    if len(limits) < 2 or ttft is None or tpot is None:
+        return RowResult(row_id, "skipped", "skipped", reason="no TTFT/TPOT p99 bounds in row")
+    pool = _pool(implied, case.chip.software_stack, row_id)
+    effs = _draws([math.log(implied[i][1]) for i in pool], rng, _SLO_DRAWS)
+    overhead, share = _nuisance(rng, _SLO_DRAWS)
+    cap = serving.slo_capacity_rps(
+        _cost(case, effs, overhead),
+        case.input_tokens,
+        case.output_tokens,
+        _capacity(case, share),
+        case.max_batch,
+        limits["TTFT"] / 1e3,
+        limits["TPOT"] / 1e3,
+        0.99,
+    )
+    per_chip = cap.rate_rps * case.output_tokens / case.chips
+    p5, p50, p95 = (float(v) for v in np.quantile(per_chip, [0.05, 0.5, 0.95]))
+    return RowResult(
+        row_id, "slo_rate", "compared", "", published, p5, p50, p95, case.chips, tuple(pool)
+    )
+
+
+def _price_row(row: dict[str, str], price: float, rng: np.random.Generator) -> RowResult:
+    """Blended 3:1 $/1M tokens at the cheapest catalog on-demand H100 (hardware undisclosed)."""
+    model_id = MODEL_ALIASES.get(row["model"].strip().lower())
+    if model_id is None:
+        return RowResult(row["id"], "skipped", "skipped", reason="model not in the catalog")
+    if "output" in row["notes"].lower() and "not blended" in row["notes"].lower():
+        return RowResult(
+            row["id"],
+            "skipped",
+            "skipped",
+            reason="price per output token of a PD-disaggregated"
+            " deployment with no output length: not a blended serving price",
+        )
+    named = row["accelerator"].strip()
+    undisclosed = named in ("", "not disclosed")
+    chip_id = named if named in catalog.chips() else ""
+    if not undisclosed and not chip_id:
+        return RowResult(
+            row["id"],
+            "skipped",
+            "skipped",
+            reason=f"accelerator {row['accelerator']!r} is not in the chip catalog",
+        )
+    chip_id = chip_id or "h100-sxm"
+    offer = catalog.cheapest(chip_id, "on_demand")
+    if offer is None or offer.usd_per_chip_hour is None:
+        return RowResult(
+            row["id"], "skipped", "skipped", reason=f"no on-demand offer for {chip_id}"
+        )
+    fake = {
+        **row,
+        "accelerator": chip_id,
+        "precision": "fp8",
+        "input_tokens": "1500",
+        "output_tokens": "500",
+        "accelerators_count": "8",
+        "scenario": "offline",
+        "software": "",
+    }
+    case = _case(fake)
+    if isinstance(case, str):
+        return RowResult(row["id"], "skipped", "skipped", reason=case)
+    prior = serving_priors().efficiency_for(chip_id, case.chip.software_stack)
+    effs = prior.dist().sample(rng, _DRAWS)
+    overhead, share = _nuisance(rng, _DRAWS)
+    out_per_chip = _per_chip_offline(case, np.minimum(effs, 1.0), overhead, share)
+    total_per_chip = out_per_chip * (1.0 + case.input_tokens / case.output_tokens)
+    usd = offer.usd_per_chip_hour / (3600.0 * total_per_chip) * 1e6
+    p5, p50, p95 = (float(v) for v in np.quantile(usd, [0.05, 0.5, 0.95]))
+    status = "covered" if p5 <= price <= p95 else "missed"
+    note = f"{chip_id} fp8 at {offer.provider} on-demand ${offer.usd_per_chip_hour}/chip-h"
+    return RowResult(row["id"], "price", status, note, price, p5, p50, p95, case.chips)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Headline figures of a calibration."""
+
+    throughput_rows: int
+    median_abs_error: float
+    """Median over throughput rows of |P50 / published − 1|. [fraction]"""
+    coverage: float
+    """Share of throughput rows whose published value lies in [P5, P95]. [fraction]"""
+    slo_rows: int
+    slo_median_ratio: float
+    """Median over Server/Interactive rows of predicted P50 / published rate. [ratio]"""
+    price_rows: int
+    price_covered: int
+    skipped: int
+
+
+def summarize(results: list[RowResult]) -> Summary:
+    """Headline figures of :func:`calibrate`'s results."""
+    thr = [r for r in results if r.kind == "throughput"]
+    slo = [r for r in results if r.kind == "slo_rate"]
+    price = [r for r in results if r.kind == "price"]
+    errors = [abs(r.p50 / r.published - 1.0) for r in thr]
+    return Summary(
+        throughput_rows=len(thr),
+        median_abs_error=float(np.median(errors)) if errors else 0.0,
+        coverage=sum(r.status == "covered" for r in thr) / len(thr) if thr else 0.0,
+        slo_rows=len(slo),
+        slo_median_ratio=float(np.median([r.p50 / r.published for r in slo])) if slo else 0.0,
+        price_rows=len(price),
+        price_covered=sum(r.status == "covered" for r in price),
+        skipped=sum(r.kind == "skipped" for r in results),
+    )
+
+
+def render_markdown(results: list[RowResult]) -> str:
+    """The calibration page (``docs/serving_calibration.md``) for ``results``."""
+    s = summarize(results)
+    lines = [
+        "# Serving calibration",
+        "",
+        "Generated by `python -m accelsim.serving_calibration "
+        "tests/validation/data/inference.csv docs/serving_calibration.md`; "
+        "`tests/validation/test_serving_calibration.py` fails when this page is out of date.",
+        "",
+        "Every row of the inference validation set (`tests/validation/data/inference.csv`, "
+        "see `inference_README.md` there) is listed below: evaluated, or skipped with the "
+        "reason. For throughput rows the efficiency prior is fitted **leave-one-out**: a "
+        "log-normal fitted to the efficiencies the other throughput rows of the same software "
+        "stack imply (all other rows where the stack has fewer than three), widened to the "
+        "predictive spread of a new row. Overhead and memory share are the shipped priors, "
+        "stated judgements not fitted to these rows. Server and Interactive rows use the "
+        "efficiencies implied by the throughput rows (never the tested row). Price rows use "
+        "the shipped efficiency prior (a judgement set with these rows in view) on the "
+        "cheapest catalog on-demand offer for the chip (H100 where the provider does not "
+        "disclose its hardware), FP8, 1,500 input / 500 output tokens (3:1 blend); a "
+        "provider price is not a cost, so these are sanity bands only.",
+        "",
+        "## Summary",
+        "",
+        f"- Throughput rows: {s.throughput_rows}; median |error| of the P50 per-chip "
+        f"throughput: **{100 * s.median_abs_error:.1f} %** (target <= 25 %); P5-P95 "
+        f"coverage: **{100 * s.coverage:.1f} %** (target >= 80 %), leave-one-out.",
+        f"- Server / Interactive rows: {s.slo_rows}; median ratio of the predicted largest "
+        f"SLO-meeting Poisson rate (P50) to the published completed rate: "
+        f"**{s.slo_median_ratio:.2f}**.",
+        f"- Price rows evaluated: {s.price_rows}; bracketed by P5-P95: {s.price_covered}.",
+        f"- Rows skipped (reason in the table): {s.skipped}.",
+        "",
+        "## Rows",
+        "",
+        "Per-chip output tokens/s for throughput and SLO rows; USD per 1M tokens for price "
+        "rows. `chips` is the replica size the model chose.",
+        "",
+        "| row | kind | status | published | P5 | P50 | P95 | chips | note |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        if r.kind == "skipped":
+            lines.append(f"| `{r.id}` | skipped | skipped | | | | | | {r.reason} |")
+        else:
+            lines.append(
+                f"| `{r.id}` | {r.kind} | {r.status} | {r.published:,.4g} | {r.p5:,.4g} | "
+                f"{r.p50:,.4g} | {r.p95:,.4g} | {r.chips_per_replica} | {r.reason} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m accelsim.serving_calibration CSV PAGE``: regenerate the calibration page."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m accelsim.serving_calibration INFERENCE_CSV OUTPUT_MD")
+        return 2
+    Path(args[1]).write_text(render_markdown(calibrate(args[0])), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = [
+    "MODEL_ALIASES",
+    "RowResult",
+    "Summary",
+    "calibrate",
+    "implied_efficiency",
+    "main",
+    "render_markdown",
+    "summarize",
+]
