@@ -654,10 +654,13 @@ def slo_capacity_rps(
         lo = np.where(ok, mid, lo)
         hi = np.where(ok, hi, mid)
     rate = np.where(top_ok, hi_rate, lo)
+    rate, saturated_rps, feasible = np.broadcast_arrays(
+        np.where(feasible, rate, 0.0), np.where(limit >= 1.0, saturated_rps, 0.0), feasible
+    )
     return SloCapacity(
-        rate_rps=_f(np.where(feasible, rate, 0.0)),
-        saturated_rps=_f(np.where(limit >= 1.0, saturated_rps, 0.0)),
-        feasible=np.asarray(feasible, dtype=np.bool_),
+        rate_rps=_f(rate.copy()),
+        saturated_rps=_f(saturated_rps.copy()),
+        feasible=np.array(feasible, dtype=np.bool_),
     )
 
 

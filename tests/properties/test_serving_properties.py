@@ -1,0 +1,66 @@
+"""Hypothesis invariants of accelsim.models.serving: finite, monotone, infeasible flagged."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accelsim.models import serving as sv
+
+effs = st.floats(0.01, 1.0)
+bandwidths = st.floats(0.1, 10.0)
+rates = st.floats(1e-3, 1e4)
+lengths = st.floats(1.0, 20000.0)
+overheads = st.floats(0.0, 0.01)
+
+
+def _cost(eff: float, bw: float, overhead: float, chips: float = 2.0) -> sv.IterationCost:
+    return sv.iteration_cost(
+        active_params=8e9, total_params=8e9, layers=32, d_model=4096, weight_bytes=16e9,
+        kv_bytes_per_token=131072.0, chips=chips, peak_tflops=989.0, hbm_tbps=bw,
+        interconnect_gbps=900.0, efficiency=eff, overhead_seconds=overhead,
+    )  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(effs, bandwidths, overheads, rates, lengths, lengths)
+def test_latency_outputs_are_finite(eff, bw, overhead, rate, inp, out) -> None:  # type: ignore[no-untyped-def]
+    lat = sv.latency_under_load(_cost(eff, bw, overhead), rate, inp, out, 512)
+    for value in (lat.decode_batch, lat.tpot_p50_s, lat.tpot_tail_s, lat.ttft_p50_s,
+                  lat.ttft_tail_s, lat.ttft_mean_s, lat.prefill_utilization):  # fmt: skip
+        assert np.all(np.isfinite(value))
+    assert np.all(lat.tpot_tail_s >= lat.tpot_p50_s)
+    assert np.all(lat.ttft_tail_s >= lat.ttft_p50_s)
+
+
+@settings(max_examples=60, deadline=None)
+@given(effs, bandwidths, bandwidths, st.floats(1, 4096), lengths)
+def test_more_bandwidth_is_not_slower(eff, bw1, bw2, batch, context) -> None:  # type: ignore[no-untyped-def]
+    lo, hi = sorted((bw1, bw2))
+    slow = sv.iteration_seconds(_cost(eff, lo, 0.001), batch, 0, batch * context)
+    fast = sv.iteration_seconds(_cost(eff, hi, 0.001), batch, 0, batch * context)
+    assert fast <= slow * (1 + 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(effs, rates, rates, st.floats(10, 4000), st.floats(10, 2000))
+def test_higher_rate_is_not_faster(eff, r1, r2, inp, out) -> None:  # type: ignore[no-untyped-def]
+    lo, hi = sorted((r1, r2))
+    cost = _cost(eff, 3.35, 0.002)
+    a = sv.latency_under_load(cost, lo, inp, out, 1024)
+    b = sv.latency_under_load(cost, hi, inp, out, 1024)
+    if not b.saturated:
+        assert b.tpot_p50_s >= a.tpot_p50_s * (1 - 1e-9)
+        assert b.ttft_mean_s >= a.ttft_mean_s * (1 - 1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(effs, st.floats(10, 4000), st.floats(10, 2000), st.floats(1e-3, 10), st.floats(1e-3, 1))
+def test_slo_capacity_within_saturation_and_flagged(eff, inp, out, ttft, tpot) -> None:  # type: ignore[no-untyped-def]
+    cap = sv.slo_capacity_rps(_cost(eff, 3.35, 0.002), inp, out, 4e5, 512, ttft, tpot)
+    assert np.isfinite(cap.rate_rps)
+    assert np.isfinite(cap.saturated_rps)
+    assert 0.0 <= cap.rate_rps <= cap.saturated_rps * (1 + 1e-12)
+    if not cap.feasible:
+        assert cap.rate_rps == 0.0

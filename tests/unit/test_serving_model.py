@@ -1,0 +1,118 @@
+"""Unit tests of accelsim.models.serving against closed forms (tolerances: float rounding)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from accelsim.models import serving as sv
+
+H100 = {"peak_tflops": 989.0, "hbm_tbps": 3.35, "interconnect_gbps": 900.0}
+
+
+def _cost(chips: float = 1.0, eff: float = 0.5, overhead: float = 0.0, active: float = 70e9):
+    return sv.iteration_cost(
+        active_params=active, total_params=70e9, layers=80, d_model=8192,
+        weight_bytes=140e9, kv_bytes_per_token=327680.0, chips=chips,
+        efficiency=eff, overhead_seconds=overhead, **H100,
+    )  # fmt: skip
+
+
+def test_kv_bytes_llama31_70b_bf16() -> None:
+    assert float(sv.kv_bytes_per_token(80, 8, 128, 2)) == 2 * 80 * 8 * 128 * 2 == 327_680
+
+
+def test_kv_bytes_mla_deepseek() -> None:
+    assert float(sv.kv_bytes_per_token_from_values(61, 512 + 64, 2)) == 61 * 576 * 2
+
+
+def test_kv_capacity_sign_flags_a_model_that_does_not_fit() -> None:
+    cap = sv.kv_capacity_tokens([80e9, 160e9], 140e9, 327680.0, 0.9)
+    assert cap[0] < 0 < cap[1]
+    assert cap[1] == pytest.approx((0.9 * 160e9 - 140e9) / 327680.0, rel=1e-12)
+
+
+def test_batch1_decode_is_memory_bound_closed_form() -> None:
+    eff, overhead = 0.5, 0.003
+    t = float(sv.iteration_seconds(_cost(eff=eff, overhead=overhead), 1, 0, 0))
+    assert t == pytest.approx(140e9 / (3.35e12 * eff) + overhead, rel=1e-12)
+
+
+def test_large_prefill_is_compute_bound_closed_form() -> None:
+    eff, tokens = 0.4, 8192.0
+    t = float(sv.iteration_seconds(_cost(eff=eff), 0, tokens, 0))
+    assert t == pytest.approx(2 * 70e9 * tokens / (989e12 * eff), rel=1e-12)
+
+
+def test_tensor_parallel_allreduce_term() -> None:
+    one = float(sv.iteration_seconds(_cost(chips=1), 0, 4096, 0))
+    four = sv.iteration_cost(
+        active_params=70e9, total_params=70e9, layers=80, d_model=8192, weight_bytes=140e9,
+        kv_bytes_per_token=327680.0, chips=4, efficiency=0.5, overhead_seconds=0.0, **H100,
+    )  # fmt: skip
+    ring = 80 * 2 * 4096 * 8192 * 2 * (2 * 3 / 4) / (900e9 / 2)
+    assert float(sv.iteration_seconds(four, 0, 4096, 0)) == pytest.approx(one / 4 + ring, rel=1e-12)
+
+
+def test_moe_single_token_reads_only_active_weights() -> None:
+    cost = _cost(active=14e9)
+    t = float(sv.iteration_seconds(cost, 1, 0, 0))
+    assert t == pytest.approx(140e9 * 0.2 / (3.35e12 * 0.5), rel=1e-12)
+
+
+def test_broadcasting_and_scalars_agree() -> None:
+    cost = _cost(eff=np.array([0.3, 0.6]))
+    arr = sv.iteration_seconds(cost, np.array([1.0, 64.0])[:, None], 0, 0)
+    assert arr.shape == (2, 2)
+    scalar = float(sv.iteration_seconds(_cost(eff=0.6), 64.0, 0, 0))
+    assert arr[1, 1] == pytest.approx(scalar, rel=1e-15)
+
+
+def test_offline_is_zero_where_nothing_fits() -> None:
+    out = sv.offline_tokens_per_s(_cost(), np.array([-5.0, 1e6]), 222, 290, 256)
+    assert out[0] == 0.0
+    assert out[1] > 0.0
+
+
+def test_littles_law_fixed_point_holds() -> None:
+    cost = _cost(chips=2, overhead=0.002)
+    rate, inp, out = 5.0, 222.0, 290.0
+    lat = sv.latency_under_load(cost, rate, inp, out, 1000)
+    assert not lat.saturated
+    batch = float(lat.decode_batch)
+    assert batch == pytest.approx(rate * out * float(lat.tpot_p50_s), rel=1e-9)
+    again = sv.iteration_seconds(
+        cost, 1 + batch, rate * inp * lat.tpot_p50_s, (1 + batch) * (inp + out / 2), inp / 2
+    )
+    assert float(again) == pytest.approx(float(lat.tpot_p50_s), rel=1e-9)
+
+
+def test_prefill_queue_mean_wait_is_pollaczek_khinchine() -> None:
+    """The TTFT mean is the M/D/1 mean wait plus service; the oracle is P-K, rho S/(2(1-rho))."""
+    cost = _cost(overhead=0.001)
+    rate, inp, out = 1.0, 2000.0, 1.0
+    lat = sv.latency_under_load(cost, rate, inp, out, 1000)
+    t = float(lat.tpot_p50_s)
+    rho = float(lat.prefill_utilization)
+    service = rho / rate
+    assert 0 < rho < 1
+    pk = rho * service / (2 * (1 - rho))
+    assert float(lat.ttft_mean_s) == pytest.approx(pk + service + t, rel=1e-9)
+
+
+def test_saturation_is_flagged_with_finite_values() -> None:
+    lat = sv.latency_under_load(_cost(), np.array([0.1, 1e6]), 222, 290, 64)
+    assert lat.saturated.tolist() == [False, True]
+    for name in ("tpot_p50_s", "tpot_tail_s", "ttft_p50_s", "ttft_tail_s", "decode_batch"):
+        assert np.all(np.isfinite(getattr(lat, name)))
+
+
+def test_slo_capacity_feasible_and_bounded_by_saturation() -> None:
+    cost = _cost(chips=2, overhead=0.002)
+    cap = sv.slo_capacity_rps(cost, 222, 290, 5e5, 1024, [2.0, 1e-4], [0.2, 0.2])
+    assert cap.feasible.tolist() == [True, False]
+    assert cap.rate_rps[1] == 0.0
+    assert 0 < cap.rate_rps[0] <= cap.saturated_rps[0]
+    lat = sv.latency_under_load(cost, cap.rate_rps[0], 222, 290, 1024)
+    assert float(lat.ttft_tail_s) <= 2.0
+    assert float(lat.tpot_tail_s) <= 0.2
