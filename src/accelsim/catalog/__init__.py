@@ -24,6 +24,7 @@ from pathlib import Path
 from accelsim.catalog._loader import Catalog, active, builtin_catalog
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
+from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, Stack, priors
 from accelsim.catalog._schema import (
@@ -137,6 +138,7 @@ __all__ = [
     "Fit",
     "Framework",
     "Kind",
+    "ModelPreset",
     "Offer",
     "OnPremSite",
     "Precision",
@@ -153,6 +155,8 @@ __all__ = [
     "chip",
     "chips",
     "load",
+    "model_preset",
+    "model_presets",
     "offers",
     "price",
     "price_sheets",

@@ -17,8 +17,8 @@ from accelsim.errors import AccelsimError
 Pricing = Literal["on_demand", "spot", "commit_1y", "commit_3y", "on_prem"]
 """How capacity is paid for: by the hour (on-demand, spot, 1- or 3-year commitment) or bought."""
 
-Precision = Literal["bf16", "fp8", "fp32"]
-"""Arithmetic precision of a peak-throughput figure."""
+Precision = Literal["bf16", "fp8", "fp32", "int8", "fp4"]
+"""Arithmetic precision of a peak-throughput figure (int8 in TOP/s, counted like TFLOP/s)."""
 
 PRICING_MODELS: tuple[Pricing, ...] = ("on_demand", "spot", "commit_1y", "commit_3y", "on_prem")
 
@@ -74,6 +74,10 @@ class Chip(_Frozen):
     """Dense FP8 peak [TFLOP/s]; None where the chip has no FP8."""
     fp32_tflops: PositiveFloat | None
     """Non-tensor FP32 peak [TFLOP/s]; None where not published."""
+    int8_tflops: PositiveFloat | None = None
+    """Dense INT8 peak [TOP/s]; None where the chip has none or no figure is published."""
+    fp4_tflops: PositiveFloat | None = None
+    """Dense FP4 peak [TFLOP/s]; None where the chip has no FP4 (only Blackwell in the catalog)."""
     hbm_gib: PositiveFloat
     """Device memory per chip [GiB] (host DRAM for the CPU baseline)."""
     hbm_tbps: PositiveFloat
@@ -111,8 +115,8 @@ class Chip(_Frozen):
 
         Parameters
         ----------
-        precision : {"bf16", "fp8", "fp32"}
-            Arithmetic precision.
+        precision : {"bf16", "fp8", "fp32", "int8", "fp4"}
+            Arithmetic precision (INT8 peaks are in TOP/s).
 
         Returns
         -------
@@ -130,7 +134,13 @@ class Chip(_Frozen):
         >>> catalog.chip("h100-sxm").peak_tflops("fp8")
         1979.0
         """
-        peaks = {"bf16": self.bf16_tflops, "fp8": self.fp8_tflops, "fp32": self.fp32_tflops}
+        peaks = {
+            "bf16": self.bf16_tflops,
+            "fp8": self.fp8_tflops,
+            "fp32": self.fp32_tflops,
+            "int8": self.int8_tflops,
+            "fp4": self.fp4_tflops,
+        }
         if precision not in peaks:
             raise PrecisionUnavailableError(
                 f"unknown precision {precision!r}; expected one of {', '.join(peaks)}"
