@@ -25,8 +25,8 @@ from accelsim.catalog._loader import Catalog, active, builtin_catalog
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
 from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
-from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, Stack, priors
+from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
     Chip,
@@ -146,8 +146,8 @@ __all__ = [
     "PriceSheet",
     "Pricing",
     "Prior",
-    "ScalingDefaults",
     "Priors",
+    "ScalingDefaults",
     "Source",
     "Stack",
     "builtin_catalog",
