@@ -17,6 +17,7 @@ Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -334,6 +335,55 @@ def iteration_seconds(
     memory_bytes = cost.weight_bytes * touched + cost.kv_bytes_per_token * kv
     roofline = np.maximum(flops * cost.seconds_per_flop, memory_bytes * cost.seconds_per_byte)
     return _f(roofline + cost.comm_seconds_per_token * n + cost.overhead_seconds)
+
+
+def scalar_iteration_seconds(cost: IterationCost) -> Callable[[float, float, float, float], float]:
+    """:func:`iteration_seconds` of one run as a plain-float function, for the DES inner loop.
+
+    The same formula, term by term in the same order, on Python floats: it returns exactly
+    (bit for bit) what :func:`iteration_seconds` returns for the same inputs, in about a
+    twentieth of the time (no numpy call per iteration).
+
+    Parameters
+    ----------
+    cost : IterationCost
+        Coefficients of one run (every field of shape ``()`` or size 1).
+
+    Returns
+    -------
+    callable
+        ``f(decode_batch, prefill_tokens, kv_tokens, prefill_context_tokens) -> seconds``,
+        arguments as in :func:`iteration_seconds` ([count], [tokens], [tokens], [tokens]),
+        result [s].
+
+    Examples
+    --------
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.0)
+    >>> scalar_iteration_seconds(c)(1.0, 0.0, 0.0, 0.0) == float(iteration_seconds(c, 1, 0, 0))
+    True
+    """
+    flops_per_token = float(cost.flops_per_token)
+    attention = float(cost.attention_flops_per_context_token)
+    untouched = 1.0 - float(cost.active_fraction)
+    weight = float(cost.weight_bytes)
+    kv_bytes = float(cost.kv_bytes_per_token)
+    s_flop = float(cost.seconds_per_flop)
+    s_byte = float(cost.seconds_per_byte)
+    comm = float(cost.comm_seconds_per_token)
+    overhead = float(cost.overhead_seconds)
+
+    def seconds(decode: float, prefill: float, kv: float, prefill_context: float) -> float:
+        n = decode + prefill
+        flops = flops_per_token * n + attention * (kv + prefill * prefill_context)
+        memory_bytes = weight * (1.0 - untouched**n) + kv_bytes * kv
+        compute_s = flops * s_flop
+        memory_s = memory_bytes * s_byte
+        roofline = compute_s if compute_s >= memory_s else memory_s
+        return roofline + comm * n + overhead
+
+    return seconds
 
 
 def batch_limit(
@@ -676,6 +726,7 @@ __all__ = [
     "kv_capacity_tokens",
     "latency_under_load",
     "offline_tokens_per_s",
+    "scalar_iteration_seconds",
     "slo_capacity_rps",
     "throughput_at_batch",
     "weight_bytes",

@@ -10,7 +10,8 @@ Modules: :mod:`.specs` (what is simulated), :mod:`.schedulers` (policies),
 :mod:`.cluster` (state), :mod:`.attempts` (checkpoint layout and lost work),
 :mod:`.processes` (event sources), :mod:`.records` and
 :mod:`.metrics` (what is remembered and reported), :mod:`.trace` and :mod:`.streams`
-(workloads from CSV files and from distributions).
+(workloads from CSV files and from distributions); :mod:`._serving`
+(request-level LLM serving: :func:`simulate_serving`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ from accelsim.engines.des._metrics import DesResult, PoolMetrics, TimeSeries, su
 from accelsim.engines.des._processes import Arrivals, Delivery, Strikes
 from accelsim.engines.des._records import EventRecord, JobRecord, Recorder
 from accelsim.engines.des._schedulers import SCHEDULERS, Scheduler, resolve_scheduler
+from accelsim.engines.des._serving import (
+    ReplicaModel,
+    ReplicaPlan,
+    RequestStream,
+    ServingTrace,
+    simulate_serving,
+)
 from accelsim.engines.des._specs import JobSpec, PoolSpec, Sampler
 from accelsim.engines.des._streams import poisson_stream
 from accelsim.engines.des._trace import TRACE_COLUMNS, TraceError, read_trace
@@ -143,10 +151,15 @@ __all__ = [
     "JobSpec",
     "PoolMetrics",
     "PoolSpec",
+    "ReplicaModel",
+    "ReplicaPlan",
+    "RequestStream",
     "Sampler",
+    "ServingTrace",
     "TimeSeries",
     "TraceError",
     "poisson_stream",
     "read_trace",
     "run",
+    "simulate_serving",
 ]

@@ -1,0 +1,657 @@
+"""Request-level discrete-event simulation of LLM serving: routing, continuous batching.
+
+One SimPy process per replica runs continuous batching at iteration granularity: one
+``timeout`` per batch iteration (never per token), whose length is
+:func:`accelsim.models.serving.iteration_seconds` of the iteration's batch (evaluated by
+:func:`~accelsim.models.serving.scalar_iteration_seconds`, the same formula on floats, bit
+for bit). One router process drives, in time order, the fleet plan (one decision at the
+start of every hour), cold-started replicas coming up, and the pre-drawn arrivals. No RNG
+inside: the caller draws the requests.
+
+Rules (the contract the fast path and the tests rely on)
+--------------------------------------------------------
+*Queues.* Each request is dispatched on arrival to one *serving* replica, into that
+replica's FIFO queue: ``least_loaded`` picks the replica with the fewest outstanding
+requests (queued + admitted), ties to the lowest replica index; ``round_robin`` cycles
+over the serving replicas in index order. With no serving replica (zero-replica hours,
+cold start) requests wait in the router's FIFO queue and are dispatched, in arrival order,
+as soon as one comes up.
+
+*Admission (reserve-on-admit).* At the start of each iteration a serving replica admits
+requests from the head of its queue, in order, while fewer than ``max_batch`` sequences
+are admitted and the head's full context (input + output tokens) fits in the KV capacity
+not yet reserved; the head blocks those behind it (FCFS, no skipping). A sequence keeps its
+reservation until it completes, so KV never overflows and nothing is preempted. A request
+with ``input + output > kv_capacity_tokens`` can never fit: it is rejected on arrival
+(``ServingTrace.rejected``), never queued, and counted as never served.
+
+*Iterations.* With ``prefill_chunk_tokens = C > 0`` (chunked prefill) every iteration
+decodes one token of every sequence past its prefill and prefills up to ``C`` prompt
+tokens of admitted sequences in admission order (a prompt may span iterations; several
+short prompts may share one). With ``C = 0`` (prefill-first) an iteration that starts with
+admitted-but-unprefilled prompts prefills all of them whole and decodes nothing; decoding
+resumes in the next iteration. A prompt's last prefill iteration emits its first output
+token at its end (TTFT); each later iteration in which it decodes emits one more; it
+completes at the end of the iteration that emits its ``output_tokens``-th token.
+
+*Iteration time.* ``iteration_seconds(cost, decode_batch, prefill_tokens, kv_tokens,
+prefill_context_tokens)`` with ``kv_tokens`` the tokens cached by the decoding sequences
+(prompt + tokens emitted so far, summed) and ``prefill_context_tokens`` the mean context a
+prefilled token attends to (a chunk of ``c`` tokens after ``p`` prefilled ones counts
+``p + c/2``; a whole prompt ``input/2``, as in the fast path).
+
+*Fleet plan.* At the start of hour ``h`` the router compares ``replicas_per_hour[h]`` with
+the replicas serving or starting. Scale-up provisions new replicas (new, higher indices)
+that serve ``cold_start_hours`` later; the fleet of hour 0 serves from time 0 (warm).
+Scale-down first cancels replicas still starting (newest first), then drains serving ones
+(highest index first): a draining replica takes no new requests (its queue goes back to
+the router, in arrival order), finishes the sequences it admitted, then stops. A replica
+is provisioned (``replica_hours``) from its scale-up decision until it stops or the
+horizon.
+
+*Ties.* At equal times the router handles the hour's plan first, then replicas coming up,
+then arrivals (several requests with the same arrival time are dispatched together, in
+index order, before any replica starts an iteration). Replica processes at equal times run
+in the order SimPy scheduled them, a function of the inputs only. Same inputs, same trace.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any, Literal
+
+import numpy as np
+import simpy
+
+from accelsim._typing import BoolArray, FloatArray, IntArray
+from accelsim.models.serving import IterationCost, scalar_iteration_seconds
+
+_SECONDS_PER_HOUR = 3600.0
+_STARTING, _SERVING, _DRAINING, _STOPPED = range(4)
+_ROUTERS = ("least_loaded", "round_robin")
+
+Router = Literal["least_loaded", "round_robin"]
+
+
+@dataclass(frozen=True)
+class ReplicaModel:
+    """What one replica is: iteration coefficients, KV capacity, scheduler limits."""
+
+    cost: IterationCost
+    """Scalar (0-d) coefficients of :func:`~accelsim.models.serving.iteration_seconds`."""
+    kv_capacity_tokens: float
+    """KV-cache tokens one replica holds (> 0). [tokens]"""
+    max_batch: int
+    """Most sequences admitted at once, prefilling or decoding (>= 1). [count]"""
+    prefill_chunk_tokens: int
+    """Prompt tokens prefilled per iteration (chunked prefill); 0 = whole prompts,
+    prefill-first (no chunking). [tokens]"""
+
+
+@dataclass(frozen=True)
+class RequestStream:
+    """Requests drawn by the caller (the DES draws nothing)."""
+
+    arrival_hours: FloatArray
+    """Arrival times, float64, sorted ascending, within ``[0, horizon)``. [h]"""
+    input_tokens: IntArray
+    """Prompt lengths, int64 >= 1. [tokens]"""
+    output_tokens: IntArray
+    """Output lengths, int64 >= 1. [tokens]"""
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """Replicas wanted hour by hour, and how long a new one takes to serve."""
+
+    replicas_per_hour: IntArray
+    """Replicas wanted in each hour, int64 >= 0, length ``ceil(horizon_hours)``. [count]"""
+    cold_start_hours: float = 0.0
+    """Time from a scale-up decision to the new replica serving (>= 0). [h]"""
+
+
+@dataclass(frozen=True)
+class ServingTrace:
+    """Per-request latencies and fleet usage of one :func:`simulate_serving` run.
+
+    Every array has one entry per request. A request is exactly one of: completed;
+    in flight at the horizon (queued, admitted or decoding); rejected (never fits).
+    Latencies are 0 where they are not meaningful (never nan).
+    """
+
+    ttft_s: FloatArray
+    """Arrival to first output token (end of its last prefill iteration); 0 where not
+    ``first_token``. [s]"""
+    tpot_s: FloatArray
+    """(Completion − first token) / (output_tokens − 1); 0 for 1-token outputs and where not
+    ``completed``. [s]"""
+    e2e_s: FloatArray
+    """Arrival to completion; 0 where not ``completed``. [s]"""
+    first_token: BoolArray
+    """Got its first token before the horizon."""
+    completed: BoolArray
+    """Finished before the horizon."""
+    replica_hours: float
+    """Provisioned replica-hours, cold start and draining included. [h]"""
+    busy_replica_hours: float
+    """Replica-hours spent in iterations (an iteration cut by the horizon up to it). [h]"""
+    replicas_peak: int
+    """Most replicas provisioned at once. [count]"""
+    iterations: int
+    """Batch iterations begun before the horizon, all replicas. [count]"""
+    tokens_generated: IntArray
+    """Output tokens each request received before the horizon (its ``output_tokens`` where
+    ``completed``). [tokens]"""
+    rejected: BoolArray
+    """Never fits a replica (input + output > KV capacity): never queued, never served."""
+    output_tokens_total: int
+    """Output tokens emitted by all iterations, counted per iteration (equals
+    ``tokens_generated.sum()``; kept apart as a conservation check). [tokens]"""
+
+
+class _Requests:
+    """Per-request inputs and records, as Python lists (the hot loop reads plain ints)."""
+
+    def __init__(self, requests: RequestStream) -> None:
+        n = len(requests.arrival_hours)
+        self.arrival_hours: list[float] = requests.arrival_hours.tolist()
+        self.inputs: list[int] = requests.input_tokens.tolist()
+        self.outputs: list[int] = requests.output_tokens.tolist()
+        self.contexts: list[int] = (requests.input_tokens + requests.output_tokens).tolist()
+        self.first_hours = [0.0] * n
+        self.done_hours = [0.0] * n
+        self.first_token = [False] * n
+        self.completed = [False] * n
+        self.generated = [0] * n
+        self.joined_step = [0] * n  # decode step of the replica when the sequence joined
+        self.rejected = [False] * n
+
+
+class _Counter:
+    """Events created so far, against the run's budget."""
+
+    def __init__(self, max_events: int) -> None:
+        self.events = 0
+        self.max_events = max_events
+        self.iterations = 0
+        self.tokens = 0
+
+    def over(self) -> RuntimeError:
+        return RuntimeError(
+            f"serving DES stopped after max_events={self.max_events:,} events "
+            f"({self.iterations:,} batch iterations): the horizon holds more iterations "
+            "and arrivals than allowed; raise max_events or shorten the horizon"
+        )
+
+
+class _Replica:
+    """One replica: its queue, its admitted sequences and the continuous-batching loop."""
+
+    __slots__ = (
+        "admitted",
+        "busy_hours",
+        "chunk",
+        "counter",
+        "decode_batch",
+        "decode_steps",
+        "decoding",
+        "env",
+        "finishing",
+        "index",
+        "iteration_decode",
+        "iteration_start",
+        "kv_capacity",
+        "kv_tokens",
+        "load",
+        "max_batch",
+        "prefilling",
+        "queue",
+        "req",
+        "reserved",
+        "seconds",
+        "start_hours",
+        "state",
+        "stop_hours",
+        "wake",
+    )
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        index: int,
+        model: ReplicaModel,
+        seconds: Callable[[float, float, float, float], float],
+        req: _Requests,
+        counter: _Counter,
+    ) -> None:
+        self.env, self.index, self.req, self.counter, self.seconds = (
+            env,
+            index,
+            req,
+            counter,
+            seconds,
+        )
+        self.kv_capacity = float(model.kv_capacity_tokens)
+        self.max_batch = int(model.max_batch)
+        self.chunk = int(model.prefill_chunk_tokens)
+        self.start_hours = float(env.now)
+        self.stop_hours = math.inf
+        self.state = _STARTING
+        self.queue: deque[int] = deque()  # dispatched, not admitted (request indices)
+        self.prefilling: deque[list[int]] = deque()  # [request, prompt tokens prefilled]
+        self.decoding: list[tuple[int, int]] = []  # heap of (last decode step, request)
+        self.finishing: list[int] = []  # prompts whose prefill ends with this iteration
+        self.load = 0  # outstanding requests: queued + admitted
+        self.admitted = self.decode_batch = self.decode_steps = self.iteration_decode = 0
+        self.kv_tokens = 0  # tokens cached by the decoding sequences
+        self.reserved = 0  # full contexts of the admitted sequences
+        self.busy_hours = 0.0
+        self.iteration_start = -1.0  # start of the iteration in progress, -1 when none
+        self.wake: simpy.Event | None = None
+
+    def serve(self) -> Generator[simpy.Event, Any, None]:
+        """The replica's process: iterate while there is work, sleep when idle, stop when
+        drained."""
+        env, counter = self.env, self.counter
+        while True:
+            if self.admitted or (self.queue and self.state == _SERVING):
+                counter.events += 1
+                counter.iterations += 1
+                if counter.events > counter.max_events:
+                    raise counter.over()
+                self.iteration_start = env.now
+                hours = self._begin() / _SECONDS_PER_HOUR
+                yield env.timeout(hours)
+                self.iteration_start = -1.0
+                self.busy_hours += hours
+                self._end()
+            elif self.state == _DRAINING:
+                self.state = _STOPPED
+                self.stop_hours = env.now
+                return
+            else:
+                self.wake = env.event()
+                yield self.wake
+                self.wake = None
+
+    def _admit(self) -> None:
+        """Admit queued requests in order while the batch and the KV reservation allow."""
+        queue, contexts = self.queue, self.req.contexts
+        while queue and self.admitted < self.max_batch:
+            context = contexts[queue[0]]
+            if self.reserved + context > self.kv_capacity:
+                return  # head-of-line: FCFS, nothing skips the head
+            self.prefilling.append([queue.popleft(), 0])
+            self.admitted += 1
+            self.reserved += context
+
+    def _begin(self) -> float:
+        """Admit, plan this iteration's prefill and decode, return its length. [s]"""
+        if self.queue and self.state == _SERVING:
+            self._admit()
+        prefilling, inputs = self.prefilling, self.req.inputs
+        finishing: list[int] = []
+        prefill = 0
+        pairs = 0.0  # sum over prefilled tokens of the context each attends to
+        if not prefilling:
+            decode = self.decode_batch
+        elif self.chunk == 0:  # prefill-first: every admitted prompt, whole, no decode
+            decode = 0
+            for request, _ in prefilling:
+                tokens = inputs[request]
+                prefill += tokens
+                pairs += tokens * (tokens / 2.0)
+                finishing.append(request)
+            prefilling.clear()
+        else:
+            decode = self.decode_batch
+            budget = self.chunk
+            while prefilling and budget:
+                entry = prefilling[0]
+                done = entry[1]
+                take = min(inputs[entry[0]] - done, budget)
+                pairs += take * (done + take / 2.0)
+                prefill += take
+                budget -= take
+                if done + take == inputs[entry[0]]:
+                    finishing.append(entry[0])
+                    prefilling.popleft()
+                else:
+                    entry[1] = done + take
+        self.finishing = finishing
+        self.iteration_decode = decode
+        kv = self.kv_tokens if decode else 0
+        context = pairs / prefill if prefill else 0.0
+        seconds = self.seconds(decode, prefill, kv, context)
+        if not seconds > 0.0:
+            raise RuntimeError(
+                f"iteration time must be > 0 s, got {seconds!r} (decode batch {decode}, "
+                f"{prefill} prefill tokens): check the IterationCost coefficients"
+            )
+        return seconds
+
+    def _end(self) -> None:
+        """Emit the iteration's tokens: complete finished sequences, start decoding new ones."""
+        now, req = self.env.now, self.req
+        decode = self.iteration_decode
+        heap = self.decoding
+        if decode:
+            self.decode_steps += 1
+            step = self.decode_steps
+            self.kv_tokens += decode
+            self.counter.tokens += decode
+            while heap and heap[0][0] == step:
+                request = heapq.heappop(heap)[1]
+                self.kv_tokens -= req.contexts[request]
+                self.decode_batch -= 1
+                self._complete(request, now)
+        for request in self.finishing:
+            req.first_hours[request] = now
+            req.first_token[request] = True
+            self.counter.tokens += 1
+            output = req.outputs[request]
+            if output == 1:
+                self._complete(request, now)
+            else:
+                req.joined_step[request] = self.decode_steps
+                heapq.heappush(heap, (self.decode_steps + output - 1, request))
+                self.decode_batch += 1
+                self.kv_tokens += req.inputs[request] + 1
+        self.finishing = []
+
+    def _complete(self, request: int, now: float) -> None:
+        req = self.req
+        req.done_hours[request] = now
+        req.completed[request] = True
+        req.generated[request] = req.outputs[request]
+        self.reserved -= req.contexts[request]
+        self.admitted -= 1
+        self.load -= 1
+
+    def close(self, horizon_hours: float) -> None:
+        """At the horizon: tokens of the sequences still decoding; the cut iteration."""
+        req = self.req
+        for _, request in self.decoding:
+            req.generated[request] = 1 + self.decode_steps - req.joined_step[request]
+        if self.iteration_start >= 0.0:
+            self.busy_hours += horizon_hours - self.iteration_start
+
+    def provisioned_hours(self, horizon_hours: float) -> float:
+        return min(self.stop_hours, horizon_hours) - self.start_hours
+
+
+class _Fleet:
+    """The router and the fleet plan: replicas by index, the serving ones, waiting requests."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        model: ReplicaModel,
+        req: _Requests,
+        counter: _Counter,
+        router: Router,
+        cold_start_hours: float,
+    ) -> None:
+        self.env, self.model, self.req, self.counter = env, model, req, counter
+        self.seconds = scalar_iteration_seconds(model.cost)
+        self.least_loaded = router == "least_loaded"
+        self.cold_start_hours = cold_start_hours
+        self.replicas: list[_Replica] = []  # every replica ever provisioned, by index
+        self.serving: list[_Replica] = []  # in index order
+        self.starting: deque[tuple[float, _Replica]] = deque()  # (serves at [h], replica)
+        self.waiting: deque[int] = deque()  # the router's queue: no replica serving
+        self.turn = 0  # round-robin position
+
+    def dispatch(self, request: int) -> None:
+        """Send a request to a serving replica's queue (or the router's, if none serve)."""
+        serving = self.serving
+        if not serving:
+            self.waiting.append(request)
+            return
+        if self.least_loaded:
+            replica = min(serving, key=_LOAD)  # first minimum: the lowest index
+        else:
+            replica = serving[self.turn % len(serving)]
+            self.turn += 1
+        replica.queue.append(request)
+        replica.load += 1
+        wake = replica.wake
+        if wake is not None and not wake.triggered:
+            wake.succeed()
+
+    def activate(self, replica: _Replica) -> None:
+        """A replica starts serving: it takes the router's waiting requests first."""
+        replica.state = _SERVING
+        self.serving.append(replica)  # newest replica has the highest index: order kept
+        self.env.process(replica.serve())
+        waiting, self.waiting = self.waiting, deque()
+        for request in waiting:
+            self.dispatch(request)
+
+    def scale(self, wanted: int) -> None:
+        """Apply one hour's plan (see the module's *Fleet plan* rule)."""
+        env = self.env
+        change = wanted - len(self.serving) - len(self.starting)
+        warm = env.now == 0.0 or self.cold_start_hours == 0.0
+        for _ in range(max(change, 0)):
+            replica = _Replica(
+                env, len(self.replicas), self.model, self.seconds, self.req, self.counter
+            )
+            self.replicas.append(replica)
+            if warm:
+                self.activate(replica)
+            else:
+                self.starting.append((env.now + self.cold_start_hours, replica))
+        excess = max(-change, 0)
+        while excess and self.starting:
+            replica = self.starting.pop()[1]
+            replica.state, replica.stop_hours = _STOPPED, env.now
+            excess -= 1
+        if excess:
+            self._drain(self.serving[-excess:])
+
+    def _drain(self, replicas: list[_Replica]) -> None:
+        """Stop routing to ``replicas``; hand their queues back to the router in order."""
+        returned: list[int] = []
+        for replica in replicas:
+            replica.state = _DRAINING
+            self.serving.remove(replica)
+            returned.extend(replica.queue)
+            replica.load -= len(replica.queue)
+            replica.queue.clear()
+            wake = replica.wake
+            if wake is not None and not wake.triggered:
+                wake.succeed()  # an idle replica wakes to stop
+        for request in sorted(returned):
+            self.dispatch(request)
+
+
+_LOAD = attrgetter("load")
+
+
+def _route(
+    fleet: _Fleet, plan: list[int], horizon_hours: float
+) -> Generator[simpy.Event, Any, None]:
+    """The router's process: plan hours, replicas coming up and arrivals, in time order."""
+    env, req, counter = fleet.env, fleet.req, fleet.counter
+    arrivals = req.arrival_hours
+    n = len(arrivals)
+    capacity = fleet.model.kv_capacity_tokens
+    i = hour = 0
+    while True:
+        next_hour = float(hour) if hour < len(plan) else math.inf
+        next_up = fleet.starting[0][0] if fleet.starting else math.inf
+        next_arrival = arrivals[i] if i < n else math.inf
+        t = min(next_hour, next_up, next_arrival)
+        if t >= horizon_hours:
+            return
+        if t > env.now:
+            counter.events += 1
+            if counter.events > counter.max_events:
+                raise counter.over()
+            yield env.timeout(t - env.now)
+        if next_hour == t:
+            fleet.scale(plan[hour])
+            hour += 1
+        elif next_up == t:
+            fleet.activate(fleet.starting.popleft()[1])
+        else:
+            while i < n and arrivals[i] == t:
+                if req.contexts[i] > capacity:
+                    req.rejected[i] = True
+                else:
+                    fleet.dispatch(i)
+                i += 1
+
+
+def _check(model: ReplicaModel, requests: RequestStream, plan: ReplicaPlan, horizon: float) -> None:
+    """Reject inputs that would make the trace meaningless, naming the field."""
+    if not (math.isfinite(horizon) and horizon > 0.0):
+        raise ValueError(f"horizon_hours must be finite and > 0, got {horizon}")
+    if not model.kv_capacity_tokens > 0:
+        raise ValueError(f"kv_capacity_tokens must be > 0, got {model.kv_capacity_tokens}")
+    if model.max_batch < 1 or model.prefill_chunk_tokens < 0:
+        raise ValueError("max_batch must be >= 1 and prefill_chunk_tokens >= 0")
+    if any(np.size(getattr(model.cost, f)) != 1 for f in model.cost.__dataclass_fields__):
+        raise ValueError("ReplicaModel.cost must hold one run's (0-d) coefficients")
+    t = np.asarray(requests.arrival_hours, dtype=np.float64)
+    if not (len(t) == len(requests.input_tokens) == len(requests.output_tokens)):
+        raise ValueError("arrival_hours, input_tokens and output_tokens differ in length")
+    if t.size and (t[0] < 0 or not t[-1] < horizon or np.any(np.diff(t) < 0)):
+        raise ValueError("arrival_hours must be sorted ascending within [0, horizon_hours)")
+    if np.any(requests.input_tokens < 1) or np.any(requests.output_tokens < 1):
+        raise ValueError("input_tokens and output_tokens must be >= 1")
+    hours = math.ceil(horizon)
+    if len(plan.replicas_per_hour) != hours or np.any(plan.replicas_per_hour < 0):
+        raise ValueError(
+            f"replicas_per_hour must hold {hours} counts >= 0 (one per started hour of the "
+            f"horizon), got {len(plan.replicas_per_hour)}"
+        )
+    if not (math.isfinite(plan.cold_start_hours) and plan.cold_start_hours >= 0):
+        raise ValueError(f"cold_start_hours must be >= 0, got {plan.cold_start_hours}")
+
+
+def simulate_serving(
+    model: ReplicaModel,
+    requests: RequestStream,
+    plan: ReplicaPlan,
+    horizon_hours: float,
+    *,
+    router: Router = "least_loaded",
+    max_events: int = 50_000_000,
+) -> ServingTrace:
+    """Simulate requests on a fleet of identical replicas up to a horizon.
+
+    Parameters
+    ----------
+    model : ReplicaModel
+        One replica: iteration coefficients, KV capacity, batch and prefill limits.
+    requests : RequestStream
+        Pre-drawn arrivals [h] and token counts [tokens].
+    plan : ReplicaPlan
+        Replicas wanted per hour [count] and the cold start [h].
+    horizon_hours : float
+        End of the simulation (> 0). [h]
+    router : {"least_loaded", "round_robin"}
+        How an arriving request picks a replica (module docstring, *Queues*).
+    max_events : int
+        Most SimPy events (iterations and router steps) before a ``RuntimeError``.
+
+    Returns
+    -------
+    ServingTrace
+        Per-request TTFT, TPOT, end-to-end latency [s] and status; fleet usage [h].
+
+    Raises
+    ------
+    ValueError
+        Inputs outside the contract (unsorted arrivals, tokens < 1, a plan of the wrong
+        length, ...), naming the field.
+    RuntimeError
+        More than ``max_events`` events, or an iteration time that is not > 0.
+
+    Notes
+    -----
+    The rules (queues, admission, chunked or prefill-first iterations, plan, ties) are in
+    the module docstring. Cost: one event per batch iteration per replica plus one per
+    router step; memory: a few lists of one entry per request.
+
+    Examples
+    --------
+    One replica, batch 1, two one-token requests at t = 0: the second waits for the first.
+
+    >>> from accelsim.models.serving import iteration_cost
+    >>> cost = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=0.5, overhead_seconds=0.005)
+    >>> trace = simulate_serving(
+    ...     ReplicaModel(cost, kv_capacity_tokens=10_000.0, max_batch=1, prefill_chunk_tokens=0),
+    ...     RequestStream(np.zeros(2), np.array([100, 100]), np.array([1, 1])),
+    ...     ReplicaPlan(np.array([1])), horizon_hours=1.0)
+    >>> trace.completed.tolist(), round(float(trace.ttft_s[1] / trace.ttft_s[0]), 6)
+    ([True, True], 2.0)
+    """
+    if router not in _ROUTERS:
+        raise ValueError(f"router must be one of {_ROUTERS}, got {router!r}")
+    _check(model, requests, plan, horizon_hours)
+    env = simpy.Environment()
+    req = _Requests(requests)
+    counter = _Counter(max_events)
+    fleet = _Fleet(env, model, req, counter, router, float(plan.cold_start_hours))
+    env.process(_route(fleet, plan.replicas_per_hour.tolist(), horizon_hours))
+    env.run(until=horizon_hours)
+    for replica in fleet.replicas:
+        replica.close(horizon_hours)
+    return _trace(req, fleet, counter, horizon_hours)
+
+
+def _peak(fleet: _Fleet, horizon_hours: float) -> int:
+    """Most replicas provisioned at once (a stop and a start at one instant: stop first)."""
+    changes = sorted(
+        [(r.start_hours, 1) for r in fleet.replicas]
+        + [(r.stop_hours, -1) for r in fleet.replicas if r.stop_hours < horizon_hours]
+    )
+    running = peak = 0
+    for _, step in changes:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+def _trace(req: _Requests, fleet: _Fleet, counter: _Counter, horizon_hours: float) -> ServingTrace:
+    arrival = np.asarray(req.arrival_hours, dtype=np.float64)
+    first = np.asarray(req.first_hours, dtype=np.float64)
+    done = np.asarray(req.done_hours, dtype=np.float64)
+    outputs = np.asarray(req.outputs, dtype=np.int64)
+    first_token = np.asarray(req.first_token, dtype=np.bool_)
+    completed = np.asarray(req.completed, dtype=np.bool_)
+    per_token = completed & (outputs > 1)
+    decode_s = (done - first) * _SECONDS_PER_HOUR / np.maximum(outputs - 1, 1)
+    return ServingTrace(
+        ttft_s=np.where(first_token, (first - arrival) * _SECONDS_PER_HOUR, 0.0),
+        tpot_s=np.where(per_token, decode_s, 0.0),
+        e2e_s=np.where(completed, (done - arrival) * _SECONDS_PER_HOUR, 0.0),
+        first_token=first_token,
+        completed=completed,
+        replica_hours=float(sum(r.provisioned_hours(horizon_hours) for r in fleet.replicas)),
+        busy_replica_hours=float(sum(r.busy_hours for r in fleet.replicas)),
+        replicas_peak=_peak(fleet, horizon_hours),
+        iterations=counter.iterations,
+        tokens_generated=np.asarray(req.generated, dtype=np.int64),
+        rejected=np.asarray(req.rejected, dtype=np.bool_),
+        output_tokens_total=counter.tokens,
+    )
+
+
+__all__ = [
+    "ReplicaModel",
+    "ReplicaPlan",
+    "RequestStream",
+    "ServingTrace",
+    "simulate_serving",
+]
