@@ -38,6 +38,7 @@ from accelsim.catalog._schema import (
     Pricing,
     Source,
 )
+from accelsim.catalog._serving_priors import BYTES_PER_VALUE, ServingPriors, serving_priors
 
 
 def chips() -> dict[str, Chip]:
@@ -132,6 +133,7 @@ def reset() -> Catalog:
 
 
 __all__ = [
+    "BYTES_PER_VALUE",
     "PRICING_MODELS",
     "Catalog",
     "Chip",
@@ -148,6 +150,7 @@ __all__ = [
     "Prior",
     "Priors",
     "ScalingDefaults",
+    "ServingPriors",
     "Source",
     "Stack",
     "builtin_catalog",
@@ -163,5 +166,6 @@ __all__ = [
     "priors",
     "reset",
     "scaling_defaults",
+    "serving_priors",
     "site",
 ]
