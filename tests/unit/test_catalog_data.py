@@ -14,16 +14,19 @@ from typing import Any
 
 import pytest
 
+from accelsim import catalog
 from accelsim._yaml import load_yaml_text, to_plain
-from accelsim.catalog import Offer, builtin_catalog
+from accelsim.catalog import PRICING_MODELS, Catalog, Offer, builtin_catalog
+from accelsim.errors import OfferNotFoundError
 
-# The reference data were compiled on this date; no figure may claim to be newer.
-REFERENCE_DATE = datetime.date(2026, 11, 22)
+# No figure may claim to be newer than the day the tests run.
+REFERENCE_DATE = datetime.date.today()
 
 REQUIRED_CHIPS = {
     "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "gb200", "l4",
     "mi300x", "mi325x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "epyc-9654-2s",
     "v100", "a800", "h800", "tpu-v3",
+    "gh200", "b300", "gb300", "mi355x", "l40s", "rtx-pro-6000", "trainium2",
 }  # fmt: skip
 NEOCLOUDS = {"lambda", "coreweave", "runpod", "hyperstack", "nebius"}
 
@@ -115,13 +118,19 @@ def test_precision_peaks_are_ordered(chip: Any) -> None:
 
 
 def test_tpu_domains_are_larger_than_gpu_nvlink_domains() -> None:
-    """A TPU pod (256+ chips) exceeds every 8-GPU NVLink node; GB200 NVL72 is the exception."""
+    """A Google TPU pod (256+ chips) exceeds every 8-GPU NVLink node; the NVL72 racks (GB200,
+    GB300) are the exception, and Trainium2 (kind "tpu", a 16-chip instance) is not a pod."""
+    racks = {"gb200", "gb300"}
     gpu_domains = [
-        c.scale_up_domain_chips for c in CAT.chips.values() if c.kind == "gpu" and c.id != "gb200"
+        c.scale_up_domain_chips for c in CAT.chips.values() if c.kind == "gpu" and c.id not in racks
     ]
-    tpu_domains = [c.scale_up_domain_chips for c in CAT.chips.values() if c.kind == "tpu"]
+    tpu_domains = [
+        c.scale_up_domain_chips
+        for c in CAT.chips.values()
+        if c.kind == "tpu" and c.vendor == "Google"
+    ]
     assert max(gpu_domains) < min(tpu_domains)
-    assert CAT.chips["gb200"].scale_up_domain_chips == 72
+    assert all(CAT.chips[r].scale_up_domain_chips == 72 for r in racks)
 
 
 def test_unpublished_tpu_power_is_flagged_as_assumption() -> None:
@@ -148,9 +157,12 @@ def test_providers_cover_hyperscalers_neoclouds_and_on_prem() -> None:
 
 
 def test_tpus_are_offered_only_by_gcp() -> None:
-    """TPUs are single-cloud: not rented elsewhere, not sold for on-prem."""
-    tpu_ids = {c.id for c in CAT.chips.values() if c.kind == "tpu"}
-    assert {o.provider for o in ALL_OFFERS if o.chip in tpu_ids} == {"gcp"}
+    """TPUs are single-cloud: not rented elsewhere, not sold for on-prem. Every chip of kind
+    "tpu" (Google TPUs and AWS Trainium2, mapped to it) is offered by one provider at most."""
+    google = {c.id for c in CAT.chips.values() if c.kind == "tpu" and c.vendor == "Google"}
+    assert {o.provider for o in ALL_OFFERS if o.chip in google} == {"gcp"}
+    for chip in (c for c in CAT.chips.values() if c.kind == "tpu"):
+        assert len({o.provider for o in ALL_OFFERS if o.chip == chip.id}) <= 1, chip.id
 
 
 def test_hourly_prices_are_per_chip() -> None:
@@ -213,3 +225,130 @@ def test_preemption_rates_state_their_evidence() -> None:
         assert o.preemption_note is not None
         assert "ASSUMPTION" in o.preemption_note
         assert "reliability.csv" in o.preemption_note
+
+
+def _not_published() -> list[tuple[str, Any]]:
+    return [(s.provider, e) for s in CAT.sheets.values() for e in s.not_published]
+
+
+def test_hourly_price_is_plausible_for_the_chip_class() -> None:
+    """USD per chip-hour per dense BF16 PFLOP/s lies in 0.5-30 for every rented accelerator.
+
+    Rented accelerators from 2020 to 2026 cost about 1-14 USD per hour per PFLOP/s of dense
+    BF16 peak: a B200 or MI300X spot or neocloud hour at ~1 (2.25 USD / 2.25 PFLOP/s, 1.50 USD /
+    1.31), a hyperscaler A100 or H100 on-demand hour at 11-13 (4.10 USD / 0.312, 12.29 / 0.989).
+    An 8-GPU instance price entered as a per-chip price lands at 40-100 (e.g. 55.04 / 0.989 =
+    56), above the band; a price divided twice lands below it. Only a small instance entered
+    undivided on a cheap chip can hide inside the band, which the per-chip $50 cap and the
+    spot/commitment ordering tests guard instead. CPU servers are not accelerators (their
+    BF16 peak is 30 TFLOP/s) and are left out.
+    """
+    for o in ALL_OFFERS:
+        chip = CAT.chips[o.chip]
+        if o.pricing == "on_prem" or chip.kind == "cpu":
+            continue
+        per_pflops = _hourly(o) / (chip.bf16_tflops / 1000)
+        assert 0.5 <= per_pflops <= 30, (o.provider, o.chip, o.pricing, o.region, per_pflops)
+
+
+def test_every_offer_has_a_source_url_and_a_past_date() -> None:
+    """Both fields are required by the schema; checked on the raw files so a default can never
+    stand in for a missing date or address."""
+    for o in _raw_offers():
+        assert str(o.get("source", "")).startswith(("http://", "https://")), o
+        assert isinstance(o.get("as_of"), datetime.date), o
+        assert o["as_of"] <= REFERENCE_DATE, o
+
+
+def test_not_published_entries_name_a_catalog_chip_and_a_pricing_model() -> None:
+    entries = _not_published()
+    assert len(entries) >= 5  # the data actually states some (AWS B200, neocloud commitments)
+    for provider, e in entries:
+        assert e.chip in CAT.chips, (provider, e.chip)
+        assert e.pricing in PRICING_MODELS, (provider, e.pricing)
+        assert e.source.startswith(("http://", "https://"))
+        assert e.as_of <= REFERENCE_DATE
+        assert e.note
+
+
+def test_not_published_entries_are_unique_and_never_contradict_an_offer() -> None:
+    """No (provider, chip, pricing, region) is stated twice, nor both priced and unpublished."""
+    keys = Counter((p, e.chip, e.pricing, e.region) for p, e in _not_published())
+    assert [k for k, n in keys.items() if n > 1] == []
+    priced = {(o.provider, o.chip, o.pricing) for o in ALL_OFFERS}
+    for provider, e in _not_published():
+        if e.region is None:
+            assert (provider, e.chip, e.pricing) not in priced, (provider, e)
+
+
+@pytest.mark.parametrize(("provider", "entry"), _not_published(), ids=lambda v: str(v))
+def test_lookup_of_an_unpublished_price_says_not_published(provider: str, entry: Any) -> None:
+    with pytest.raises(OfferNotFoundError) as info:
+        CAT.price(entry.chip, provider, entry.pricing, entry.region)
+    msg = str(info.value)
+    assert f"not published by {provider} (as of {entry.as_of.isoformat()}, {entry.source})" in msg
+    assert "Providers offering" in msg  # the usual alternatives follow
+
+
+def test_lookup_of_an_unlisted_combination_keeps_the_plain_message() -> None:
+    with pytest.raises(OfferNotFoundError, match="no spot offer") as info:
+        CAT.price("tpu-v7", "gcp", "spot")
+    assert "not published" not in str(info.value)
+
+
+def test_a_sheet_rejects_not_published_entries_that_contradict_it() -> None:
+    from pydantic import ValidationError
+
+    from accelsim.catalog import PriceSheet
+
+    offer = {
+        "chip": "h100-sxm", "pricing": "spot", "usd_per_chip_hour": 2.0,
+        "as_of": "2026-01-01", "source": "https://example.org",
+    }  # fmt: skip
+    entry = {
+        "chip": "h100-sxm", "pricing": "spot", "as_of": "2026-01-01",
+        "source": "https://example.org", "note": "none",
+    }  # fmt: skip
+    with pytest.raises(ValidationError, match="has such an offer"):
+        PriceSheet.model_validate(
+            {"provider": "x", "name": "X", "offers": [offer], "not_published": [entry]}
+        )
+    with pytest.raises(ValidationError, match="duplicates"):
+        PriceSheet.model_validate(
+            {"provider": "x", "name": "X", "offers": [], "not_published": [entry, entry]}
+        )
+    with pytest.raises(ValidationError):  # a note saying why is required
+        PriceSheet.model_validate(
+            {"provider": "x", "name": "X", "offers": [], "not_published": [{**entry, "note": ""}]}
+        )
+
+
+def test_stale_offers_lists_exactly_the_offers_older_than_the_threshold() -> None:
+    today = datetime.date(2026, 11, 25)
+    old = catalog.stale_offers(as_of=today, max_age_days=182, catalog=CAT)
+    assert old  # the Epoch-archived 2024/2025 prices are older than six months
+    assert {id(o) for o in old} == {id(o) for o in ALL_OFFERS if (today - o.as_of).days > 182}
+    assert [o.as_of for o in old] == sorted(o.as_of for o in old)
+
+
+def test_stale_offers_threshold_and_reference_date() -> None:
+    newest = max(o.as_of for o in ALL_OFFERS)
+    assert catalog.stale_offers(as_of=newest, max_age_days=100_000, catalog=CAT) == []
+    everything = catalog.stale_offers(
+        as_of=newest + datetime.timedelta(days=1), max_age_days=0, catalog=CAT
+    )
+    assert len(everything) == len(ALL_OFFERS)
+    assert catalog.stale_offers(max_age_days=182) == catalog.stale_offers(
+        as_of=datetime.date.today(), max_age_days=182
+    )
+    with pytest.raises(ValueError, match="max_age_days"):
+        catalog.stale_offers(max_age_days=-1)
+
+
+def test_stale_offers_defaults_to_the_active_catalog() -> None:
+    catalog.reset()
+    assert isinstance(catalog.builtin_catalog(), Catalog)
+    got = catalog.stale_offers(as_of=datetime.date(2026, 11, 25))
+    assert got == catalog.stale_offers(
+        as_of=datetime.date(2026, 11, 25), max_age_days=182, catalog=catalog.builtin_catalog()
+    )

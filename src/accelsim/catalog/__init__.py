@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from accelsim.catalog._age import stale_offers
 from accelsim.catalog._loader import Catalog, active, builtin_catalog
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
@@ -30,6 +31,7 @@ from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
     Chip,
+    NotPublished,
     Offer,
     OnPremSite,
     Precision,
@@ -89,7 +91,8 @@ def price(
         If the chip id is unknown.
     accelsim.errors.OfferNotFoundError
         If the provider has no such offer; the message names the providers that offer the
-        chip at that pricing and the pricing models this provider has for it.
+        chip at that pricing and the pricing models this provider has for it, and says "not
+        published by <provider> (as of <date>, <source>)" where the sheet states that.
     """
     return active().price(chip, provider, pricing, region)
 
@@ -141,6 +144,7 @@ __all__ = [
     "Framework",
     "Kind",
     "ModelPreset",
+    "NotPublished",
     "Offer",
     "OnPremSite",
     "Precision",
@@ -168,4 +172,5 @@ __all__ = [
     "scaling_defaults",
     "serving_priors",
     "site",
+    "stale_offers",
 ]

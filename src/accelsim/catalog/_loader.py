@@ -149,7 +149,11 @@ class Catalog:
             group = tuple(o for o in group if (o.region or "").lower() == region.strip().lower())
         if group:
             return group[0]
-        raise OfferNotFoundError(self._missing_message(chip_id, prov, price_model, region))
+        missing = self._missing_message(chip_id, prov, price_model, region)
+        unpublished = self.sheets[prov].unpublished(chip_id, price_model, region)
+        if unpublished is not None:  # the data says the provider publishes no such price
+            raise OfferNotFoundError(f"{unpublished.message(prov)} {missing}")
+        raise OfferNotFoundError(missing)
 
     def _missing_message(self, chip_id: str, prov: str, pricing: str, region: str | None) -> str:
         where = f" in region {region!r}" if region is not None else ""

@@ -231,6 +231,37 @@ class OnPremSite(_Frozen):
     """Sources of each figure above."""
 
 
+class NotPublished(_Frozen):
+    """A (chip, pricing) combination a provider publishes no price for, stated in the data.
+
+    A planner tries such combinations first (e.g. spot for a chip the provider rents only
+    on demand); listing them lets a lookup say "not published by <provider>" instead of
+    "unknown", with the evidence that the provider publishes no price.
+    """
+
+    chip: ChipId
+    """Catalog chip id."""
+    pricing: Pricing
+    """Pricing model the provider publishes no price for."""
+    region: str | None = None
+    """Region the statement is limited to; None: every region of the provider."""
+    as_of: datetime.date
+    """Date the statement was known to hold."""
+    source: Url
+    """Address of the page that shows the price is not published (or how it is sold instead)."""
+    note: str = Field(min_length=1)
+    """What the provider publishes instead (e.g. "capacity blocks only", "by contract")."""
+
+    def message(self, provider: str) -> str:
+        """The sentence a failed lookup reports, e.g. ``spot price for chip 'b200' not
+        published by aws (as of 2025-05-15, https://...): ...``."""
+        where = f" in region {self.region!r}" if self.region is not None else ""
+        return (
+            f"{self.pricing} price for chip {self.chip!r}{where} not published by {provider} "
+            f"(as of {self.as_of.isoformat()}, {self.source}): {self.note.rstrip('.')}."
+        )
+
+
 class PriceSheet(_Frozen):
     """All offers of one provider; the on-prem sheet also carries its site assumptions."""
 
@@ -243,6 +274,9 @@ class PriceSheet(_Frozen):
     site: OnPremSite | None = None
     """Site assumptions; a catalog requires them of a sheet with ``on_prem`` offers (a user
     sheet may omit them to keep the built-in sheet's)."""
+    not_published: tuple[NotPublished, ...] = ()
+    """Combinations this provider publishes no price for (see :class:`NotPublished`); none may
+    also have an offer."""
 
     @model_validator(mode="before")
     @classmethod
@@ -271,12 +305,46 @@ class PriceSheet(_Frozen):
             if key in seen:
                 raise ValueError(f"offers[{i}] duplicates (chip, pricing, region) {key}")
             seen.add(key)
+        stated: set[tuple[str, str, str | None]] = set()
+        for i, entry in enumerate(self.not_published):
+            key = (entry.chip, entry.pricing, entry.region)
+            if key in stated:
+                raise ValueError(f"not_published[{i}] duplicates (chip, pricing, region) {key}")
+            stated.add(key)
+            priced = [
+                o.region
+                for o in self.offers
+                if (o.chip, o.pricing) == (entry.chip, entry.pricing)
+                and (entry.region is None or o.region == entry.region)
+            ]
+            if priced:
+                raise ValueError(
+                    f"not_published[{i}] says {entry.pricing} for chip {entry.chip!r} is not "
+                    f"published, but the sheet has such an offer (region {priced[0]!r})"
+                )
         return self
+
+    def unpublished(
+        self, chip: str, pricing: str, region: str | None = None
+    ) -> NotPublished | None:
+        """The entry saying ``pricing`` for ``chip`` (in ``region``) is not published, if any.
+
+        An entry without a region covers every region; with a region, only that one
+        (compared case-insensitively).
+        """
+        want = region.strip().lower() if region is not None else None
+        for entry in self.not_published:
+            if (entry.chip, entry.pricing) != (chip, pricing):
+                continue
+            if entry.region is None or (want is not None and entry.region.lower() == want):
+                return entry
+        return None
 
 
 __all__ = [
     "PRICING_MODELS",
     "Chip",
+    "NotPublished",
     "Offer",
     "OnPremSite",
     "Precision",
