@@ -57,6 +57,7 @@ in the order SimPy scheduled them, a function of the inputs only. Same inputs, s
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import deque
@@ -74,6 +75,9 @@ from accelsim.models.serving import IterationCost, scalar_iteration_seconds
 _SECONDS_PER_HOUR = 3600.0
 _STARTING, _SERVING, _DRAINING, _STOPPED = range(4)
 _ROUTERS = ("least_loaded", "round_robin")
+# Shortest decode run (iterations to the next completion) taken as one timeout; shorter
+# ones go iteration by iteration, which costs less than a run's bookkeeping.
+_MIN_RUN = 4
 
 Router = Literal["least_loaded", "round_robin"]
 
@@ -194,6 +198,7 @@ class _Replica:
 
     __slots__ = (
         "admitted",
+        "bounds",
         "busy_hours",
         "chunk",
         "counter",
@@ -202,6 +207,8 @@ class _Replica:
         "decoding",
         "env",
         "finishing",
+        "horizon_hours",
+        "in_run",
         "index",
         "iteration_decode",
         "iteration_start",
@@ -210,9 +217,11 @@ class _Replica:
         "load",
         "max_batch",
         "prefilling",
+        "process",
         "queue",
         "req",
         "reserved",
+        "run_start",
         "seconds",
         "start_hours",
         "state",
@@ -228,6 +237,7 @@ class _Replica:
         seconds: Callable[[float, float, float, float], float],
         req: _Requests,
         counter: _Counter,
+        horizon_hours: float,
     ) -> None:
         self.env, self.index, self.req, self.counter, self.seconds = (
             env,
@@ -253,13 +263,22 @@ class _Replica:
         self.busy_hours = 0.0
         self.iteration_start = -1.0  # start of the iteration in progress, -1 when none
         self.wake: simpy.Event | None = None
+        self.horizon_hours = horizon_hours
+        self.process: simpy.Process | None = None
+        self.in_run = False  # in a decode run that an admissible arrival interrupts
+        self.bounds: list[float] = []  # end times of the run's iterations [h]
+        self.run_start = 0.0
 
     def serve(self) -> Generator[simpy.Event, Any, None]:
         """The replica's process: iterate while there is work, sleep when idle, stop when
         drained."""
         env, counter = self.env, self.counter
         while True:
-            if self.admitted or (self.queue and self.state == _SERVING):
+            if self.queue and self.state == _SERVING:
+                self._admit()
+            if self.prefilling or (
+                self.decode_batch and self.decoding[0][0] - self.decode_steps < _MIN_RUN
+            ):  # one iteration, one timeout (the hot path: inline)
                 counter.events += 1
                 counter.iterations += 1
                 if counter.events > counter.max_events:
@@ -270,6 +289,8 @@ class _Replica:
                 self.iteration_start = -1.0
                 self.busy_hours += hours
                 self._end()
+            elif self.decode_batch:
+                yield from self._decode_run()
             elif self.state == _DRAINING:
                 self.state = _STOPPED
                 self.stop_hours = env.now
@@ -278,6 +299,73 @@ class _Replica:
                 self.wake = env.event()
                 yield self.wake
                 self.wake = None
+
+    def _tick(self) -> None:
+        counter = self.counter
+        counter.events += 1
+        if counter.events > counter.max_events:
+            raise counter.over()
+
+    def _decode_run(self) -> Generator[simpy.Event, Any, None]:
+        """Decode-only iterations up to the next completion, as one timeout.
+
+        Nothing changes the batch before that completion unless a request arrives that
+        could be admitted: :meth:`_Fleet.dispatch` then interrupts the run, which ends at
+        the next iteration boundary (an arrival exactly at a boundary joins there). Each
+        iteration's length is still :func:`iteration_seconds` of its own batch and KV, and
+        its end time the same sum a timeout per iteration would reach.
+        """
+        env, seconds = self.env, self.seconds
+        now = env.now
+        decode, kv = self.decode_batch, self.kv_tokens
+        bounds: list[float] = []
+        t = now
+        for _ in range(self.decoding[0][0] - self.decode_steps):
+            step = seconds(decode, 0, kv, 0.0)
+            if not step > 0.0:
+                raise _bad_iteration(step, decode, 0)
+            kv += decode
+            t += step / _SECONDS_PER_HOUR
+            bounds.append(t)
+            if t >= self.horizon_hours:
+                break  # the rest of the run is past the horizon
+        self._tick()
+        self.bounds = bounds
+        self.run_start = now
+        self.in_run = True
+        try:
+            yield env.timeout(t - now)
+            done = len(bounds)
+        except simpy.Interrupt:
+            # a request may join at the next boundary (still an iteration of this run)
+            done = bisect.bisect_left(bounds, env.now) + 1
+            self._tick()
+            yield env.timeout(bounds[done - 1] - env.now)
+        self.in_run = False
+        self.bounds = []
+        self._apply_decode(done, bounds[done - 1] - now)
+
+    def _apply_decode(self, steps: int, hours: float) -> None:
+        """Account ``steps`` decode-only iterations lasting ``hours``; complete sequences."""
+        decode = self.decode_batch
+        self.counter.iterations += steps
+        self.counter.tokens += decode * steps
+        self.busy_hours += hours
+        self.decode_steps += steps
+        self.kv_tokens += decode * steps
+        heap, now, contexts = self.decoding, self.env.now, self.req.contexts
+        while heap and heap[0][0] <= self.decode_steps:
+            request = heapq.heappop(heap)[1]
+            self.kv_tokens -= contexts[request]
+            self.decode_batch -= 1
+            self._complete(request, now)
+
+    def admits(self, request: int) -> bool:
+        """Whether ``request`` would be admitted now (batch and KV room)."""
+        return (
+            self.admitted < self.max_batch
+            and self.reserved + self.req.contexts[request] <= self.kv_capacity
+        )
 
     def _admit(self) -> None:
         """Admit queued requests in order while the batch and the KV reservation allow."""
@@ -292,8 +380,6 @@ class _Replica:
 
     def _begin(self) -> float:
         """Admit, plan this iteration's prefill and decode, return its length. [s]"""
-        if self.queue and self.state == _SERVING:
-            self._admit()
         prefilling, inputs = self.prefilling, self.req.inputs
         finishing: list[int] = []
         prefill = 0
@@ -329,10 +415,7 @@ class _Replica:
         context = pairs / prefill if prefill else 0.0
         seconds = self.seconds(decode, prefill, kv, context)
         if not seconds > 0.0:
-            raise RuntimeError(
-                f"iteration time must be > 0 s, got {seconds!r} (decode batch {decode}, "
-                f"{prefill} prefill tokens): check the IterationCost coefficients"
-            )
+            raise _bad_iteration(seconds, decode, prefill)
         return seconds
 
     def _end(self) -> None:
@@ -374,8 +457,14 @@ class _Replica:
         self.load -= 1
 
     def close(self, horizon_hours: float) -> None:
-        """At the horizon: tokens of the sequences still decoding; the cut iteration."""
+        """At the horizon: the cut run or iteration; tokens of the sequences decoding."""
         req = self.req
+        if self.bounds:  # a decode run the horizon cut: count the iterations before it
+            done = bisect.bisect_left(self.bounds, horizon_hours)
+            ended = self.bounds[done - 1] if done else self.run_start
+            self._apply_decode(done, ended - self.run_start)  # completes nothing: the
+            self.counter.iterations += 1  # run's completion is at its last bound
+            self.iteration_start = ended
         for _, request in self.decoding:
             req.generated[request] = 1 + self.decode_steps - req.joined_step[request]
         if self.iteration_start >= 0.0:
@@ -396,7 +485,9 @@ class _Fleet:
         counter: _Counter,
         router: Router,
         cold_start_hours: float,
+        horizon_hours: float,
     ) -> None:
+        self.horizon_hours = horizon_hours
         self.env, self.model, self.req, self.counter = env, model, req, counter
         self.seconds = scalar_iteration_seconds(model.cost)
         self.least_loaded = router == "least_loaded"
@@ -418,7 +509,11 @@ class _Fleet:
         else:
             replica = serving[self.turn % len(serving)]
             self.turn += 1
-        replica.queue.append(request)
+        queue = replica.queue
+        if not queue and replica.in_run and replica.admits(request):
+            replica.in_run = False
+            replica.process.interrupt()  # type: ignore[union-attr]  # serving: has one
+        queue.append(request)
         replica.load += 1
         wake = replica.wake
         if wake is not None and not wake.triggered:
@@ -428,7 +523,7 @@ class _Fleet:
         """A replica starts serving: it takes the router's waiting requests first."""
         replica.state = _SERVING
         self.serving.append(replica)  # newest replica has the highest index: order kept
-        self.env.process(replica.serve())
+        replica.process = self.env.process(replica.serve())
         waiting, self.waiting = self.waiting, deque()
         for request in waiting:
             self.dispatch(request)
@@ -440,7 +535,13 @@ class _Fleet:
         warm = env.now == 0.0 or self.cold_start_hours == 0.0
         for _ in range(max(change, 0)):
             replica = _Replica(
-                env, len(self.replicas), self.model, self.seconds, self.req, self.counter
+                env,
+                len(self.replicas),
+                self.model,
+                self.seconds,
+                self.req,
+                self.counter,
+                self.horizon_hours,
             )
             self.replicas.append(replica)
             if warm:
@@ -472,6 +573,13 @@ class _Fleet:
 
 
 _LOAD = attrgetter("load")
+
+
+def _bad_iteration(seconds: float, decode: int, prefill: int) -> RuntimeError:
+    return RuntimeError(
+        f"iteration time must be > 0 s, got {seconds!r} (decode batch {decode}, "
+        f"{prefill} prefill tokens): check the IterationCost coefficients"
+    )
 
 
 def _route(
@@ -602,7 +710,7 @@ def simulate_serving(
     env = simpy.Environment()
     req = _Requests(requests)
     counter = _Counter(max_events)
-    fleet = _Fleet(env, model, req, counter, router, float(plan.cold_start_hours))
+    fleet = _Fleet(env, model, req, counter, router, float(plan.cold_start_hours), horizon_hours)
     env.process(_route(fleet, plan.replicas_per_hour.tolist(), horizon_hours))
     env.run(until=horizon_hours)
     for replica in fleet.replicas:
