@@ -355,7 +355,7 @@ class Serving(_Model):
                 f"burst_window_minutes must divide an hour (e.g. 1, 5, 15, 60), not "
                 f"{self.burst_window_minutes:g}"
             )
-        _check_range("rate_rps", self.rate_rps, 0, 1e7, low_open=True)
+        _check_range("rate_rps", self.rate_rps, 0, math.inf, low_open=True)
         _check_range("burstiness", self.burstiness, 1, 100, low_open=False)
         _check_range("growth_per_month", self.growth_per_month, -1, 10, low_open=True)
         # Lengths are rounded and clipped to [1, the preset's max_context] per request, so a
