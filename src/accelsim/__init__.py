@@ -33,7 +33,18 @@ from accelsim.scenario import (
     TrainingRun,
     load_scenario,
 )
-from accelsim.study import SweepResult, compare, sensitivity, simulate, sweep
+from accelsim.study import (
+    MorrisResult,
+    SensitivityResult,
+    SobolResult,
+    SpearmanResult,
+    SweepResult,
+    TornadoResult,
+    compare,
+    sensitivity,
+    simulate,
+    sweep,
+)
 
 __version__ = _version("accelsim")
 
@@ -48,6 +59,7 @@ __all__ = [
     "Fixed",
     "JobStream",
     "LogNormal",
+    "MorrisResult",
     "Normal",
     "OfferNotFoundError",
     "Pool",
@@ -55,7 +67,11 @@ __all__ = [
     "Result",
     "Scenario",
     "ScenarioFileError",
+    "SensitivityResult",
+    "SobolResult",
+    "SpearmanResult",
     "SweepResult",
+    "TornadoResult",
     "Trace",
     "TrainingRun",
     "Triangular",

@@ -7,24 +7,22 @@ text when it is piped; ``--json`` and ``--csv`` are for machines.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
-import multiprocessing
+import math
 import os
-import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager
 from enum import StrEnum
-from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
 from typer.core import TyperGroup
 
@@ -32,9 +30,9 @@ from accelsim import catalog
 from accelsim._yaml import load_yaml, to_plain
 from accelsim.demo import catalog_table, default_scenarios
 from accelsim.errors import AccelsimError
-from accelsim.results import Result, format_value, render_table
+from accelsim.results import SUMMARY_STATS, Result, Table, format_error, format_value
 from accelsim.scenario import Scenario, load_scenario
-from accelsim.study import compare, simulate, sweep
+from accelsim.study import DEFAULT_RUNS, compare, open_executor, simulate, sweep
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -72,50 +70,27 @@ app = typer.Typer(
 # ---------------------------------------------------------------- output
 
 
-_RULE = re.compile(r"-+(?:  -+)*")
-
-
-def _is_row(line: str, spans: Sequence[tuple[int, int]]) -> bool:
-    """Whether ``line`` fits the columns of a plain table: blanks in every gap."""
-    if not line.strip() or len(line) > spans[-1][1]:
-        return False
-    gaps = [line[end:start] for (_, end), (start, _) in pairwise(spans)]
-    return all(not gap.strip() for gap in gaps)
-
-
-def _to_rich(text: str) -> list[Text | Table]:
-    """Plain text with ``render_table`` tables in it, the tables turned into rich tables.
-
-    A table is a header line over a rule of dashes; the rule gives each column's span,
-    because ``render_table`` pads every cell to its column's width.
-    """
-    lines = text.split("\n")
-    out: list[Text | Table] = []
-    i = 0
-    while i < len(lines):
-        if i + 1 < len(lines) and lines[i].strip() and _RULE.fullmatch(lines[i + 1]):
-            spans = [(m.start(), m.end()) for m in re.finditer("-+", lines[i + 1])]
-            table = Table(show_edge=False, header_style="bold")
-            for k, (start, end) in enumerate(spans):
-                table.add_column(lines[i][start:end].strip(), justify="left" if k == 0 else "right")
-            i += 2
-            while i < len(lines) and _is_row(lines[i], spans):
-                table.add_row(*(lines[i][start:end].strip() for start, end in spans))
-                i += 1
-            out.append(table)
-        else:
-            out.append(Text(lines[i]))
-            i += 1
+def _rich(table: Table) -> list[Text | RichTable]:
+    """A :class:`~accelsim.results.Table` as rich renderables, drawn from its cells."""
+    out: list[Text | RichTable] = [Text(line) for line in table.title.split("\n") if table.title]
+    grid = RichTable(show_edge=False, header_style="bold")
+    for k, name in enumerate(table.header):
+        grid.add_column(name, justify="left" if k == 0 else "right")
+    for row in table.rows:
+        grid.add_row(*row)
+    out.append(grid)
+    out += [Text(line) for line in table.note.split("\n") if table.note]
     return out
 
 
-def _show(text: object) -> None:
-    """Print human-readable output: rich tables in a terminal, plain text when piped."""
-    if not sys.stdout.isatty():
-        print(text)
+def _show(content: Table | object, console: Console | None = None) -> None:
+    """Print human-readable output: a :class:`Table` as a rich table in a terminal (or on
+    ``console``), as plain text when stdout is piped; anything else as its text."""
+    if console is None and not sys.stdout.isatty():
+        print(content)
         return
-    console = Console(highlight=False)
-    for part in _to_rich(str(text)):
+    console = console or Console(highlight=False)
+    for part in _rich(content) if isinstance(content, Table) else [Text(str(content))]:
         console.print(part)
 
 
@@ -172,33 +147,25 @@ def _targets(pairs: Sequence[str] | None) -> dict[str, float] | None:
     return out
 
 
-@contextlib.contextmanager
-def _executor(workers: int | None) -> Iterator[Executor | None]:
-    """The executor ``--workers`` asks for (None: in this process), shut down afterwards."""
+def _executor(workers: int | None) -> AbstractContextManager[Executor | None]:
+    """The executor ``--workers`` asks for (None or 1: in this process), shut down afterwards."""
     if workers is None or workers == 1:
-        yield None
-        return
+        return open_executor(None)
     if workers < 1:
         raise AccelsimError(f"--workers must be >= 1, got {workers}")
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        yield pool
+    return open_executor("processes", workers=workers)
+
+
+def _number(value: float) -> float | None:
+    """A float for JSON: ``None`` (null) where it is not a number (a one-run standard error)."""
+    return None if math.isnan(value) else value
 
 
 def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
     """A result as a table, JSON summary, or CSV of every run (to stdout or ``file``)."""
     stream = sys.stdout if file is None else file
     if fmt == "json":
-        summary = {
-            m: {
-                "mean": res.mean(m),
-                "std_error": res.std_error(m),
-                "p5": res.quantile(m, 0.05),
-                "p50": res.quantile(m, 0.5),
-                "p95": res.quantile(m, 0.95),
-            }
-            for m in res.metrics
-        }
+        summary = {m: {k: _number(v) for k, v in res.stats(m).items()} for m in res.metrics}
         out: dict[str, Any] = {"scenario": res.scenario_name, "runs": res.runs, "metrics": summary}
         if "precision" in res.extras:
             out["precision"] = res.extras["precision"]
@@ -210,7 +177,7 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
         for i in range(res.runs):
             writer.writerow([i, *(repr(float(c[i])) for c in columns)])
     else:
-        _show(res.summary())
+        _show(res.as_table())
 
 
 # ---------------------------------------------------------------- commands
@@ -230,7 +197,7 @@ def demo(
         print(f"  {name}: {pool.count:,} x {pool.chip} on {pool.provider} {pool.pricing}")
     print()
     cmp = compare(options, runs=runs, seed=seed)
-    _show(cmp.table())
+    _show(cmp.as_table())
     print()
     print(cmp.recommendation)
     print()
@@ -262,7 +229,7 @@ def catalog_(
             ]
             for name, prior in catalog.priors().by_name().items()
         ]
-        _show(render_table(["prior", "value", "unit", "basis", "first source"], rows))
+        _show(Table(("prior", "value", "unit", "basis", "first source"), _cells(rows)))
         return
     offers = catalog.offers(provider=provider)
     if not offers:
@@ -282,7 +249,12 @@ def catalog_(
         ]
         for o in sorted(offers, key=lambda o: (o.provider, o.chip, o.pricing))
     ]
-    _show(render_table(["provider", "chip", "pricing", "USD/chip-h", "as of", "source"], rows))
+    header = ("provider", "chip", "pricing", "USD/chip-h", "as of", "source")
+    _show(Table(header, _cells(rows)))
+
+
+def _cells(rows: Sequence[Sequence[object]]) -> tuple[tuple[str, ...], ...]:
+    return tuple(tuple(str(c) for c in row) for row in rows)
 
 
 def _describe(value: object) -> str:
@@ -317,7 +289,7 @@ def run(
             metavar="N|auto",
             help="A number of runs, or 'auto' to stop once every --target is met.",
         ),
-    ] = "2000",
+    ] = str(DEFAULT_RUNS),
     seed: _Seed = 42,
     target: Annotated[
         list[str] | None,
@@ -399,7 +371,7 @@ def compare_(
     scenarios: Annotated[
         list[str], typer.Argument(help="Scenario files, one per option.", show_default=False)
     ],
-    runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per option.")] = 2000,
+    runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per option.")] = DEFAULT_RUNS,
     seed: _Seed = 42,
     workers: _Workers = None,
     json_out: _Json = False,
@@ -418,7 +390,7 @@ def compare_(
         doc = {
             "runs": runs,
             "options": {
-                name: {m: {"mean": r.mean(m), "std_error": r.std_error(m)} for m in r.metrics}
+                name: {m: {k: _number(v) for k, v in r.stats(m).items()} for m in r.metrics}
                 for name, r in cmp.results.items()
             },
             "prob_less": {
@@ -432,7 +404,7 @@ def compare_(
         }
         print(json.dumps(doc, indent=2, default=float))
         return
-    _show(cmp.table())
+    _show(cmp.as_table())
     print()
     print(cmp.recommendation)
 
@@ -448,7 +420,9 @@ def sweep_(
             show_default=False,
         ),
     ],
-    runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per grid point.")] = 500,
+    runs: Annotated[
+        int, typer.Option(min=1, help="Monte Carlo runs per grid point.")
+    ] = DEFAULT_RUNS,
     seed: _Seed = 42,
     metrics: Annotated[
         str, typer.Option(help="Comma-separated metrics to summarise.")
@@ -467,22 +441,30 @@ def sweep_(
             f"'fleet.0.count: [512, 1024]'"
         )
     with _executor(workers) as pool:
-        rows = sweep(s, grid=axes, runs=runs, seed=seed, metrics=metrics.split(","), executor=pool)
+        sw = sweep(s, axes, runs=runs, seed=seed, metrics=metrics.split(","), executor=pool)
+    rows = sw.rows
     if fmt == "json":
-        print(json.dumps(rows, indent=2, default=str))
+        doc = [{k: _number(v) if k in SUMMARY_STATS else v for k, v in r.items()} for r in rows]
+        print(json.dumps(doc, indent=2, default=str))
         return
-    keys = [*axes, "metric", "mean", "std_error", "p5", "p50", "p95"]
+    keys = [*axes, "metric", "runs", *SUMMARY_STATS]
     if fmt == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(keys)
         writer.writerows([[r[k] for k in keys] for r in rows])
         return
-    table = [
-        [*(str(r[k]) for k in axes), r["metric"]]
-        + [format_value(r["metric"], r[k]) for k in ("mean", "std_error", "p5", "p50", "p95")]
+    cells = tuple(
+        (
+            *(str(r[k]) for k in axes),
+            r["metric"],
+            str(r["runs"]),
+            format_value(r["metric"], r["mean"]),
+            format_error(r["metric"], r["std_error"]),
+            *(format_value(r["metric"], r[k]) for k in ("p5", "p50", "p95")),
+        )
         for r in rows
-    ]
-    _show(render_table(keys, table))
+    )
+    _show(Table(tuple(keys), cells))
 
 
 @app.command()

@@ -207,7 +207,7 @@ def test_pareto_frontier_is_exactly_the_undominated_options(pts: list[tuple[int,
 
 def test_sweep_line_draws_p50_with_a_p5_p95_band(tmp_path: Path) -> None:
     """The line is the P50 row by row in x order; the band's edge at each x is P5 and P95."""
-    rows = acs.sweep(GPU, {"fleet.0.count": [128, 32, 64]}, runs=200, seed=1)
+    rows = acs.sweep(GPU, {"fleet.0.count": [128, 32, 64]}, runs=200, seed=1).rows
     ax = plot.sweep_line(rows, "fleet.0.count", "tco_usd")
     _save(ax, tmp_path / "sweep_line.png")
     mine = sorted((r for r in rows if r["metric"] == "tco_usd"), key=lambda r: r["fleet.0.count"])

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from accelsim.results._result import Result, format_value, render_table
+from accelsim.results import Result, format_value, render_table
 
 
 @pytest.mark.parametrize(

@@ -131,7 +131,7 @@ def test_tornado_swing_is_the_rate_range_times_the_hours() -> None:
 
 def test_morris_mu_star_is_the_p1_to_p99_change() -> None:
     """mu* of the rate = 300 h x (P99 - P1) = 300 x 98 (the grid spans P1..P99); else 0."""
-    res = sa.morris(known(), "engineering_cost_usd", trajectories=8, seed=1)
+    res = sa.morris(known(), "engineering_cost_usd", trajectories=10, seed=1)
     i = res.names.index(RATE)
     assert res.mu_star[i] == pytest.approx(HOURS * 98.0, rel=1e-9)
     assert res.mu[i] == pytest.approx(HOURS * 98.0, rel=1e-9)
@@ -142,7 +142,7 @@ def test_morris_mu_star_is_the_p1_to_p99_change() -> None:
 def test_morris_without_salib_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "SALib.analyze", None)
     with pytest.raises(ImportError, match=r"accelsim\[sensitivity\]"):
-        sa.morris(known(), "engineering_cost_usd", trajectories=2, seed=1)
+        sa.morris(known(), "engineering_cost_usd", trajectories=10, seed=1)
 
 
 def test_study_sensitivity_dispatches_and_keeps_spearman_pairs() -> None:
@@ -157,7 +157,48 @@ def test_study_sensitivity_dispatches_and_keeps_spearman_pairs() -> None:
     tor = acs.sensitivity(s, "engineering_cost_usd", runs=16, seed=3, method="tornado")
     assert isinstance(tor, sa.TornadoResult)
     with pytest.raises(ValueError, match="unknown sensitivity method"):
-        acs.sensitivity(s, method="pawn")  # type: ignore[arg-type]
+        acs.sensitivity(s, method="pawn")  # type: ignore[call-overload]
+
+
+def test_too_few_runs_are_refused_with_the_floor_and_why() -> None:
+    """Issue 15: runs=2 gave Spearman rho of +-1.00 and Sobol indices above 1. The floors:
+    1.96 / sqrt(n - 1) <= 0.2 for Spearman (n >= 98), a Sobol base sample of 64, 10 Morris
+    trajectories; just above each floor the method runs."""
+    assert sa.SPEARMAN_MIN_RUNS == 98
+    assert 1.96 / np.sqrt(sa.SPEARMAN_MIN_RUNS - 1) <= 0.2 < 1.96 / np.sqrt(96)
+    s = known()
+    cases = [
+        ("spearman", sa.SPEARMAN_MIN_RUNS, r"spearman's runs must be an integer >= 98"),
+        ("sobol", sa.SOBOL_MIN_RUNS, r"sobol's runs must be an integer >= 64"),
+        ("morris", sa.MORRIS_MIN_TRAJECTORIES, r"morris's trajectories must be an integer >= 10"),
+    ]
+    for method, floor, message in cases:
+        below = floor // 2 if method == "sobol" else floor - 1
+        for bad in (2, below):
+            with pytest.raises(ValueError, match=message):
+                acs.sensitivity(s, "engineering_cost_usd", method=method, runs=bad, seed=1)  # type: ignore[call-overload]
+    with pytest.raises(ValueError, match=r"tornado's runs must be an integer >= 1"):
+        acs.sensitivity(s, method="tornado", runs=0, seed=1)
+    rho = acs.sensitivity(s, "engineering_cost_usd", runs=sa.SPEARMAN_MIN_RUNS, seed=1)
+    assert rho[0] == (RATE, pytest.approx(1.0))  # the only driver, exactly monotone
+    one = acs.sensitivity(s, "engineering_cost_usd", method="tornado", runs=1, seed=1)
+    assert one.swing[0] == pytest.approx(HOURS * 80.0, rel=1e-12)  # exact with one run
+
+
+def test_every_method_returns_its_exported_type_with_a_table() -> None:
+    s = known()
+    cases = {
+        "spearman": (acs.SpearmanResult, 128),
+        "sobol": (acs.SobolResult, 64),
+        "morris": (acs.MorrisResult, 10),
+        "tornado": (acs.TornadoResult, 8),
+    }
+    for method, (kind, runs) in cases.items():
+        res = acs.sensitivity(s, "engineering_cost_usd", method=method, runs=runs, seed=2)  # type: ignore[call-overload]
+        assert isinstance(res, kind)
+        assert isinstance(res, acs.study.SensitivityResult)  # type: ignore[arg-type]
+        assert res.table().splitlines()[0].startswith(("input", "base"))
+        assert RATE in res.table()
 
 
 def test_errors_name_the_problem() -> None:
@@ -177,7 +218,7 @@ def test_errors_name_the_problem() -> None:
         fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws")] * 2,
     )
     with pytest.raises(ValueError, match="analytic engine"):
-        sa.sobol(inference, runs=4, seed=1)
+        sa.sobol(inference, runs=64, seed=1)
 
 
 def test_designs_cross_chunks_and_reach_thread_workers() -> None:
@@ -210,7 +251,7 @@ def _assert_same_sobol(a: sa.SobolResult, b: sa.SobolResult) -> None:
 
 
 def test_sensitivity_is_bit_identical_on_processes_and_dask() -> None:
-    """Sobol (base sample 16), tornado, Morris and Spearman in-process, on the spawn process
+    """Sobol (base sample 64), tornado, Morris and Spearman in-process, on the spawn process
     pool (sobol) and on a 2-worker, 2-process Dask LocalCluster give identical results: the
     designed inputs reach other processes inside each chunk's study, not through state.
 
@@ -220,8 +261,8 @@ def test_sensitivity_is_bit_identical_on_processes_and_dask() -> None:
     from distributed import Client, LocalCluster
 
     s = known()
-    alone = acs.sensitivity(s, "tco_usd", runs=16, seed=7, method="sobol")
-    procs = acs.sensitivity(s, "tco_usd", runs=16, seed=7, method="sobol", executor="processes")
+    alone = acs.sensitivity(s, "tco_usd", runs=64, seed=7, method="sobol")
+    procs = acs.sensitivity(s, "tco_usd", runs=64, seed=7, method="sobol", executor="processes")
     _assert_same_sobol(alone, procs)
     with (
         LocalCluster(
@@ -229,16 +270,16 @@ def test_sensitivity_is_bit_identical_on_processes_and_dask() -> None:
         ) as cluster,
         Client(cluster) as client,
     ):
-        dask = sa.sobol(s, "tco_usd", runs=16, seed=7, executor=client)
+        dask = sa.sobol(s, "tco_usd", runs=64, seed=7, executor=client)
         tor = sa.tornado(s, "tco_usd", runs=32, seed=7, executor=client)
-        mor = sa.morris(s, "tco_usd", trajectories=4, seed=7, executor=client)
-        rho = sa.spearman(s, "tco_usd", runs=64, seed=7, executor=client)
+        mor = sa.morris(s, "tco_usd", trajectories=10, seed=7, executor=client)
+        rho = sa.spearman(s, "tco_usd", runs=128, seed=7, executor=client)
     _assert_same_sobol(alone, dask)
     tor_alone = sa.tornado(s, "tco_usd", runs=32, seed=7)
     assert tor.names == tor_alone.names
     np.testing.assert_array_equal(tor.low, tor_alone.low)
     np.testing.assert_array_equal(tor.high, tor_alone.high)
-    mor_alone = sa.morris(s, "tco_usd", trajectories=4, seed=7)
+    mor_alone = sa.morris(s, "tco_usd", trajectories=10, seed=7)
     np.testing.assert_array_equal(mor.mu_star, mor_alone.mu_star)
     np.testing.assert_array_equal(mor.sigma, mor_alone.sigma)
-    assert list(rho) == list(sa.spearman(s, "tco_usd", runs=64, seed=7))
+    assert list(rho) == list(sa.spearman(s, "tco_usd", runs=128, seed=7))

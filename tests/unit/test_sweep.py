@@ -1,4 +1,4 @@
-"""sweep: the tidy table, per-run samples on request, every invalid point in one error."""
+"""sweep: one SweepResult (tidy table, every point's runs), every invalid point in one error."""
 
 from __future__ import annotations
 
@@ -29,74 +29,77 @@ def base() -> acs.Scenario:
     )
 
 
-def test_default_is_the_tidy_table_and_samples_true_adds_the_runs() -> None:
-    """Without ``samples`` the result is the plain list of rows, one per point and metric
-    in grid (product) order; ``samples=True`` holds the very same rows."""
-    rows = acs.sweep(base(), GRID, runs=RUNS, seed=3)
-    assert isinstance(rows, list)
+def test_sweep_returns_a_sweep_result_whose_table_is_one_row_per_point_and_metric() -> None:
+    """One return type; rows (and to_pandas) in grid (product) order, then metric order."""
+    sw = acs.sweep(base(), GRID, runs=RUNS, seed=3)
+    assert isinstance(sw, SweepResult)
     points = [(32, "on_demand"), (32, "spot"), (64, "on_demand"), (64, "spot")]
     metrics = ["tco_usd", "time_to_train_days"]
-    assert [(r["fleet.0.count"], r["fleet.0.pricing"], r["metric"]) for r in rows] == [
+    assert [(r["fleet.0.count"], r["fleet.0.pricing"], r["metric"]) for r in sw.rows] == [
         (*p, m) for p in points for m in metrics
     ]
-    assert set(rows[0]) == {*GRID, "metric", "mean", "std_error", "p5", "p50", "p95"}
-    sw = acs.sweep(base(), GRID, runs=RUNS, seed=3, samples=True)
-    assert isinstance(sw, SweepResult)
-    assert sw.rows == rows
+    assert list(sw.rows[0]) == [*GRID, "metric", "runs", "mean", "std_error", "p5", "p50", "p95"]
     assert sw.keys == tuple(GRID)
     assert [tuple(p.values()) for p in sw.points] == points
+    frame = sw.to_pandas()
+    assert list(frame.columns) == list(sw.rows[0])
+    assert frame.to_dict("records") == sw.rows
+    assert (frame["runs"] == RUNS).all()
 
 
 def test_each_point_is_the_study_of_that_scenario_with_the_sweep_seed() -> None:
     """Point j's samples are exactly ``simulate(point_j, runs, seed)``: one seed root for
     every point (common random numbers), so run i of every point shares its input draws."""
-    sw = acs.sweep(base(), GRID, runs=RUNS, seed=5, samples=True)
-    x = sw.samples("tco_usd")
-    assert x.shape == (4, RUNS)
+    sw = acs.sweep(base(), GRID, runs=RUNS, seed=5)
     for j, point in enumerate(sw.points):
         s = base()
         for k, v in point.items():
             s = s.replace(k, v)
         alone = acs.simulate(s, runs=RUNS, seed=5, progress=False)
-        np.testing.assert_array_equal(x[j], alone.samples("tco_usd"))
+        assert sw.result(j) == alone  # the whole study, bit for bit
+        np.testing.assert_array_equal(sw.samples(point, "tco_usd"), alone.samples("tco_usd"))
         np.testing.assert_array_equal(sw.results[j].inputs[RATE], sw.results[0].inputs[RATE])
     assert sw.result({"fleet.0.count": 64, "fleet.0.pricing": "spot"}) is sw.results[3]
     assert sw.result(1) is sw.results[1]
+    assert sw.samples(-1, "tco_usd") is sw.results[3].samples("tco_usd")
     with pytest.raises(KeyError, match="no sweep point"):
         sw.result({"fleet.0.count": 48, "fleet.0.pricing": "spot"})
     with pytest.raises(KeyError, match="every path"):
         sw.result({"fleet.0.count": 64})
+    with pytest.raises(IndexError, match="point 4 of a sweep of 4 points"):
+        sw.result(4)
+    with pytest.raises(KeyError, match="no metric 'nope'"):
+        sw.samples(0, "nope")
 
 
 def test_rows_summarise_the_samples() -> None:
     """Each row's mean, standard error and quantiles are those of its point's samples
     (the same floating-point operations, so equal exactly)."""
-    sw = acs.sweep(base(), {"fleet.0.count": [32, 64]}, runs=RUNS, seed=2, samples=True)
+    sw = acs.sweep(base(), {"fleet.0.count": [32, 64]}, runs=RUNS, seed=2)
     for row in sw.rows:
-        x = sw.result({"fleet.0.count": row["fleet.0.count"]}).samples(row["metric"])
+        x = sw.samples({"fleet.0.count": row["fleet.0.count"]}, row["metric"])
         assert row["mean"] == float(np.mean(x))
         assert row["std_error"] == float(np.std(x, ddof=1) / np.sqrt(x.size))
         assert [row["p5"], row["p50"], row["p95"]] == np.quantile(x, [0.05, 0.5, 0.95]).tolist()
 
 
-def test_to_pandas_is_one_row_per_point_and_run() -> None:
-    sw = acs.sweep(base(), GRID, runs=RUNS, seed=4, samples=True)
-    frame = sw.to_pandas(["tco_usd", "mfu"])
-    assert list(frame.columns) == [*GRID, "run", "tco_usd", "mfu"]
-    assert len(frame) == 4 * RUNS
-    spot64 = frame[(frame["fleet.0.count"] == 64) & (frame["fleet.0.pricing"] == "spot")]
-    np.testing.assert_array_equal(spot64["run"], np.arange(RUNS))
-    np.testing.assert_array_equal(spot64["tco_usd"], sw.results[3].samples("tco_usd"))
-    every = sw.to_pandas()
-    assert set(sw.results[0].metrics) <= set(every.columns)
+def test_a_sweep_of_one_run_per_point_has_no_nan_but_the_standard_error() -> None:
+    """runs=1: quantiles are the run's value; the standard error is missing (NaN in the
+    table, the pandas missing value), never a number made up."""
+    sw = acs.sweep(base(), {"fleet.0.count": [32, 64]}, runs=1, seed=2, metrics=["tco_usd"])
+    frame = sw.to_pandas()
+    for (_, row), res in zip(frame.iterrows(), sw.results, strict=True):
+        x = float(res.samples("tco_usd")[0])
+        assert row["mean"] == row["p5"] == row["p50"] == row["p95"] == x
+    assert frame["std_error"].isna().all()
+    assert frame.drop(columns="std_error").notna().all().all()
 
 
-def test_samples_of_points_with_different_run_counts_is_an_error() -> None:
-    one = acs.Result("a", {"tco_usd": np.zeros(3)})
-    two = acs.Result("b", {"tco_usd": np.zeros(4)})
-    sw = SweepResult(("x",), ({"x": 1}, {"x": 2}), (one, two), [])
-    with pytest.raises(ValueError, match=r"\[3, 4\] runs"):
-        sw.samples("tco_usd")
+def test_an_unknown_metric_or_the_old_samples_flag_is_an_error() -> None:
+    with pytest.raises(KeyError, match="no metric 'tco'"):
+        acs.sweep(base(), {"fleet.0.count": [32]}, runs=10, seed=1, metrics=["tco"])
+    with pytest.raises(TypeError, match="samples"):
+        acs.sweep(base(), {"fleet.0.count": [32]}, runs=10, seed=1, samples=True)
 
 
 def test_every_invalid_point_is_reported_before_anything_runs() -> None:
@@ -133,8 +136,8 @@ def test_bad_paths_engines_and_grids_are_reported() -> None:
         acs.sweep(base(), {"name": "abc"}, runs=10, seed=1)
     with pytest.raises(ValueError, match="non-empty list"):
         acs.sweep(base(), {"fleet.0.count": np.array([], dtype=int)}, runs=10, seed=1)
-    rows = acs.sweep(base(), {"fleet.0.count": np.array([16, 32])}, runs=10, seed=1)
-    assert [r["fleet.0.count"] for r in rows] == [16, 16, 32, 32]  # any iterable of values
+    sw = acs.sweep(base(), {"fleet.0.count": np.array([16, 32])}, runs=10, seed=1)
+    assert [r["fleet.0.count"] for r in sw.rows] == [16, 16, 32, 32]  # any iterable of values
 
 
 def test_a_store_is_rejected_with_the_alternative(tmp_path: Any) -> None:
@@ -155,7 +158,7 @@ def test_the_executor_is_opened_once_and_results_do_not_depend_on_it(
     real = open_executor
 
     @contextmanager
-    def spy(executor: Any) -> Iterator[Any]:
+    def spy(executor: Any, workers: int | None = None) -> Iterator[Any]:
         opened.append(executor)
         if executor == "processes":
             with ThreadPoolExecutor(max_workers=2) as pool:
@@ -166,10 +169,10 @@ def test_the_executor_is_opened_once_and_results_do_not_depend_on_it(
 
     monkeypatch.setattr(study, "open_executor", spy)
     monkeypatch.setattr(sweeping, "open_executor", spy)
-    rows = acs.sweep(base(), GRID, runs=RUNS, seed=6, executor="processes")
+    sw = acs.sweep(base(), GRID, runs=RUNS, seed=6, executor="processes")
     assert opened.count("processes") == 1
     assert len(opened) == 1 + 4  # the sweep's, then each point hands that pool on
     assert all(isinstance(e, ThreadPoolExecutor) for e in opened[1:])
     monkeypatch.setattr(study, "open_executor", real)
     monkeypatch.setattr(sweeping, "open_executor", real)
-    assert rows == acs.sweep(base(), GRID, runs=RUNS, seed=6)
+    assert sw == acs.sweep(base(), GRID, runs=RUNS, seed=6)

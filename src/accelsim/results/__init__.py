@@ -2,15 +2,27 @@
 on common random numbers), :class:`Recommendation`, and how numbers are formatted."""
 
 from accelsim.results._comparison import Comparison
-from accelsim.results._format import Z95, format_value, render_table, unit_of
+from accelsim.results._format import (
+    NOT_AVAILABLE,
+    Z95,
+    Table,
+    format_error,
+    format_value,
+    render_table,
+    unit_of,
+)
 from accelsim.results._recommendation import Recommendation, recommend
-from accelsim.results._result import Result
+from accelsim.results._result import SUMMARY_STATS, Result
 
 __all__ = [
+    "NOT_AVAILABLE",
+    "SUMMARY_STATS",
     "Z95",
     "Comparison",
     "Recommendation",
     "Result",
+    "Table",
+    "format_error",
     "format_value",
     "recommend",
     "render_table",

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim.results._format import Z95, format_value, render_table
+from accelsim.results._format import Z95, Table, format_error, format_value
 from accelsim.results._recommendation import Recommendation, recommend
 from accelsim.results._result import Result
 
@@ -22,6 +22,16 @@ class Comparison:
     """
 
     results: Mapping[str, Result]
+
+    def __post_init__(self) -> None:
+        if not self.results:
+            raise ValueError("a comparison needs at least one option")
+        runs = {k: r.runs for k, r in self.results.items()}
+        if len(set(runs.values())) > 1:
+            raise ValueError(
+                f"the options of a comparison are paired run for run, so they need the same "
+                f"number of runs; got {runs}"
+            )
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -40,8 +50,8 @@ class Comparison:
         xa, xb = self[a].samples(metric), self[b].samples(metric)
         return float(np.mean(xa < xb))
 
-    def table(self, metrics: Sequence[str] | None = None) -> str:
-        """Mean [P5-P95] of each metric (rows) for each option (columns)."""
+    def as_table(self, metrics: Sequence[str] | None = None) -> Table:
+        """:meth:`table` as a :class:`~accelsim.results.Table` (its cells, for the CLI)."""
         first = next(iter(self.results.values()))
         names = (
             list(metrics)
@@ -53,18 +63,21 @@ class Comparison:
         for m in names:
             row = [m]
             for res in self.results.values():
-                lo, hi = res.interval(m, 0.9)
-                half = Z95 * res.std_error(m)
+                st = res.stats(m)
                 row.append(
-                    f"{format_value(m, res.mean(m))} ±{format_value(m, half)} "
-                    f"[{format_value(m, lo)}-{format_value(m, hi)}]"
+                    f"{format_value(m, st['mean'])} ±{format_error(m, Z95 * st['std_error'])} "
+                    f"[{format_value(m, st['p5'])}-{format_value(m, st['p95'])}]"
                 )
-            rows.append(row)
+            rows.append(tuple(row))
         head = (
             f"mean ±95% MC error [P5-P95] over {first.runs} paired runs "
             f"(the MC error is of the mean; P5-P95 is the spread of outcomes)"
         )
-        return f"{head}\n{render_table(['metric', *self.results], rows)}"
+        return Table(("metric", *self.results), tuple(rows), head)
+
+    def table(self, metrics: Sequence[str] | None = None) -> str:
+        """Mean ±95% MC error [P5-P95] of each metric (rows) for each option (columns)."""
+        return str(self.as_table(metrics))
 
     @property
     def recommendation(self) -> Recommendation:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,6 +46,41 @@ def format_value(metric: str, value: float) -> str:
     else:
         text = f"{value:.3g}"
     return f"{text} {unit}".strip() if unit and unit != "USD" else text
+
+
+NOT_AVAILABLE = "n/a"
+"""How a number that cannot be estimated reads in text (the standard error of one run)."""
+
+
+def format_error(metric: str, value: float) -> str:
+    """A Monte Carlo error as text: :func:`format_value`, or ``"n/a"`` where it is ``nan``
+    (a standard error needs at least two runs, or two antithetic pairs)."""
+    return NOT_AVAILABLE if np.isnan(value) else format_value(metric, value)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table as data: a title (lines above it), a header and rows of already formatted
+    cells. ``str()`` renders it as plain text (:func:`render_table`); the CLI draws the same
+    cells as a rich table, so a table is formatted once and never parsed back from text."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    title: str = ""
+    note: str = ""
+    """Lines printed under the table."""
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if len(row) != len(self.header):
+                raise ValueError(f"a row has {len(row)} cells for {len(self.header)} columns")
+
+    def __str__(self) -> str:
+        parts = [self.title] if self.title else []
+        parts.append(render_table(self.header, self.rows))
+        if self.note:
+            parts.append(self.note)
+        return "\n".join(parts)
 
 
 def render_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

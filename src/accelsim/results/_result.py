@@ -14,15 +14,44 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.results._format import Z95, format_value, render_table
+from accelsim.results._format import Z95, Table, format_error, format_value
 
 if TYPE_CHECKING:
     import pandas as pd
 
+SUMMARY_STATS = ("mean", "std_error", "p5", "p50", "p95")
+"""The statistics every summary of a metric reports, in this order (:meth:`Result.stats`)."""
 
-@dataclass(frozen=True)
+
+def _same(a: Any, b: Any) -> bool:
+    """Bit-for-bit equality of arrays (dtype, shape and bytes, so ``nan`` equals the same
+    ``nan``), recursively through mappings and sequences; ``==`` for anything else."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+            return False
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    return bool(a == b)
+
+
+@dataclass(frozen=True, eq=False)
 class Result:
     """Samples of every metric of one scenario, one value per Monte Carlo run.
+
+    Two results are equal (``==``) when they hold the same study: the same scenario name,
+    engine, seed entropy and option facts (``info``), the same metric and input names in the
+    same order, every array equal bit for bit (dtype, shape and bytes: a ``nan`` equals the
+    same ``nan``, ``0.0`` differs from ``-0.0``), and equal ``extras``. This is what
+    "bit-identical whatever the executor" means, so ``simulate(s, seed=1) == simulate(s,
+    seed=1)`` holds and a result differing in one bit of one run is unequal. A result hashes
+    by its scenario name and run count (consistent with ``==``).
+
+    A study of one run is allowed (a single replay of a trace, a single DES run): its
+    quantiles and intervals are that run's value, and its standard error is not available
+    (``nan`` from :meth:`std_error`, ``n/a`` in every text table, ``null`` in JSON).
 
     Examples
     --------
@@ -43,6 +72,22 @@ class Result:
     """The drawn uncertain inputs by name, aligned with the metric samples."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Engine-specific outputs (per-job records, time series) when asked for."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Result):
+            return NotImplemented
+        return (
+            self.scenario_name == other.scenario_name
+            and self.engine == other.engine
+            and self.seed_entropy == other.seed_entropy
+            and _same(self.info, other.info)
+            and _same(self.data, other.data)
+            and _same(self.inputs, other.inputs)
+            and _same(self.extras, other.extras)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.scenario_name, self.runs))
 
     def __post_init__(self) -> None:
         # Read-only, metrics and inputs alike: a value that does not vary between runs may
@@ -90,6 +135,9 @@ class Result:
         ``s_y / sqrt(n / 2)`` (``ddof=1``; Owen 2013, sec. 8.2). It needs an even ``n`` and
         is ``nan`` for a single pair.
 
+        With one run (or one antithetic pair) there is no spread to estimate the error from:
+        the result is ``nan``, which every summary prints as ``n/a`` (not available).
+
         ``"lhs"`` and ``"sobol"``: still ``s / sqrt(n)``, the error plain Monte Carlo would
         have with as many runs. The designs' runs are not independent and their true error
         is usually smaller (a Latin hypercube's variance is at most ``n / (n - 1)`` times
@@ -127,31 +175,51 @@ class Result:
         tail = (1.0 - level) / 2.0
         return self.quantile(metric, tail), self.quantile(metric, 1.0 - tail)
 
+    def stats(self, metric: str) -> dict[str, float]:
+        """The summary of ``metric``: :data:`SUMMARY_STATS` (mean, its standard error, P5,
+        P50, P95), the one place every table, JSON and sweep row takes them from.
+
+        Quantiles are ``numpy.quantile``'s default (linear interpolation between order
+        statistics), so with one run they are that run's value; ``std_error`` is ``nan``
+        (not available) with one run.
+
+        Examples
+        --------
+        >>> Result("r", {"x": np.array([4.0])}).stats("x")
+        {'mean': 4.0, 'std_error': nan, 'p5': 4.0, 'p50': 4.0, 'p95': 4.0}
+        """
+        x = self.samples(metric)
+        p5, p50, p95 = (float(v) for v in np.quantile(x, [0.05, 0.5, 0.95]))
+        values = (float(np.mean(x)), self.std_error(metric), p5, p50, p95)
+        return dict(zip(SUMMARY_STATS, values, strict=True))
+
+    def as_table(self, metrics: Sequence[str] | None = None) -> Table:
+        """:meth:`summary` as a :class:`~accelsim.results.Table` (its cells, for the CLI)."""
+        names = list(metrics) if metrics is not None else list(self.data)
+        rows = []
+        for m in names:
+            st = self.stats(m)
+            rows.append(
+                (
+                    m,
+                    f"{format_value(m, st['mean'])} ± {format_error(m, Z95 * st['std_error'])}",
+                    format_value(m, st["p5"]),
+                    format_value(m, st["p50"]),
+                    format_value(m, st["p95"]),
+                )
+            )
+        how = f"{self.engine} engine" + ("" if self.design == "mc" else f", {self.design} design")
+        head = f"{self.scenario_name}: {self.runs} run{'s' * (self.runs != 1)} ({how})"
+        return Table(("metric", "mean ± 95% MC error", "P5", "P50", "P95"), tuple(rows), head)
+
     def summary(self, metrics: Sequence[str] | None = None) -> str:
         """A table: mean ± 95 % Monte Carlo error, P5, P50, P95 of each metric.
 
         The error is ``1.96 * std_error(metric)``, so it follows the design of the study
         (over pair means for ``"antithetic"``), which the first line names when not ``"mc"``.
+        With one run the error reads ``n/a``.
         """
-        names = list(metrics) if metrics is not None else list(self.data)
-        rows = []
-        for m in names:
-            x = self.samples(m)
-            mean, half = float(np.mean(x)), Z95 * self.std_error(m)
-            p5, p50, p95 = np.quantile(x, [0.05, 0.5, 0.95])
-            rows.append(
-                [
-                    m,
-                    f"{format_value(m, mean)} ± {format_value(m, half)}",
-                    format_value(m, float(p5)),
-                    format_value(m, float(p50)),
-                    format_value(m, float(p95)),
-                ]
-            )
-        how = f"{self.engine} engine" + ("" if self.design == "mc" else f", {self.design} design")
-        head = f"{self.scenario_name}: {self.runs} runs ({how})"
-        table = render_table(["metric", "mean ± 95% MC error", "P5", "P50", "P95"], rows)
-        return f"{head}\n{table}"
+        return str(self.as_table(metrics))
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per run, one column per metric (needs pandas: ``pip install pandas``)."""

@@ -6,6 +6,7 @@ the usage and gathers one array per metric. Chunks run in-process or on any
 whatever the executor. Stores keep finished chunks on disk for resuming.
 """
 
+from accelsim.study._runner import ExecutorLike, open_executor
 from accelsim.study._sensitivity import (
     MorrisResult,
     SensitivityResult,
@@ -15,10 +16,12 @@ from accelsim.study._sensitivity import (
     sensitivity,
     sensitivity_table,
 )
-from accelsim.study._simulate import compare, simulate
+from accelsim.study._simulate import DEFAULT_RUNS, compare, simulate
 from accelsim.study._sweep import SweepResult, sweep
 
 __all__ = [
+    "DEFAULT_RUNS",
+    "ExecutorLike",
     "MorrisResult",
     "SensitivityResult",
     "SobolResult",
@@ -26,6 +29,7 @@ __all__ = [
     "SweepResult",
     "TornadoResult",
     "compare",
+    "open_executor",
     "sensitivity",
     "sensitivity_table",
     "simulate",

@@ -46,20 +46,28 @@ ExecutorLike = Executor | HasExecutor | Literal["processes"] | None
 
 
 @contextmanager
-def open_executor(executor: ExecutorLike) -> Iterator[Executor | None]:
-    """The executor to submit chunks to (``None``: run in-process).
+def open_executor(executor: ExecutorLike, workers: int | None = None) -> Iterator[Executor | None]:
+    """The executor to submit chunks to (``None``: run in-process); the one factory of them.
 
-    ``"processes"`` starts a pool sized to the cores with the spawn context (workers import
-    accelsim afresh, so no state leaks in from the parent) and shuts it down afterwards; a
-    Dask client is used through ``client.get_executor(pure=False)``; an executor is used as given.
+    ``"processes"`` starts a pool of ``workers`` processes (default: one per core) with the
+    spawn context (workers import accelsim afresh, so no state leaks in from the parent) and
+    shuts it down afterwards; a Dask client is used through ``client.get_executor(pure=False)``;
+    an executor is used as given. ``workers`` is only for ``"processes"``.
     """
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
+        raise ValueError(f"workers must be a positive integer or None, got {workers!r}")
+    if workers is not None and executor != "processes":
+        raise ValueError('workers= sizes the pool of executor="processes" only')
     if executor is None:
         yield None
     elif isinstance(executor, str):
         if executor != "processes":
             raise ValueError(f"executor must be None, 'processes' or an Executor, not {executor!r}")
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=os.cpu_count() or 1, mp_context=context) as pool:
+        size = workers if workers is not None else os.cpu_count() or 1
+        with ProcessPoolExecutor(max_workers=size, mp_context=context) as pool:
             yield pool
     elif isinstance(executor, Executor):
         yield executor
@@ -128,7 +136,8 @@ def mean_precision(x: FloatArray) -> dict[str, float]:
     Runs are independent and identically distributed (every run draws its own inputs), so
     the plain standard error ``s / sqrt(n)`` is valid and the interval is ``mean ± 1.96 SE``
     (normal approximation, good for the thousands of runs a block holds). ``relative`` is
-    ``half_width / |mean|`` (0 when the half-width is 0, inf when only the mean is 0).
+    ``half_width / |mean|`` (0 when the half-width is 0, inf when only the mean is 0). A
+    run that is not finite makes the half-width inf: no finite mean to reach.
 
     Examples
     --------
@@ -138,7 +147,11 @@ def mean_precision(x: FloatArray) -> dict[str, float]:
     """
     n = int(x.size)
     mean = float(np.mean(x))
-    half = _Z95 * float(np.std(x, ddof=1)) / np.sqrt(n) if n > 1 else float("inf")
+    # a non-finite run (e.g. an infinite TCO: a job that never finishes) has no finite mean
+    # to estimate: the half-width is inf, so the target is never met (and numpy not asked
+    # for inf - inf)
+    finite = n > 1 and bool(np.isfinite(x).all())
+    half = _Z95 * float(np.std(x, ddof=1)) / np.sqrt(n) if finite else float("inf")
     if half == 0.0:
         rel = 0.0
     elif mean == 0.0:

@@ -25,13 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any, Literal
+from math import ceil
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.engines import InputDraws, price_training, simulate_training
-from accelsim.results import render_table
+from accelsim.results import Z95, render_table
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence, stream
 from accelsim.study._runner import ExecutorLike, open_executor
@@ -45,6 +46,25 @@ _CLIP = 1e-12
 _MORRIS_RANGE = (0.01, 0.99)
 """The Morris grid [0, 1] is mapped onto these quantiles (P1 to P99) of each input."""
 _INSTALL = "Morris screening needs SALib: pip install 'accelsim[sensitivity]'"
+
+SPEARMAN_MIN_RUNS = ceil((Z95 / 0.2) ** 2) + 1
+"""Fewest runs of a Spearman screening (98). With no dependence, Spearman's rho over n runs
+is about normal with standard deviation 1 / sqrt(n - 1); below 98 runs its 95 % band
+(±1.96 / sqrt(n - 1)) is wider than ±0.2, so a weak driver cannot be told from noise, and
+with a handful of runs |rho| = 1 happens by chance (2 runs always give ±1)."""
+SOBOL_MIN_RUNS = 64
+"""Smallest Sobol base sample. The Saltelli/Jansen estimators' standard errors are of order
+``1 / sqrt(n)`` of the output variance share (Saltelli et al. 2010): at ``n = 64`` that is
+0.125; below it, first-order and total indices outside [0, 1] and intervals wider than the
+indices are the rule, not the exception."""
+MORRIS_MIN_TRAJECTORIES = 10
+"""Fewest Morris trajectories: Campolongo, Cariboni and Saltelli (2007) find 10 to 20
+enough to rank inputs by mu*; fewer give mu* and sigma from a handful of effects each."""
+
+
+def _check_at_least(what: str, value: int, floor: int, why: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < floor:
+        raise ValueError(f"{what} must be an integer >= {floor} ({why}), got {value!r}")
 
 
 def _check_analytic(scenario: Scenario) -> None:
@@ -367,7 +387,8 @@ def sobol(
     2)`` times. Intervals are 95% percentile bootstrap intervals. ``executor`` and
     ``chunk_runs`` as in :func:`accelsim.simulate` (the d matrices AB_i run together).
     """
-    if runs < 2 or runs & (runs - 1):
+    _check_at_least("sobol's runs", runs, SOBOL_MIN_RUNS, "see SOBOL_MIN_RUNS")
+    if runs & (runs - 1):
         raise ValueError(f"sobol needs runs to be a power of two >= 2, got {runs!r}")
     root = as_seed_sequence(seed)
     names = input_names(scenario, root)
@@ -393,6 +414,9 @@ def morris(
     ``trajectories * (inputs + 1)`` times. ``executor`` and ``chunk_runs`` as in
     :func:`accelsim.simulate` (the d + 1 points of every trajectory run together).
     """
+    _check_at_least(
+        "morris's trajectories", trajectories, MORRIS_MIN_TRAJECTORIES, "Campolongo et al. 2007"
+    )
     root = as_seed_sequence(seed)
     names = input_names(scenario, root)
     lo, hi = _MORRIS_RANGE
@@ -426,7 +450,11 @@ def tornado(
 
     Each setting is the metric's mean over ``runs`` runs sharing the failure draws. The
     ``2 * inputs + 1`` settings go to ``executor`` together (as in :func:`accelsim.simulate`).
+    Any ``runs >= 1`` is accepted: every setting uses the same failure streams (common
+    random numbers), so a swing is a difference of paired means whose only noise is the
+    failures', and a scenario without random failures is exact with one run.
     """
+    _check_at_least("tornado's runs", runs, 1, "runs per setting")
     root = as_seed_sequence(seed)
     names = input_names(scenario, root)
     settings = [(None, 0.5), *((n, 0.1) for n in names), *((n, 0.9) for n in names)]
@@ -447,9 +475,13 @@ def spearman(
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
 ) -> SpearmanResult:
-    """Rank correlation of each input that varied with ``metric`` (any engine): screening."""
+    """Rank correlation of each input that varied with ``metric`` (any engine): screening.
+
+    Needs ``runs >= SPEARMAN_MIN_RUNS`` (98; why: :data:`SPEARMAN_MIN_RUNS`).
+    """
     from scipy.stats import spearmanr
 
+    _check_at_least("spearman's runs", runs, SPEARMAN_MIN_RUNS, "see SPEARMAN_MIN_RUNS")
     res = simulate(scenario, runs=runs, seed=seed, executor=executor, chunk_runs=chunk_runs)
     y = res.samples(metric)
     out = []
@@ -460,35 +492,17 @@ def spearman(
 
 
 SensitivityResult = SpearmanResult | SobolResult | MorrisResult | TornadoResult
-METHODS = ("spearman", "sobol", "morris", "tornado")
-
-
-def analyse(
-    scenario: Scenario,
-    metric: str = "tco_usd",
-    runs: int = 4096,
-    seed: SeedLike = None,
-    method: str = "spearman",
-    *,
-    executor: ExecutorLike = None,
-    chunk_runs: int | None = None,
-) -> SensitivityResult:
-    """Dispatch to :func:`spearman`, :func:`sobol`, :func:`morris` or :func:`tornado`.
-
-    ``runs`` is the Monte Carlo runs (spearman), the base sample size, a power of two
-    (sobol), the number of trajectories (morris) or the runs per setting (tornado).
-    ``executor`` and ``chunk_runs`` are those of :func:`accelsim.simulate`; the result is
-    bit-identical whatever they are.
-    """
-    methods: dict[str, Callable[..., SensitivityResult]] = {
-        "spearman": spearman,
-        "sobol": sobol,
-        "morris": morris,
-        "tornado": tornado,
-    }
-    if method not in methods:
-        raise ValueError(f"unknown sensitivity method {method!r}; choose one of {METHODS}")
-    return methods[method](scenario, metric, runs, seed, executor=executor, chunk_runs=chunk_runs)
+"""What :func:`sensitivity` returns: one of the four typed results, each with ``table()``."""
+Method = Literal["spearman", "sobol", "morris", "tornado"]
+METHODS: tuple[Method, ...] = ("spearman", "sobol", "morris", "tornado")
+DEFAULT_SENSITIVITY_RUNS: dict[Method, int] = {
+    "spearman": 2000,
+    "sobol": 1024,
+    "morris": 64,
+    "tornado": 2000,
+}
+"""``runs`` of each method when not given: the study default (2000) for the two that are
+plain studies, a power of two for Sobol's base sample, 64 trajectories for Morris."""
 
 
 def table(result: SensitivityResult | Sequence[tuple[str, float]]) -> str:
@@ -498,25 +512,88 @@ def table(result: SensitivityResult | Sequence[tuple[str, float]]) -> str:
     return SpearmanResult(result).table()
 
 
+@overload
+def sensitivity(
+    scenario: Scenario,
+    metric: str = ...,
+    *,
+    method: Literal["spearman"] = ...,
+    runs: int | None = ...,
+    seed: SeedLike = ...,
+    executor: ExecutorLike = ...,
+    chunk_runs: int | None = ...,
+) -> SpearmanResult: ...
+@overload
+def sensitivity(
+    scenario: Scenario,
+    metric: str = ...,
+    *,
+    method: Literal["sobol"],
+    runs: int | None = ...,
+    seed: SeedLike = ...,
+    executor: ExecutorLike = ...,
+    chunk_runs: int | None = ...,
+) -> SobolResult: ...
+@overload
+def sensitivity(
+    scenario: Scenario,
+    metric: str = ...,
+    *,
+    method: Literal["morris"],
+    runs: int | None = ...,
+    seed: SeedLike = ...,
+    executor: ExecutorLike = ...,
+    chunk_runs: int | None = ...,
+) -> MorrisResult: ...
+@overload
+def sensitivity(
+    scenario: Scenario,
+    metric: str = ...,
+    *,
+    method: Literal["tornado"],
+    runs: int | None = ...,
+    seed: SeedLike = ...,
+    executor: ExecutorLike = ...,
+    chunk_runs: int | None = ...,
+) -> TornadoResult: ...
+@overload
+def sensitivity(
+    scenario: Scenario,
+    metric: str = ...,
+    *,
+    method: Method,
+    runs: int | None = ...,
+    seed: SeedLike = ...,
+    executor: ExecutorLike = ...,
+    chunk_runs: int | None = ...,
+) -> SensitivityResult: ...
 def sensitivity(
     scenario: Scenario,
     metric: str = "tco_usd",
-    runs: int = 4096,
-    seed: SeedLike = None,
-    method: Literal["spearman", "sobol", "morris", "tornado"] = "spearman",
     *,
+    method: Method = "spearman",
+    runs: int | None = None,
+    seed: SeedLike = None,
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
-) -> Any:
-    """Which uncertain inputs drive ``metric`` (see :mod:`accelsim.study._sensitivity`).
+) -> SensitivityResult:
+    """Which uncertain inputs drive ``metric`` (see :mod:`accelsim.study`).
 
-    ``method="spearman"`` (default): ``(input name, rho)`` pairs sorted by ``|rho|``,
-    largest first, over a ``runs``-run study (inputs that did not vary are left out).
-    ``"sobol"``: first-order and total indices with 95% intervals (``runs`` is the base
-    sample, a power of two). ``"morris"``: elementary-effect screening over ``runs``
-    trajectories (needs the ``sensitivity`` extra). ``"tornado"``: P10/P90 swing of the
-    metric's mean per input, the others at their median (``runs`` per setting). All but
-    spearman run the analytic engine. Every result has a ``table()``.
+    ``method="spearman"`` (default): a :class:`SpearmanResult`, ``(input name, rho)`` pairs
+    sorted by ``|rho|``, largest first, over a ``runs``-run study (inputs that did not vary
+    are left out). ``"sobol"``: a :class:`SobolResult`, first-order and total indices with
+    95% intervals (``runs`` is the base sample, a power of two). ``"morris"``: a
+    :class:`MorrisResult`, elementary-effect screening over ``runs`` trajectories (needs
+    the ``sensitivity`` extra). ``"tornado"``: a :class:`TornadoResult`, the P10/P90 swing
+    of the metric's mean per input, the others at their median (``runs`` per setting). All
+    but spearman run the analytic engine. Every result has a ``table()``.
+
+    ``runs`` defaults per method (:data:`DEFAULT_SENSITIVITY_RUNS`). Below a meaningful
+    number it is refused with a ``ValueError``: spearman needs 98 runs (below that a weak
+    driver's rho cannot be told from noise: :data:`SPEARMAN_MIN_RUNS`), sobol a base sample
+    of 64 (index errors ~ 1/sqrt(n): :data:`SOBOL_MIN_RUNS`), morris 10 trajectories
+    (:data:`MORRIS_MIN_TRAJECTORIES`); tornado takes any ``runs >= 1`` (its settings share
+    their failure draws, so a swing is a paired difference).
 
     ``executor`` (None, ``"processes"``, a ``concurrent.futures.Executor`` or a Dask
     ``distributed.Client``) runs the engine's chunks as in :func:`simulate`: the designed
@@ -525,24 +602,35 @@ def sensitivity(
     submitted at once. ``chunk_runs`` is the runs per chunk (whole blocks of 4096 on the
     analytic engine). The result is bit-identical whatever the executor and chunk size.
     """
-    return analyse(scenario, metric, runs, seed, method, executor=executor, chunk_runs=chunk_runs)
+    if method not in METHODS:
+        raise ValueError(f"unknown sensitivity method {method!r}; choose one of {METHODS}")
+    n = DEFAULT_SENSITIVITY_RUNS[method] if runs is None else runs
+    if method == "sobol":
+        return sobol(scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs)
+    if method == "morris":
+        return morris(scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs)
+    if method == "tornado":
+        return tornado(scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs)
+    return spearman(scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs)
 
 
-def sensitivity_table(pairs: Any) -> str:
+def sensitivity_table(result: SensitivityResult | Sequence[tuple[str, float]]) -> str:
     """The output of :func:`sensitivity` (any method, or ``(name, rho)`` pairs) as a table."""
-    if hasattr(pairs, "table"):
-        return str(pairs.table())
-    return render_table(["input", "spearman rho"], [[n, f"{r:+.2f}"] for n, r in pairs])
+    return table(result)
 
 
 __all__ = [
+    "DEFAULT_SENSITIVITY_RUNS",
     "METHODS",
+    "MORRIS_MIN_TRAJECTORIES",
+    "SOBOL_MIN_RUNS",
+    "SPEARMAN_MIN_RUNS",
+    "Method",
     "MorrisResult",
     "SensitivityResult",
     "SobolResult",
     "SpearmanResult",
     "TornadoResult",
-    "analyse",
     "evaluate",
     "evaluate_many",
     "input_names",

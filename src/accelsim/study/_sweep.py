@@ -2,8 +2,9 @@
 
 Every point is validated before anything runs (all invalid points are reported in one
 error), then simulated with the same root seed, so run ``i`` of every point shares its draws
-of every shared input. :func:`sweep` returns a tidy table, or with ``samples=True`` a
-:class:`SweepResult` that also keeps every point's runs.
+of every shared input. :func:`sweep` returns a :class:`SweepResult`: a tidy summary table
+(:meth:`SweepResult.to_pandas`, :attr:`SweepResult.rows`) and every point's runs
+(:meth:`SweepResult.samples`, :meth:`SweepResult.result`).
 """
 
 from __future__ import annotations
@@ -11,43 +12,42 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
-from typing import TYPE_CHECKING, Any, Literal, overload
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from accelsim._typing import FloatArray
-from accelsim.results import Result
+from accelsim.results import SUMMARY_STATS, Result
 from accelsim.scenario import Scenario
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.study._runner import ExecutorLike, open_executor
-from accelsim.study._simulate import _engine_for, simulate
+from accelsim.study._simulate import DEFAULT_RUNS, _engine_for, simulate
 
 if TYPE_CHECKING:
     import pandas as pd
 
-_SUMMARY = ("mean", "std_error", "p5", "p50", "p95")
 
-
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class SweepResult:
-    """Every point of a :func:`sweep` with ``samples=True``: its summary rows and its runs.
+    """Every point of a :func:`sweep`: its summary rows and its runs.
 
     All points share one root seed, so run ``i`` of every point draws the same values of
-    every input the points share (common random numbers): the columns of
-    :meth:`samples` are paired runs, as in :meth:`Comparison.prob_less`.
+    every input the points share (common random numbers): ``samples(p, m)[i]`` and
+    ``samples(q, m)[i]`` are paired runs, as in :meth:`Comparison.prob_less`.
+
+    Two sweeps are equal when their grids, metrics and every point's :class:`Result` are
+    (see ``Result.__eq__``: bit for bit).
 
     Examples
     --------
     >>> import accelsim as acs
     >>> s = acs.Scenario(name="t", workload=acs.TrainingRun(params=7e9, tokens=1e11),
     ...                  fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws")])
-    >>> sw = acs.sweep(s, grid={"fleet.0.count": [64, 128]}, runs=50, seed=1, samples=True)
+    >>> sw = acs.sweep(s, grid={"fleet.0.count": [64, 128]}, runs=50, seed=1)
     >>> sw.points
     ({'fleet.0.count': 64}, {'fleet.0.count': 128})
-    >>> sw.samples("tco_usd").shape  # (points, runs)
-    (2, 50)
-    >>> sw.result({"fleet.0.count": 128}).runs
-    50
+    >>> sw.samples({"fleet.0.count": 128}, "tco_usd").shape
+    (50,)
+    >>> list(sw.to_pandas().columns)  # doctest: +NORMALIZE_WHITESPACE
+    ['fleet.0.count', 'metric', 'runs', 'mean', 'std_error', 'p5', 'p50', 'p95']
     """
 
     keys: tuple[str, ...]
@@ -56,39 +56,57 @@ class SweepResult:
     """Every point as ``{path: value}``, in the order of ``itertools.product`` over the grid."""
     results: tuple[Result, ...]
     """The full :class:`Result` of each point, aligned with ``points``."""
-    rows: list[dict[str, Any]]
-    """The tidy summary table (what :func:`sweep` returns without ``samples=True``)."""
+    metrics: tuple[str, ...]
+    """The metrics of the summary table (:attr:`rows`, :meth:`to_pandas`)."""
 
-    def result(self, point: Mapping[str, Any] | int) -> Result:
-        """The :class:`Result` of a point: its index, or its value at every grid path."""
+    def __post_init__(self) -> None:
+        if len(self.points) != len(self.results):
+            raise ValueError(f"{len(self.points)} points but {len(self.results)} results")
+
+    def _index(self, point: Mapping[str, Any] | int) -> int:
         if isinstance(point, int):
-            return self.results[point]
+            if not -len(self.points) <= point < len(self.points):
+                raise IndexError(f"point {point} of a sweep of {len(self.points)} points")
+            return point % len(self.points)
         want = dict(point)
         if set(want) != set(self.keys):
             raise KeyError(f"a sweep point gives a value for every path {list(self.keys)}")
-        for p, res in zip(self.points, self.results, strict=True):
+        for i, p in enumerate(self.points):
             if p == want:
-                return res
+                return i
         raise KeyError(f"no sweep point {want}; the points are {list(self.points)}")
 
-    def samples(self, metric: str) -> FloatArray:
-        """Every run of ``metric`` at every point: shape (points, runs), rows as ``points``.
+    def result(self, point: Mapping[str, Any] | int) -> Result:
+        """The :class:`Result` of a point: its index, or its value at every grid path."""
+        return self.results[self._index(point)]
 
-        Column ``i`` holds run ``i`` of each point (paired by common random numbers), so
-        e.g. ``np.mean(x[1] < x[0])`` is the chance point 1 beats point 0 run for run.
+    def samples(self, point: Mapping[str, Any] | int, metric: str) -> FloatArray:
+        """Every run of ``metric`` at one point (its index or its values), shape ``(runs,)``.
+
+        Run ``i`` of every point is paired (common random numbers), so e.g.
+        ``np.mean(sw.samples(1, m) < sw.samples(0, m))`` is the chance point 1 beats point
+        0 run for run.
         """
-        runs = sorted({r.runs for r in self.results})
-        if len(runs) > 1:
-            raise ValueError(
-                f"the points ran {runs} runs (runs='auto' stops each point on its own): "
-                f"take each point's samples from .results"
-            )
-        return np.stack([r.samples(metric) for r in self.results])
+        return self.result(point).samples(metric)
 
-    def to_pandas(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
-        """A long table, one row per point and run: the grid paths, ``run``, then the metrics.
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The tidy summary as dicts: one per point and metric, in point order then metric
+        order, with the point's value at every grid path, ``metric``, ``runs`` and
+        :data:`~accelsim.results.SUMMARY_STATS` (``mean``, ``std_error`` of the mean, ``p5``,
+        ``p50``, ``p95``; see :meth:`Result.stats`)."""
+        return [
+            {**at, "metric": m, "runs": res.runs, **res.stats(m)}
+            for at, res in zip(self.points, self.results, strict=True)
+            for m in self.metrics
+        ]
 
-        ``metrics`` defaults to every metric all points report. Needs pandas.
+    def to_pandas(self) -> pd.DataFrame:
+        """The tidy summary (:attr:`rows`) as a DataFrame: one row per point and metric.
+
+        Columns: the grid paths, ``metric``, ``runs``, ``mean``, ``std_error`` (of the mean;
+        missing, ``NaN``, for a point of one run), ``p5``, ``p50``, ``p95``. Each point's
+        runs are in :meth:`samples` (or ``sw.result(point).to_pandas()``). Needs pandas.
         """
         try:
             import pandas as pd
@@ -96,19 +114,8 @@ class SweepResult:
             raise ImportError(
                 "SweepResult.to_pandas() needs pandas: pip install 'accelsim[pandas]'"
             ) from exc
-        names = (
-            list(metrics)
-            if metrics is not None
-            else [m for m in self.results[0].metrics if all(m in r.data for r in self.results)]
-        )
-        columns: dict[str, Any] = {
-            k: [p[k] for p, r in zip(self.points, self.results, strict=True) for _ in range(r.runs)]
-            for k in self.keys
-        }
-        columns["run"] = np.concatenate([np.arange(r.runs) for r in self.results])
-        for m in names:
-            columns[m] = np.concatenate([r.samples(m) for r in self.results])
-        return pd.DataFrame(columns)
+        columns = [*self.keys, "metric", "runs", *SUMMARY_STATS]
+        return pd.DataFrame(self.rows, columns=columns)
 
 
 def _sweep_points(
@@ -149,53 +156,16 @@ def _sweep_points(
     return points
 
 
-@overload
 def sweep(
     scenario: Scenario,
     grid: Mapping[str, Sequence[Any]],
-    runs: int = ...,
-    seed: SeedLike = ...,
     *,
-    metrics: Sequence[str] = ...,
-    samples: Literal[False] = ...,
-    executor: ExecutorLike = ...,
-    **kwargs: Any,
-) -> list[dict[str, Any]]: ...
-@overload
-def sweep(
-    scenario: Scenario,
-    grid: Mapping[str, Sequence[Any]],
-    runs: int = ...,
-    seed: SeedLike = ...,
-    *,
-    metrics: Sequence[str] = ...,
-    samples: Literal[True],
-    executor: ExecutorLike = ...,
-    **kwargs: Any,
-) -> SweepResult: ...
-@overload
-def sweep(
-    scenario: Scenario,
-    grid: Mapping[str, Sequence[Any]],
-    runs: int = ...,
-    seed: SeedLike = ...,
-    *,
-    metrics: Sequence[str] = ...,
-    samples: bool,
-    executor: ExecutorLike = ...,
-    **kwargs: Any,
-) -> list[dict[str, Any]] | SweepResult: ...
-def sweep(
-    scenario: Scenario,
-    grid: Mapping[str, Sequence[Any]],
-    runs: int = 1000,
+    runs: int = DEFAULT_RUNS,
     seed: SeedLike = None,
-    *,
     metrics: Sequence[str] = ("tco_usd", "time_to_train_days"),
-    samples: bool = False,
     executor: ExecutorLike = None,
     **kwargs: Any,
-) -> list[dict[str, Any]] | SweepResult:
+) -> SweepResult:
     """Every point of a grid over dotted field paths, with common random numbers.
 
     Parameters
@@ -211,12 +181,6 @@ def sweep(
         numbers): differences between points are not sampling noise of the inputs.
     metrics : sequence of str
         The metrics summarised in the rows.
-    samples : bool
-        ``False`` (default): return the tidy table only. ``True``: return a
-        :class:`SweepResult` holding the same rows plus every point's :class:`Result`
-        (its per-run samples; ``SweepResult.samples(metric)`` is a (points, runs) array,
-        ``SweepResult.to_pandas()`` a long table of one row per point and run). Memory then
-        grows with points x runs x metrics.
     executor : None, "processes", concurrent.futures.Executor or distributed.Client
         Where each point's chunks run, as in :func:`simulate`. It is opened once for the
         whole sweep (one process pool, not one per point); points run one after another,
@@ -230,11 +194,12 @@ def sweep(
 
     Returns
     -------
-    list of dict or SweepResult
-        The tidy table: one row (a dict) per point and metric, in point order then metric
-        order, with the point's value at every grid path, ``metric``, ``mean``,
-        ``std_error`` (of the mean), ``p5``, ``p50`` and ``p95``. With ``samples=True`` a
-        :class:`SweepResult` whose ``rows`` is that table.
+    SweepResult
+        Always (no flag changes the return type). ``to_pandas()`` / ``rows``: the tidy
+        summary, one row per point and metric (grid paths, ``metric``, ``runs``, ``mean``,
+        ``std_error`` of the mean, ``p5``, ``p50``, ``p95``); ``samples(point, metric)``:
+        that point's runs; ``result(point)``: its full :class:`Result`. Every point's
+        :class:`Result` is kept, so memory grows with points x runs x (metrics + inputs).
 
     Raises
     ------
@@ -249,8 +214,8 @@ def sweep(
     >>> import accelsim as acs
     >>> s = acs.Scenario(name="t", workload=acs.TrainingRun(params=7e9, tokens=1e11),
     ...                  fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws")])
-    >>> rows = acs.sweep(s, grid={"fleet.0.count": [64, 128]}, runs=50, seed=1)
-    >>> [(r["fleet.0.count"], r["metric"]) for r in rows]  # doctest: +NORMALIZE_WHITESPACE
+    >>> sw = acs.sweep(s, grid={"fleet.0.count": [64, 128]}, runs=50, seed=1)
+    >>> [(r["fleet.0.count"], r["metric"]) for r in sw.rows]  # doctest: +NORMALIZE_WHITESPACE
     [(64, 'tco_usd'), (64, 'time_to_train_days'),
      (128, 'tco_usd'), (128, 'time_to_train_days')]
     """
@@ -263,20 +228,14 @@ def sweep(
     kwargs = {k: v for k, v in kwargs.items() if k not in ("store", "resume")}
     points = _sweep_points(scenario, grid, kwargs)
     root = as_seed_sequence(seed)
-    rows: list[dict[str, Any]] = []
     results: list[Result] = []
     with open_executor(executor) as pool:
-        for at, point in points:
-            res = simulate(point, runs=runs, seed=root, executor=pool, **kwargs)
-            for m in metrics:
-                p5, p50, p95 = np.quantile(res.samples(m), [0.05, 0.5, 0.95])
-                stats = (res.mean(m), res.std_error(m), float(p5), float(p50), float(p95))
-                rows.append({**at, "metric": m, **dict(zip(_SUMMARY, stats, strict=True))})
-            if samples:
-                results.append(res)
-    if not samples:
-        return rows
-    return SweepResult(tuple(grid), tuple(at for at, _ in points), tuple(results), rows)
+        for _, point in points:
+            results.append(simulate(point, runs=runs, seed=root, executor=pool, **kwargs))
+    for res in results:
+        for m in metrics:
+            res.samples(m)  # an unknown metric fails here, naming the metrics there are
+    return SweepResult(tuple(grid), tuple(at for at, _ in points), tuple(results), tuple(metrics))
 
 
 __all__ = ["SweepResult", "sweep"]
