@@ -349,7 +349,14 @@ def hour_totals(
     )
     h = np.arange(setup.hours, dtype=float)
     duration = np.minimum(setup.horizon_hours - h, 1.0)
-    shape = setup.profile[np.arange(setup.hours) % 24]
+    if setup.hours > 48 and not np.any(growth):
+        # Without growth the demand repeats every day, and so do the replicas (a function of
+        # the demand): the first day (warm start) and one generic day, each hour weighted by
+        # the time it stands for, give the same sums as every hour. Exact, ~15x less work.
+        cell = np.where(h < 24, h, 24 + h % 24).astype(np.int64)
+        duration = np.bincount(cell, duration, minlength=48)
+        h = np.arange(48, dtype=float)
+    shape = setup.profile[h.astype(np.int64) % 24]
     cold = min(setup.work.cold_start_minutes / 60.0, 1.0)
     sat = replica.saturated_rps
     slo_rps = table.slo_load * sat
