@@ -320,7 +320,9 @@ class _Replica:
         decode, kv = self.decode_batch, self.kv_tokens
         bounds: list[float] = []
         t = now
-        for _ in range(self.decoding[0][0] - self.decode_steps):
+        counter = self.counter
+        steps = min(self.decoding[0][0] - self.decode_steps, counter.max_events - counter.events)
+        for _ in range(max(steps, 1)):
             step = seconds(decode, 0, kv, 0.0)
             if not step > 0.0:
                 raise _bad_iteration(step, decode, 0)
@@ -329,6 +331,7 @@ class _Replica:
             bounds.append(t)
             if t >= self.horizon_hours:
                 break  # the rest of the run is past the horizon
+        counter.events += len(bounds) - 1
         self._tick()
         self.bounds = bounds
         self.run_start = now
@@ -668,7 +671,8 @@ def simulate_serving(
     router : {"least_loaded", "round_robin"}
         How an arriving request picks a replica (module docstring, *Queues*).
     max_events : int
-        Most SimPy events (iterations and router steps) before a ``RuntimeError``.
+        Most events before a ``RuntimeError``: batch iterations (each counted, also inside a
+        decode run) and router steps; bounds the CPU time of a run.
 
     Returns
     -------
