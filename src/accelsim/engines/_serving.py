@@ -313,7 +313,7 @@ class HourTotals:
     """Served requests attributed to each load node (runs, nodes). [count]"""
 
 
-def _replicas_per_hour(
+def replicas_per_hour(
     setup: ServingSetup, demand_rps: FloatArray, slo_rps: FloatArray
 ) -> FloatArray:
     """Replicas serving in each hour (runs, hours): fixed, or following the demand."""
@@ -365,7 +365,7 @@ def hour_totals(
         sl = slice(a, b)
         growth_factor = np.exp(np.outer(np.log1p(growth[sl]), h / HOURS_PER_MONTH))
         demand = rate_rps[sl, None] * shape * growth_factor  # (runs, hours) [1/s]
-        replicas = _replicas_per_hour(setup, demand, slo_rps[sl])
+        replicas = replicas_per_hour(setup, demand, slo_rps[sl])
         out.replica_hours[sl] = replicas @ duration
         out.replicas_peak[sl] = replicas.max(axis=1)
         # (share of the hour, replicas serving it): the whole hour at this hour's replicas,
@@ -630,6 +630,7 @@ __all__ = [
     "draw_replica",
     "hour_totals",
     "latency_table",
+    "replicas_per_hour",
     "serving_metrics",
     "serving_setup",
     "simulate_serving_fast",

@@ -1,0 +1,211 @@
+"""The serving request DES path: the fast path's draws, every request simulated.
+
+The same :class:`~accelsim.engines._inputs.InputDraws` (same names, so the same values for a
+seed) build one replica per run (:func:`~accelsim.engines._serving.draw_replica`) and its
+hourly replica plan; then each run draws its requests from its own stream
+``stream(root, "serving.requests", run)`` (independent of the chunking):
+
+- *Arrivals*: a doubly stochastic Poisson stream. In each burst window the rate is the
+  hour's mean (rate x profile x growth) times a gamma multiplier of mean 1 and variance
+  ``burstiness - 1`` (none when 1); the window's count is Poisson and its arrival times
+  uniform (a non-homogeneous Poisson stream, piecewise constant per window).
+- *Lengths*: drawn per request from ``input_tokens`` and ``output_tokens`` through
+  :func:`~accelsim.engines._serving.token_lengths` (rounded, clipped), the law whose mean
+  the fast path uses.
+
+:func:`accelsim.engines.des.simulate_serving` runs them; the trace becomes the usage that
+:func:`~accelsim.engines._serving.serving_metrics` prices, with the fast path's definitions:
+a burst window is compliant when the SLO percentile of its requests' TTFT (a request without
+a first token counts as infinite, unless it arrived within the TTFT bound of the horizon)
+and of its completed requests' TPOT are within the bounds; latency percentiles are per
+window, averaged over the served requests; served requests are the output tokens emitted
+over the mean output length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from accelsim import catalog
+from accelsim._typing import FloatArray
+from accelsim.catalog import Catalog, Priors, ServingPriors
+from accelsim.dists import as_dist
+from accelsim.engines._inputs import InputDraws
+from accelsim.engines._serving import (
+    SECONDS_PER_HOUR,
+    Replica,
+    ServingSetup,
+    ServingUsage,
+    draw_replica,
+    latency_table,
+    replicas_per_hour,
+    serving_metrics,
+    serving_setup,
+    token_lengths,
+)
+from accelsim.engines.des import (
+    ReplicaModel,
+    ReplicaPlan,
+    RequestStream,
+    ServingTrace,
+    simulate_serving,
+)
+from accelsim.models import serving as physics
+from accelsim.scenario import Scenario
+from accelsim.seeding import stream
+
+
+def hourly_demand_rps(setup: ServingSetup, rate_rps: float, growth: float) -> FloatArray:
+    """Mean request rate of each hour of the horizon. [1/s]"""
+    h = np.arange(setup.hours, dtype=float)
+    return np.asarray(
+        rate_rps * setup.profile[np.arange(setup.hours) % 24] * (1.0 + growth) ** (h / 730.5),
+        dtype=float,
+    )
+
+
+def draw_requests(
+    setup: ServingSetup, demand_rps: FloatArray, burstiness: float, rng: np.random.Generator
+) -> RequestStream:
+    """One run's requests: gamma-mixed Poisson counts per burst window, uniform times."""
+    per_hour = setup.windows_per_hour
+    window_h = 1.0 / per_hour
+    starts = np.arange(setup.hours * per_hour) * window_h
+    starts = starts[starts < setup.horizon_hours]
+    lengths = np.minimum(starts + window_h, setup.horizon_hours) - starts
+    rate = demand_rps[(starts + 1e-12).astype(np.int64)]
+    if burstiness > 1.0:
+        var = burstiness - 1.0
+        rate = rate * rng.gamma(1.0 / var, var, size=len(starts))
+    counts = rng.poisson(rate * lengths * SECONDS_PER_HOUR)
+    total = int(counts.sum())
+    arrivals = np.repeat(starts, counts) + rng.random(total) * np.repeat(lengths, counts)
+    arrivals = np.sort(np.minimum(arrivals, np.nextafter(setup.horizon_hours, 0.0)))
+    work = setup.work
+    inp = token_lengths(as_dist(work.input_tokens), rng.random(total), setup.max_tokens)
+    out = token_lengths(as_dist(work.output_tokens), rng.random(total), setup.max_tokens)
+    return RequestStream(arrivals, inp.astype(np.int64), out.astype(np.int64))
+
+
+def _run_cost(c: physics.IterationCost, i: int) -> physics.IterationCost:
+    return physics.IterationCost(
+        *(np.asarray(np.asarray(getattr(c, f.name))[i]) for f in dataclasses.fields(c))
+    )
+
+
+def _window_usage(
+    setup: ServingSetup, requests: RequestStream, trace: ServingTrace
+) -> tuple[float, float, float, float, float, float, bool]:
+    """(compliant, ttft p50, ttft p99, tpot p50, tpot p99 [s], served, all served) of one run."""
+    arrival = requests.arrival_hours
+    window = np.floor(arrival * setup.windows_per_hour).astype(np.int64)
+    late = arrival * SECONDS_PER_HOUR > setup.horizon_hours * SECONDS_PER_HOUR - setup.ttft_s
+    ttft = np.where(trace.first_token, trace.ttft_s, np.where(late, np.nan, np.inf))
+    multi = requests.output_tokens > 1
+    tpot = np.where(trace.completed & multi, trace.tpot_s, np.nan)
+    compliant = 0.0
+    sums = np.zeros(4)
+    weight = 0.0
+    q = setup.percentile
+    for w in np.unique(window):
+        mine = window == w
+        t_w, p_w = ttft[mine], tpot[mine]
+        judged_t = t_w[~np.isnan(t_w)]
+        judged_p = p_w[~np.isnan(p_w)]
+        ok_t = judged_t.size == 0 or np.quantile(judged_t, q, method="inverted_cdf") <= setup.ttft_s
+        ok_p = judged_p.size == 0 or np.quantile(judged_p, q, method="inverted_cdf") <= setup.tpot_s
+        if ok_t and ok_p:
+            compliant += float(mine.sum())
+        got_t = t_w[np.isfinite(t_w)]
+        if got_t.size and judged_p.size:
+            n = float(got_t.size)
+            sums += n * np.array(
+                [
+                    np.quantile(got_t, 0.5),
+                    np.quantile(got_t, 0.99),
+                    np.quantile(judged_p, 0.5),
+                    np.quantile(judged_p, 0.99),
+                ]
+            )
+            weight += n
+    means = sums / weight if weight > 0 else np.zeros(4)
+    served = float(trace.output_tokens_total) / setup.output_mean
+    cutoff = setup.horizon_hours - 1.0 / setup.windows_per_hour
+    done = bool(np.all(trace.completed | (arrival >= cutoff))) and not bool(trace.rejected.any())
+    t50, t99, p50, p99 = (float(v) for v in means)
+    return compliant, t50, t99, p50, p99, served, done
+
+
+def simulate_serving_block(
+    scenario: Scenario,
+    root: np.random.SeedSequence,
+    start: int,
+    stop: int,
+    *,
+    cat: Catalog | None = None,
+    priors: Priors | None = None,
+    serving: ServingPriors | None = None,
+    max_events: int = 50_000_000,
+) -> tuple[dict[str, FloatArray], InputDraws]:
+    """Metrics of the runs ``[start, stop)`` of a serving scenario by the request DES."""
+    priors = catalog.priors() if priors is None else priors
+    serving = catalog.serving_priors() if serving is None else serving
+    setup = serving_setup(scenario, cat)
+    work = setup.work
+    draws = InputDraws(root=root, start=start, stop=stop)
+    replica: Replica = draw_replica(setup, scenario, draws, serving)
+    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
+    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
+    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
+    slo_rps = latency_table(setup, replica).slo_load * replica.saturated_rps
+    runs = draws.runs
+    cols = {k: np.zeros(runs) for k in ("demand", "served", "compliant", "hours", "peak")}
+    lat = np.zeros((runs, 4))
+    finished = np.zeros(runs, dtype=bool)
+    for i in range(runs):
+        demand = hourly_demand_rps(setup, float(rate[i]), float(growth[i]))
+        plan_rows = replicas_per_hour(setup, demand[None, :], slo_rps[i : i + 1])
+        plan = ReplicaPlan(
+            plan_rows[0].astype(np.int64), cold_start_hours=work.cold_start_minutes / 60.0
+        )
+        rng = stream(root, "serving.requests", start + i)
+        requests = draw_requests(setup, demand, float(burst[i]), rng)
+        cols["demand"][i] = len(requests.arrival_hours)
+        if not replica.feasible[i]:
+            cols["hours"][i] = float(plan.replicas_per_hour.sum())
+            cols["peak"][i] = float(plan.replicas_per_hour.max())
+            continue
+        model = ReplicaModel(
+            cost=_run_cost(replica.cost, i),
+            kv_capacity_tokens=float(replica.kv_capacity_tokens[i]),
+            max_batch=int(replica.max_batch[i]),
+            prefill_chunk_tokens=work.prefill_chunk_tokens,
+        )
+        trace = simulate_serving(
+            model, requests, plan, setup.horizon_hours, router=work.router, max_events=max_events
+        )
+        compliant, t50, t99, p50, p99, served, done = _window_usage(setup, requests, trace)
+        cols["served"][i] = served
+        cols["compliant"][i] = compliant
+        cols["hours"][i] = trace.replica_hours
+        cols["peak"][i] = float(trace.replicas_peak)
+        lat[i] = (t50, t99, p50, p99)
+        finished[i] = done
+    usage = ServingUsage(
+        demand_requests=cols["demand"],
+        served_requests=cols["served"],
+        compliant_requests=cols["compliant"],
+        replica_hours=cols["hours"],
+        replicas_peak=cols["peak"],
+        ttft_p50_s=lat[:, 0],
+        ttft_p99_s=lat[:, 1],
+        tpot_p50_s=lat[:, 2],
+        tpot_p99_s=lat[:, 3],
+        finished=finished,
+    )
+    return serving_metrics(setup, scenario, draws, replica, usage, priors, serving), draws
+
+
+__all__ = ["draw_requests", "hourly_demand_rps", "simulate_serving_block"]
