@@ -37,8 +37,7 @@ import numpy as np
 
 from accelsim import catalog
 from accelsim._typing import FloatArray
-from accelsim.catalog import Chip, ModelPreset
-from accelsim.catalog._serving_priors import BYTES_PER_VALUE, serving_priors
+from accelsim.catalog import BYTES_PER_VALUE, Chip, ModelPreset, serving_priors
 from accelsim.models import serving
 
 _GIB = 2.0**30
