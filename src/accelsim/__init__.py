@@ -25,10 +25,12 @@ from accelsim.errors import (
 )
 from accelsim.results import Comparison, Recommendation, Result
 from accelsim.scenario import (
+    SLO,
     Assumptions,
     JobStream,
     Pool,
     Scenario,
+    Serving,
     Trace,
     TrainingRun,
     load_scenario,
@@ -42,6 +44,7 @@ from accelsim.study import (
     TornadoResult,
     compare,
     sensitivity,
+    serving_capacity,
     simulate,
     sweep,
 )
@@ -50,6 +53,7 @@ __version__ = _version("accelsim")
 
 __all__ = [
     "PERT",
+    "SLO",
     "AccelsimError",
     "Assumptions",
     "Beta",
@@ -68,6 +72,7 @@ __all__ = [
     "Scenario",
     "ScenarioFileError",
     "SensitivityResult",
+    "Serving",
     "SobolResult",
     "SpearmanResult",
     "SweepResult",
@@ -82,6 +87,7 @@ __all__ = [
     "compare",
     "load_scenario",
     "sensitivity",
+    "serving_capacity",
     "simulate",
     "sweep",
 ]

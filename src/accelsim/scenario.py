@@ -365,7 +365,9 @@ class Serving(_Model):
         _check_range("kv_share", self.kv_share, 0, 1, low_open=True)
         autoscaling = ("min_replicas", "max_replicas", "cold_start_minutes", "target_utilization")
         if self.scaling == "fixed":
-            set_here = sorted(f for f in autoscaling if f in self.model_fields_set)
+            # Judged by value, not by model_fields_set: a dumped scenario holds every field.
+            defaults = {f: Serving.model_fields[f].default for f in autoscaling}
+            set_here = sorted(f for f in autoscaling if getattr(self, f) != defaults[f])
             if set_here:
                 raise ValueError(
                     f"{', '.join(set_here)} apply to scaling='follow_demand'; with "

@@ -32,6 +32,8 @@ from accelsim.engines._inputs import (
     study_runs,
 )
 from accelsim.engines._pricing import price_training
+from accelsim.engines._serving import replica_capacity, simulate_serving_fast
+from accelsim.engines._serving_des import simulate_serving_block
 
 __all__ = [
     "BLOCK_RUNS",
@@ -44,9 +46,12 @@ __all__ = [
     "designed",
     "merge_kept",
     "price_training",
+    "replica_capacity",
     "run_info",
     "sampling",
     "simulate_block",
+    "simulate_serving_block",
+    "simulate_serving_fast",
     "simulate_training",
     "simulate_training_block",
     "study_runs",

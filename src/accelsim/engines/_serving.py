@@ -619,6 +619,53 @@ def simulate_serving_fast(
     return serving_metrics(setup, scenario, draws, replica, usage, priors, serving), draws
 
 
+def replica_capacity(
+    scenario: Scenario,
+    root: np.random.SeedSequence,
+    start: int,
+    stop: int,
+    *,
+    cat: Catalog | None = None,
+    serving: ServingPriors | None = None,
+) -> tuple[dict[str, FloatArray], InputDraws]:
+    """One replica's capacity per run: saturated and within the SLO (exact bisection).
+
+    Metrics: ``offline_tokens_per_s_per_chip`` (output tokens/s per chip at the batch limit,
+    no latency bound), ``slo_tokens_per_s_per_chip`` (at the largest Poisson rate meeting
+    the SLO, :func:`~accelsim.models.serving.slo_capacity_rps`), the request rates of one
+    replica (``offline_rps_per_replica``, ``slo_rps_per_replica``), ``batch_limit`` and
+    ``feasible`` (1: the SLO is met at some rate; 0: the model or one sequence does not fit,
+    or no rate meets the SLO, and the SLO figures are 0).
+    """
+    serving = catalog.serving_priors() if serving is None else serving
+    setup = serving_setup(scenario, cat)
+    draws = InputDraws(root=root, start=start, stop=stop)
+    replica = draw_replica(setup, scenario, draws, serving)
+    slo = physics.slo_capacity_rps(
+        replica.cost,
+        setup.input_mean,
+        setup.output_mean,
+        replica.kv_capacity_tokens,
+        replica.max_batch,
+        setup.ttft_s,
+        setup.tpot_s,
+        setup.percentile,
+    )
+    per_chip = setup.output_mean / setup.chips_per_replica
+    runs = draws.runs
+    metrics = {
+        "offline_tokens_per_s_per_chip": replica.saturated_rps * per_chip,
+        "slo_tokens_per_s_per_chip": slo.rate_rps * per_chip,
+        "offline_rps_per_replica": replica.saturated_rps,
+        "slo_rps_per_replica": slo.rate_rps,
+        "batch_limit": replica.batch_limit,
+        "feasible": np.asarray(slo.feasible, dtype=float),
+    }
+    return {
+        k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()
+    }, draws
+
+
 __all__ = [
     "BURST_POINTS",
     "LOAD_NODES",
@@ -630,6 +677,7 @@ __all__ = [
     "draw_replica",
     "hour_totals",
     "latency_table",
+    "replica_capacity",
     "replicas_per_hour",
     "serving_metrics",
     "serving_setup",

@@ -16,6 +16,7 @@ from accelsim.study._sensitivity import (
     sensitivity,
     sensitivity_table,
 )
+from accelsim.study._serving import serving_capacity
 from accelsim.study._simulate import DEFAULT_RUNS, compare, simulate
 from accelsim.study._sweep import SweepResult, sweep
 
@@ -32,6 +33,7 @@ __all__ = [
     "open_executor",
     "sensitivity",
     "sensitivity_table",
+    "serving_capacity",
     "simulate",
     "sweep",
 ]
