@@ -1,7 +1,9 @@
 """Request-level discrete-event simulation of LLM serving: routing, continuous batching.
 
 One SimPy process per replica runs continuous batching at iteration granularity: one
-``timeout`` per batch iteration (never per token), whose length is
+``timeout`` per batch iteration (never per token; a decode-only stretch of ``_MIN_RUN`` or
+more iterations up to the next completion is one timeout, cut short at the next iteration
+boundary when an admissible request arrives, with the same per-iteration times), of length
 :func:`accelsim.models.serving.iteration_seconds` of the iteration's batch (evaluated by
 :func:`~accelsim.models.serving.scalar_iteration_seconds`, the same formula on floats, bit
 for bit). One router process drives, in time order, the fleet plan (one decision at the

@@ -1,0 +1,217 @@
+"""Serving DES speed: accelsim's simulate_serving against a bare-SimPy model of the same rules.
+
+Run with ``make bench``; not part of the test suite. The bare reference below is the least
+SimPy code for the same request model: one process per replica, one timeout per batch
+iteration, the same admission (FCFS, reserve-on-admit), chunked prefill, least-loaded
+routing and iteration formula (:func:`scalar_iteration_seconds`). Both run the same
+arrivals, interleaved, best of ``ROUNDS`` in CPU time; they must give the same first-token
+times (checked), so the ratio compares like with like.
+
+- 8 replicas at 70 % of their saturated request rate (``offline_tokens_per_s / output``):
+  simulated requests per CPU-second, accelsim / bare >= 1x (asserted).
+- An hour of 50 requests/s on 8 replicas: CPU seconds printed against the issue's ~1 s.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import deque
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+import pytest
+import simpy
+
+from accelsim.engines.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
+from accelsim.models.serving import (
+    iteration_cost,
+    kv_capacity_tokens,
+    offline_tokens_per_s,
+    scalar_iteration_seconds,
+)
+from accelsim.seeding import as_seed_sequence, stream
+
+pytestmark = pytest.mark.bench
+
+ROUNDS = 3
+ROOT = as_seed_sequence(2025)
+REPLICAS = 8
+# Llama-3.1-70B at fp8 on 4 H100-like chips (TP4), 60 % of the roofline, 4 ms per iteration.
+COST = iteration_cost(
+    active_params=70e9,
+    total_params=70e9,
+    layers=80,
+    d_model=8192,
+    weight_bytes=70e9,
+    kv_bytes_per_token=163840.0,
+    chips=4,
+    peak_tflops=989,
+    hbm_tbps=3.35,
+    interconnect_gbps=900,
+    efficiency=0.6,
+    overhead_seconds=0.004,
+)
+CAPACITY = float(kv_capacity_tokens(4 * 80e9, 70e9, 163840.0, 0.9))
+MAX_BATCH, CHUNK = 256, 512
+MEAN_IN, MEAN_OUT = 1000, 250
+
+
+def _requests(name: str, rate_per_s: float, hours: float) -> RequestStream:
+    rng = stream(ROOT, "bench", "serving", name)
+    n = rng.poisson(rate_per_s * hours * 3600.0)
+    arrivals = np.sort(rng.uniform(0.0, hours, n))
+    inputs = rng.integers(100, 2 * MEAN_IN - 100, n)
+    outputs = rng.integers(10, 2 * MEAN_OUT - 10, n)
+    return RequestStream(arrivals, inputs, outputs)
+
+
+def accelsim_serving(requests: RequestStream, hours: float) -> np.ndarray:
+    trace = simulate_serving(
+        ReplicaModel(COST, CAPACITY, MAX_BATCH, CHUNK),
+        requests,
+        ReplicaPlan(np.full(int(np.ceil(hours)), REPLICAS, dtype=np.int64)),
+        hours,
+    )
+    return np.where(trace.first_token, trace.ttft_s, -1.0)
+
+
+def bare_simpy(requests: RequestStream, hours: float) -> np.ndarray:
+    """One generator per replica, one timeout per iteration; same rules, fixed fleet."""
+    seconds: Callable[[float, float, float, float], float] = scalar_iteration_seconds(COST)
+    arrivals = requests.arrival_hours.tolist()
+    inputs = requests.input_tokens.tolist()
+    outputs = requests.output_tokens.tolist()
+    env = simpy.Environment()
+    first = [-1.0] * len(arrivals)
+    replicas: list[dict[str, Any]] = [
+        {"queue": deque(), "prefill": deque(), "decode": [], "load": 0, "admitted": 0,
+         "reserved": 0, "kv": 0, "steps": 0, "wake": None}
+        for _ in range(REPLICAS)
+    ]  # fmt: skip
+
+    def replica(r: dict[str, Any]) -> Generator[simpy.Event, Any, None]:
+        queue, prefill, decode = r["queue"], r["prefill"], r["decode"]
+        while True:
+            while queue and r["admitted"] < MAX_BATCH:
+                i = queue[0]
+                if r["reserved"] + inputs[i] + outputs[i] > CAPACITY:
+                    break
+                queue.popleft()
+                r["admitted"] += 1
+                r["reserved"] += inputs[i] + outputs[i]
+                prefill.append([i, 0])
+            if not prefill and not decode:
+                r["wake"] = env.event()
+                yield r["wake"]
+                r["wake"] = None
+                continue
+            finished, tokens, pairs, budget = [], 0, 0.0, CHUNK
+            while prefill and budget:
+                entry = prefill[0]
+                take = min(inputs[entry[0]] - entry[1], budget)
+                pairs += take * (entry[1] + take / 2.0)
+                tokens += take
+                budget -= take
+                if entry[1] + take == inputs[entry[0]]:
+                    finished.append(prefill.popleft()[0])
+                else:
+                    entry[1] += take
+            batch = len(decode)
+            context = pairs / tokens if tokens else 0.0
+            yield env.timeout(seconds(batch, tokens, r["kv"] if batch else 0, context) / 3600.0)
+            if batch:
+                r["steps"] += 1
+                r["kv"] += batch
+                while decode and decode[0][0] == r["steps"]:
+                    i = heapq.heappop(decode)[1]
+                    r["kv"] -= inputs[i] + outputs[i]
+                    r["reserved"] -= inputs[i] + outputs[i]
+                    r["admitted"] -= 1
+                    r["load"] -= 1
+            for i in finished:
+                first[i] = (env.now - arrivals[i]) * 3600.0
+                if outputs[i] == 1:
+                    r["reserved"] -= inputs[i] + outputs[i]
+                    r["admitted"] -= 1
+                    r["load"] -= 1
+                else:
+                    heapq.heappush(decode, (r["steps"] + outputs[i] - 1, i))
+                    r["kv"] += inputs[i] + 1
+
+    def source() -> Generator[simpy.Event, Any, None]:
+        for i, t in enumerate(arrivals):
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            if inputs[i] + outputs[i] > CAPACITY:
+                continue
+            r = min(replicas, key=lambda x: x["load"])
+            r["queue"].append(i)
+            r["load"] += 1
+            if r["wake"] is not None and not r["wake"].triggered:
+                r["wake"].succeed()
+
+    for r in replicas:
+        env.process(replica(r))
+    env.process(source())
+    env.run(until=hours)
+    return np.asarray(first)
+
+
+def _best(f: Callable[[RequestStream, float], np.ndarray], *args: Any) -> tuple[float, np.ndarray]:
+    start = time.process_time()
+    out = f(*args)
+    return time.process_time() - start, out
+
+
+def test_seventy_percent_load_against_bare_simpy(
+    benchmark: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """8 replicas at 70 % of saturation: requests per CPU-second, accelsim / bare >= 1x."""
+    saturated = float(offline_tokens_per_s(COST, CAPACITY, MEAN_IN, MEAN_OUT, MAX_BATCH))
+    rate = 0.7 * REPLICAS * saturated / MEAN_OUT
+    hours = 0.05
+    requests = _requests("load70", rate, hours)
+    best = {"accelsim": np.inf, "bare SimPy": np.inf}
+    ttft: dict[str, np.ndarray] = {}
+    for _ in range(ROUNDS):
+        for name, f in (("accelsim", accelsim_serving), ("bare SimPy", bare_simpy)):
+            seconds, ttft[name] = _best(f, requests, hours)
+            best[name] = min(best[name], seconds)
+    np.testing.assert_allclose(ttft["accelsim"], ttft["bare SimPy"], rtol=1e-9, atol=1e-9)
+    n = requests.arrival_hours.size
+    rates = {name: n / s for name, s in best.items()}
+    ratio = rates["accelsim"] / rates["bare SimPy"]
+    benchmark.extra_info.update({f"{k} requests/s": round(v) for k, v in rates.items()})
+    benchmark.pedantic(accelsim_serving, args=(requests, hours), rounds=1, iterations=1)
+    with capsys.disabled():
+        print(
+            f"\nserving, 8 replicas at 70 % load: {n:,} requests at {rate:.1f}/s over "
+            f"{hours * 60:.0f} min (CPU time, best of {ROUNDS})"
+        )
+        for name, r in rates.items():
+            print(f"  {name:12s} {r:>10,.0f} requests/s")
+        print(f"  accelsim / bare SimPy = {ratio:.2f}x (target >= 1x); same TTFTs")
+    assert ratio >= 1.0
+
+
+def test_an_hour_of_fifty_requests_per_second(
+    benchmark: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An hour of 50 requests/s on 8 replicas: CPU seconds, against the issue's ~1 s."""
+    requests = _requests("hour50", 50.0, 1.0)
+    seconds, _ = _best(accelsim_serving, requests, 1.0)
+    benchmark.pedantic(accelsim_serving, args=(requests, 1.0), rounds=1, iterations=1)
+    trace = simulate_serving(
+        ReplicaModel(COST, CAPACITY, MAX_BATCH, CHUNK),
+        requests,
+        ReplicaPlan(np.full(1, REPLICAS, dtype=np.int64)),
+        1.0,
+    )
+    with capsys.disabled():
+        print(
+            f"\nserving, an hour of 50 requests/s on 8 replicas: {requests.arrival_hours.size:,}"
+            f" requests, {trace.iterations:,} batch iterations, {seconds:.2f} s of CPU "
+            f"(issue target ~1 s; {seconds / trace.iterations * 1e6:.2f} us per iteration)"
+        )
