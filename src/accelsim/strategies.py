@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 try:
     from hypothesis import assume
@@ -63,8 +63,9 @@ from accelsim.scenario import (
 )
 
 Range = tuple[float, float]
-FRAMEWORKS: tuple[Framework, ...] = ("pytorch", "jax", "tensorflow")
-STAGES: tuple[Stage, ...] = ("prototype", "production")
+FRAMEWORKS: tuple[Framework, ...] = get_args(Framework)
+"""Every framework a scenario accepts (from the ``Framework`` Literal: one definition)."""
+STAGES: tuple[Stage, ...] = get_args(Stage)
 
 
 def _floats(lo: float, hi: float) -> st.SearchStrategy[float]:

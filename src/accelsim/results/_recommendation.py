@@ -1,8 +1,15 @@
 """The recommendation of a comparison: which option to pick, and why, in plain words.
 
-The choice is the option with the lowest expected TCO (delay cost included, so a user who
-values time sets ``delay_usd_per_day``). The rationale states how sure that is (the paired
-probability of being cheaper), how the options differ in time to train, how much of the
+The choice is the option that is cheaper (TCO, delay cost included, so a user who values
+time sets ``delay_usd_per_day``) in the most paired runs: for each option, the smallest
+margin ``P(it < other) - P(other < it)`` over the other options; the largest margin wins
+(ties: the lower median TCO, then the order given). Paired probabilities and medians, not
+means, because a mean is dominated by a few runs of a heavy tail (spot capacity that waits
+for weeks) and is infinite as soon as one run never finishes; issue 15 saw a mean-based
+choice that was cheaper in 24 % of runs. Every number the text prints is the number it
+reasons with: the stated probability is :meth:`Comparison.prob_less`, the medians are the
+medians, and when neither option is cheaper in clearly more runs the text says it cannot
+decide on cost. It then states how the options differ in time to train, how much of the
 cost difference engineering hours explain, and the practical checks that numbers alone
 hide: framework fit (porting to XLA), project stage, lock-in, and capacity waits.
 """
@@ -18,19 +25,30 @@ from accelsim import catalog
 from accelsim.results._format import format_value
 from accelsim.results._result import Result
 
-_CLOSE_CALL = 0.65
+CLOSE_CALL = 0.65
 """Below this paired probability of being cheaper, cost alone does not decide."""
 
 
 @dataclass(frozen=True)
 class Recommendation:
-    """A choice among options and the reasons for it, in plain words."""
+    """A choice among options and the reasons for it, in plain words.
+
+    ``decided`` is false when cost does not separate the choice from the runner-up (it is
+    cheaper in fewer than :data:`CLOSE_CALL` of the paired runs, or in no more runs than the
+    runner-up); ``choice`` is then only the better of a close call, and the first reason
+    says so. ``prob_cheaper`` is ``P(choice < runner-up)`` over paired runs (``nan`` with one
+    option).
+    """
 
     choice: str
     rationale: tuple[str, ...]
+    runner_up: str | None = None
+    prob_cheaper: float = float("nan")
+    decided: bool = True
 
     def __str__(self) -> str:
-        lines = [f"Recommendation: {self.choice}"]
+        head = self.choice if self.decided else f"{self.choice} (a close call on cost)"
+        lines = [f"Recommendation: {head}"]
         lines += [f"  - {reason}" for reason in self.rationale]
         return "\n".join(lines)
 
@@ -47,55 +65,149 @@ def _providers(chip_id: str) -> list[str]:
 
 
 def _prob_less(results: Mapping[str, Result], metric: str, a: str, b: str) -> float:
+    """``P(a < b)`` over paired runs: the same expression as :meth:`Comparison.prob_less`."""
     return float(np.mean(results[a].samples(metric) < results[b].samples(metric)))
 
 
+def _margin(results: Mapping[str, Result], a: str, b: str) -> float:
+    return _prob_less(results, "tco_usd", a, b) - _prob_less(results, "tco_usd", b, a)
+
+
+def _median(res: Result, metric: str) -> float:
+    return res.quantile(metric, 0.5)
+
+
+def _pct(p: float) -> str:
+    """A probability as a percentage that never rounds a non-zero share to 0 % or a share
+    short of all to 100 % (so "cheaper in 0 %" means never)."""
+    if 0.0 < p < 0.005:
+        return "<1%"
+    if 0.995 <= p < 1.0:
+        return ">99%"
+    return f"{p:.0%}"
+
+
+def _compare_words(metric: str, a: float, b: float, less: str, more: str) -> str:
+    """``"X vs Y (less)"``, or ``"(about the same)"`` where the printed values agree."""
+    ta, tb = format_value(metric, a), format_value(metric, b)
+    if ta == tb or a == b:
+        return f"{ta} vs {tb} (about the same)"
+    return f"{ta} vs {tb} ({less if a < b else more})"
+
+
 def recommend(results: Mapping[str, Result]) -> Recommendation:
-    """Pick the option with the lowest mean TCO and explain the choice."""
-    if "tco_usd" not in next(iter(results.values())).data:
+    """Pick the option cheaper in the most paired runs and explain the choice.
+
+    See the module docstring for the rule; every probability printed is
+    ``Comparison.prob_less`` of the options named, every median is
+    ``Result.quantile(metric, 0.5)``.
+    """
+    if not results:
+        raise ValueError("a recommendation needs at least one option")
+    if any("tco_usd" not in r.data for r in results.values()):
         raise ValueError("a recommendation needs the tco_usd metric in every result")
-    ranked = sorted(results, key=lambda k: results[k].mean("tco_usd"))
-    best = ranked[0]
-    res = results[best]
-    reasons: list[str] = []
-    if len(ranked) == 1:
-        return Recommendation(best, ("only one option was compared",))
-    runner = ranked[1]
-    other = results[runner]
-    p = _prob_less(results, "tco_usd", best, runner)
-    reasons.append(
-        f"{_label(best, res)} has the lowest expected TCO: "
-        f"{format_value('tco_usd', res.mean('tco_usd'))} "
-        f"vs {format_value('tco_usd', other.mean('tco_usd'))} for {runner}; it is cheaper in "
-        f"{p:.0%} of paired runs."
+    names = list(results)
+    if len(names) == 1:
+        return Recommendation(names[0], ("only one option was compared",))
+
+    def worst_margin(a: str) -> tuple[float, str]:
+        # the option's closest competitor: the smallest margin (ties: the order given)
+        return min(((_margin(results, a, b), b) for b in names if b != a), key=lambda t: t[0])
+
+    margins = {a: worst_margin(a) for a in names}
+    best = max(
+        names,
+        key=lambda a: (margins[a][0], -_median(results[a], "tco_usd"), -names.index(a)),
     )
-    if p < _CLOSE_CALL:
-        reasons.append(
-            "That is too close to call on cost alone: decide on time to train, lock-in and "
-            "the team's familiarity with each stack."
-        )
-    if "time_to_train_days" in res.data:
-        t_best, t_other = (
-            res.quantile("time_to_train_days", 0.5),
-            other.quantile("time_to_train_days", 0.5),
-        )
-        faster = _prob_less(results, "time_to_train_days", best, runner)
-        verb = "sooner" if t_best <= t_other else "later"
-        reasons.append(
-            f"Median time to a trained model: {t_best:.0f} d vs {t_other:.0f} d ({verb}); "
-            f"{best} finishes first in {faster:.0%} of paired runs."
-        )
-    if "engineering_cost_usd" in res.data:
-        d_total = other.mean("tco_usd") - res.mean("tco_usd")
-        d_eng = other.mean("engineering_cost_usd") - res.mean("engineering_cost_usd")
-        if d_total > 0:
-            reasons.append(
-                f"Engineering hours account for {format_value('engineering_cost_usd', d_eng)} "
-                f"of the {format_value('tco_usd', d_total)} difference in expected TCO "
-                f"({d_eng / d_total:.0%})."
+    runner = margins[best][1]
+    res, other = results[best], results[runner]
+    p = _prob_less(results, "tco_usd", best, runner)
+    q = _prob_less(results, "tco_usd", runner, best)
+    ties = 1.0 - p - q
+    decided = p > q and p >= CLOSE_CALL
+    m_best, m_other = _median(res, "tco_usd"), _median(other, "tco_usd")
+    split = f"{runner} in {_pct(q)}" + (f", equal in {_pct(ties)}" if ties > 0 else "")
+    reasons = [
+        f"{_label(best, res)} is cheaper than {runner} in {_pct(p)} of paired runs ({split}); "
+        f"median TCO {_compare_words('tco_usd', m_best, m_other, 'lower', 'higher')}."
+    ]
+    if not decided:
+        if p == q:
+            why = f"{best} and {runner} are cheaper equally often"
+        elif p < q:
+            why = (
+                f"no option is cheaper than every other in most paired runs ({runner} beats "
+                f"{best} in {_pct(q)}, and {best} beats its other rivals)"
             )
+        else:
+            why = f"{best} is cheaper in only {_pct(p)} of paired runs"
+        reasons.append(
+            f"Cannot decide on cost: {why}. Decide on time to train, lock-in and the team's "
+            f"familiarity with each stack."
+        )
+    reasons += _tail_note(best, res, runner, other)
+    reasons += _time_note(results, best, runner)
+    reasons += _engineering_note(best, res, other)
     reasons += _practical_checks(best, res, runner, other)
-    return Recommendation(best, tuple(reasons))
+    return Recommendation(best, tuple(reasons), runner, p, decided)
+
+
+def _tail_note(best: str, res: Result, runner: str, other: Result) -> list[str]:
+    """Where the means disagree with the choice, why: a few runs dominate a mean."""
+    mean_best, mean_other = res.mean("tco_usd"), other.mean("tco_usd")
+    if not (np.isfinite(mean_best) and np.isfinite(mean_other)):
+        never = [n for n, r in ((best, res), (runner, other)) if not np.isfinite(r.mean("tco_usd"))]
+        share = {n: float(np.mean(~np.isfinite(r.samples("tco_usd")))) for n, r in
+                 ((best, res), (runner, other))}  # fmt: skip
+        return [
+            f"The mean TCO of {' and '.join(never)} is not finite: "
+            + ", ".join(f"{n} never finishes in {_pct(share[n])} of runs" for n in never)
+            + "; the medians and paired runs above are what compares."
+        ]
+    if mean_best <= mean_other:
+        return []
+    return [
+        f"Its mean TCO is higher ({format_value('tco_usd', mean_best)} vs "
+        f"{format_value('tco_usd', mean_other)}): a few expensive runs dominate it (P95 "
+        f"{format_value('tco_usd', res.quantile('tco_usd', 0.95))} vs "
+        f"{format_value('tco_usd', other.quantile('tco_usd', 0.95))}), so weigh that tail "
+        f"if one bad outcome matters more than the typical one."
+    ]
+
+
+def _time_note(results: Mapping[str, Result], best: str, runner: str) -> list[str]:
+    res, other = results[best], results[runner]
+    metric = "time_to_train_days"
+    if metric not in res.data or metric not in other.data:
+        return []
+    words = _compare_words(metric, _median(res, metric), _median(other, metric), "sooner", "later")
+    faster = _prob_less(results, metric, best, runner)
+    slower = _prob_less(results, metric, runner, best)
+    return [
+        f"Median time to a trained model: {words}; {best} finishes first in {_pct(faster)} "
+        f"of paired runs, {runner} in {_pct(slower)}."
+    ]
+
+
+def _engineering_note(best: str, res: Result, other: Result) -> list[str]:
+    """How much of the (mean) cost difference engineering hours explain, in words that read
+    the sign: saved hours, or extra hours outweighed by other savings."""
+    if "engineering_cost_usd" not in res.data or "engineering_cost_usd" not in other.data:
+        return []
+    d_total = other.mean("tco_usd") - res.mean("tco_usd")
+    d_eng = other.mean("engineering_cost_usd") - res.mean("engineering_cost_usd")
+    if not (np.isfinite(d_total) and np.isfinite(d_eng)) or d_total <= 0 or d_eng == 0:
+        return []
+    total = format_value("tco_usd", d_total)
+    if d_eng > 0:
+        return [
+            f"Engineering hours account for {format_value('engineering_cost_usd', d_eng)} "
+            f"({d_eng / d_total:.0%}) of its {total} lower expected TCO."
+        ]
+    return [
+        f"It needs {format_value('engineering_cost_usd', -d_eng)} more engineering hours; "
+        f"its other costs save more, for a {total} lower expected TCO."
+    ]
 
 
 def _practical_checks(best: str, res: Result, runner: str, other: Result) -> list[str]:
@@ -138,4 +250,4 @@ def _practical_checks(best: str, res: Result, runner: str, other: Result) -> lis
     return out
 
 
-__all__ = ["recommend"]
+__all__ = ["CLOSE_CALL", "Recommendation", "recommend"]

@@ -37,6 +37,22 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def quantiles(x: FloatArray, q: FloatArray | Sequence[float]) -> FloatArray:
+    """``numpy.quantile`` (linear interpolation) that reads infinite runs as values.
+
+    Between two infinite order statistics numpy interpolates ``inf - inf`` and returns
+    ``nan`` with a warning; the quantile there is that infinity (a run that never finishes
+    has an infinite time and cost, and the median of mostly such runs is infinite). Where
+    the data hold no ``nan``, such a ``nan`` is replaced by the lower order statistic.
+    """
+    with np.errstate(invalid="ignore"):
+        out = np.asarray(np.quantile(x, q), dtype=float)
+    if np.isnan(out).any() and not np.isnan(x).any():
+        lower = np.asarray(np.quantile(x, q, method="lower"), dtype=float)
+        out = np.where(np.isnan(out), lower, out)
+    return out
+
+
 @dataclass(frozen=True, eq=False)
 class Result:
     """Samples of every metric of one scenario, one value per Monte Carlo run.
@@ -135,8 +151,9 @@ class Result:
         ``s_y / sqrt(n / 2)`` (``ddof=1``; Owen 2013, sec. 8.2). It needs an even ``n`` and
         is ``nan`` for a single pair.
 
-        With one run (or one antithetic pair) there is no spread to estimate the error from:
-        the result is ``nan``, which every summary prints as ``n/a`` (not available).
+        With one run (or one antithetic pair) there is no spread to estimate the error from,
+        and with an infinite run (a job that never finishes) the mean is infinite: the
+        result is then ``nan``, which every summary prints as ``n/a`` (not available).
 
         ``"lhs"`` and ``"sobol"``: still ``s / sqrt(n)``, the error plain Monte Carlo would
         have with as many runs. The designs' runs are not independent and their true error
@@ -160,13 +177,15 @@ class Result:
                     f"number of runs ({x.size})"
                 )
             x = 0.5 * (x[0::2] + x[1::2])
-        return float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
+        if x.size < 2 or not np.isfinite(x).all():
+            return float("nan")  # one run, or an infinite run: no finite error to state
+        return float(np.std(x, ddof=1) / np.sqrt(x.size))
 
     def quantile(self, metric: str, q: float) -> float:
         """Sample quantile ``q`` in [0, 1] of ``metric``."""
         if not 0.0 <= q <= 1.0:
             raise ValueError(f"q must lie in [0, 1], got {q}")
-        return float(np.quantile(self.samples(metric), q))
+        return float(quantiles(self.samples(metric), [q])[0])
 
     def interval(self, metric: str, level: float = 0.9) -> tuple[float, float]:
         """Central interval holding ``level`` of the runs, e.g. P5-P95 for 0.9."""
@@ -189,7 +208,7 @@ class Result:
         {'mean': 4.0, 'std_error': nan, 'p5': 4.0, 'p50': 4.0, 'p95': 4.0}
         """
         x = self.samples(metric)
-        p5, p50, p95 = (float(v) for v in np.quantile(x, [0.05, 0.5, 0.95]))
+        p5, p50, p95 = (float(v) for v in quantiles(x, [0.05, 0.5, 0.95]))
         values = (float(np.mean(x)), self.std_error(metric), p5, p50, p95)
         return dict(zip(SUMMARY_STATS, values, strict=True))
 
