@@ -10,7 +10,7 @@ times in a row, see ``_best_runs_per_s``), interleaved and best of ``REPEATS`` r
   chunk of 4 blocks taken in one vectorised pass
   (``accelsim.study._simulate.ANALYTIC_CHUNK_BLOCKS``);
   the page faults of one more study after it are printed (a study that faults its memory
-  in again pays ~3-4 us a page on this VM, see ``accelsim.engines._analytic._prime_heap``);
+  in again pays ~3-4 us a page on this VM; accelsim no longer tunes the allocator for it);
 - its **failure sampler** alone (``sample_completion_hours``) on the pipeline's own drawn
   work, checkpoint interval, write, restart and rate per run, one call per block of 4,096
   runs as the engine makes them: the part of the pipeline that samples completion times;

@@ -16,12 +16,10 @@ import accelsim as acs
 from accelsim.dists._types import Dist
 from accelsim.engines._inputs import (
     BLOCK_RUNS,
-    InputDraws,
+    InputPlan,
     blocks,
     check_design_runs,
     design_uniforms,
-    sampling,
-    study_runs,
 )
 from accelsim.seeding import as_seed_sequence, stream
 
@@ -95,8 +93,7 @@ def test_pairs_are_the_ppf_of_u_and_one_minus_u(dist: Dist) -> None:
     as in plain Monte Carlo with the same seed.
     """
     root, n = as_seed_sequence(21), 1000
-    with study_runs(n), sampling("antithetic"):
-        x = InputDraws(root, 0, n).get("x", dist, dist)
+    x = InputPlan(root, n, "antithetic").draws(0, n).get("x", dist, dist)
     u = stream(root, "input", "x").random(n)[0::2]
     np.testing.assert_array_equal(x[0::2], dist.ppf(u))
     np.testing.assert_array_equal(x[1::2], dist.ppf(1.0 - u))
@@ -113,10 +110,9 @@ def test_symmetric_inputs_mirror_about_their_centre() -> None:
     """
     root, n = as_seed_sequence(3), 2 * BLOCK_RUNS
     uni, nor = acs.Uniform(low=2.0, high=5.0), acs.Normal(mean=1.0, sd=2.0)
-    with study_runs(n), sampling("antithetic"):
-        draws = [InputDraws(root, a, b) for a, b in blocks(0, n)]
-        x = np.concatenate([d.get("u", uni, uni) for d in draws])
-        z = np.concatenate([d.get("z", nor, nor) for d in draws])
+    draws = [InputPlan(root, n, "antithetic").draws(a, b) for a, b in blocks(0, n)]
+    x = np.concatenate([d.get("u", uni, uni) for d in draws])
+    z = np.concatenate([d.get("z", nor, nor) for d in draws])
     np.testing.assert_allclose(x[0::2] + x[1::2], 7.0, rtol=1e-14)
     np.testing.assert_allclose(z[0::2] + z[1::2], 2.0, rtol=0, atol=1e-12)
     # not all alike: the pairs' first members are spread over the support
@@ -132,10 +128,8 @@ def test_even_runs_draw_what_plain_monte_carlo_draws_first() -> None:
     """
     root, n = as_seed_sequence(8), 600
     dist = acs.Uniform(low=0.0, high=1.0)
-    with study_runs(n):
-        mc = InputDraws(root, 0, n).get("x", dist, dist)
-        with sampling("antithetic"):
-            anti = InputDraws(root, 0, n).get("x", dist, dist)
+    mc = InputPlan(root, n).draws(0, n).get("x", dist, dist)
+    anti = InputPlan(root, n, "antithetic").draws(0, n).get("x", dist, dist)
     np.testing.assert_array_equal(anti[0::2], mc[0::2])
 
 
@@ -146,9 +140,9 @@ def _chunked(root: np.random.SeedSequence, total: int, cuts: list[int]) -> np.nd
     """Draws of one input as a study split at ``cuts`` draws them (see study._run_chunk)."""
     dist = acs.Normal(mean=0.0, sd=1.0)
     parts = []
-    with study_runs(total), sampling("antithetic"):
-        for c0, c1 in pairwise([0, *cuts, total]):
-            parts += [InputDraws(root, a, b).get("x", dist, dist) for a, b in blocks(c0, c1)]
+    plan = InputPlan(root, total, "antithetic")
+    for c0, c1 in pairwise([0, *cuts, total]):
+        parts += [plan.draws(a, b).get("x", dist, dist) for a, b in blocks(c0, c1)]
     return np.concatenate(parts)
 
 
@@ -320,5 +314,5 @@ def test_odd_runs_and_auto_runs_are_rejected() -> None:
         odd.std_error("x")
     # outside a study, an odd block cannot be paired either
     dist = acs.Uniform(low=0.0, high=1.0)
-    with sampling("antithetic"), pytest.raises(ValueError, match="even n"):
-        InputDraws(as_seed_sequence(1), 0, 7).get("x", dist, dist)
+    with pytest.raises(ValueError, match="even n"):
+        InputPlan(as_seed_sequence(1), design="antithetic").draws(0, 7).get("x", dist, dist)

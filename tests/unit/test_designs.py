@@ -12,11 +12,9 @@ from tests.same_results import assert_same
 import accelsim as acs
 from accelsim.engines._inputs import (
     BLOCK_RUNS,
-    InputDraws,
+    InputPlan,
     check_design_runs,
     design_uniforms,
-    sampling,
-    study_runs,
 )
 from accelsim.seeding import as_seed_sequence
 
@@ -142,9 +140,9 @@ def test_part_of_a_block_slices_the_block_design() -> None:
     """A chunk holding part of a block keeps its slice of the whole block's design."""
     root = as_seed_sequence(9)
     dist = acs.Uniform(low=0.0, high=1.0)
-    with study_runs(BLOCK_RUNS + 900), sampling("lhs"):
-        whole = InputDraws(root, BLOCK_RUNS, BLOCK_RUNS + 900).get("x", dist, dist)
-        part = InputDraws(root, BLOCK_RUNS + 100, BLOCK_RUNS + 400).get("x", dist, dist)
+    plan = InputPlan(root, total_runs=BLOCK_RUNS + 900, design="lhs")
+    whole = plan.draws(BLOCK_RUNS, BLOCK_RUNS + 900).get("x", dist, dist)
+    part = plan.draws(BLOCK_RUNS + 100, BLOCK_RUNS + 400).get("x", dist, dist)
     np.testing.assert_array_equal(part, whole[100:400])
     u = design_uniforms("lhs", root, "x", 1, 900)
     np.testing.assert_array_equal(whole, u)

@@ -19,7 +19,7 @@ from tests.same_results import assert_same
 
 import accelsim as acs
 from accelsim.dists._types import Uniform
-from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, blocks, input_uniforms, study_runs
+from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, InputPlan, blocks, input_uniforms
 from accelsim.seeding import as_seed_sequence, stream
 from accelsim.study._runner import (
     Convergence,
@@ -289,17 +289,15 @@ def test_part_of_a_block_draws_the_slice_of_the_whole_block() -> None:
     root = as_seed_sequence(3)
     total = BLOCK_RUNS + 10
     dist = Uniform(low=0.0, high=1.0)
-    with study_runs(total):
-        for first, last in [(0, BLOCK_RUNS), (BLOCK_RUNS, total)]:
-            whole = InputDraws(root=root, start=first, stop=last)
-            full = whole.get("x", dist, dist)
-            full_u = whole.uniforms("u")
-            for a, b in [(first, first + 3), (first + 4, last - 1), (last - 2, last)]:
-                part = InputDraws(root=root, start=a, stop=b)
-                np.testing.assert_array_equal(
-                    part.get("x", dist, dist), full[a - first : b - first]
-                )
-                np.testing.assert_array_equal(part.uniforms("u"), full_u[a - first : b - first])
+    plan = InputPlan(root, total_runs=total)
+    for first, last in [(0, BLOCK_RUNS), (BLOCK_RUNS, total)]:
+        whole = plan.draws(first, last)
+        full = whole.get("x", dist, dist)
+        full_u = whole.uniforms("u")
+        for a, b in [(first, first + 3), (first + 4, last - 1), (last - 2, last)]:
+            part = plan.draws(a, b)
+            np.testing.assert_array_equal(part.get("x", dist, dist), full[a - first : b - first])
+            np.testing.assert_array_equal(part.uniforms("u"), full_u[a - first : b - first])
     # Plain draws take the input's stream at the chunk's runs, total runs known or not;
     # what is drawn per block needs it to know the length of the block.
     np.testing.assert_array_equal(

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import accelsim as acs
 from accelsim.dists._types import Uniform
-from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, designed
+from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, InputPlan
 from accelsim.study import _sensitivity as sa
 
 RATE = "assumptions.engineer_usd_per_hour"
@@ -71,11 +71,11 @@ def test_design_spans_blocks_and_leaves_the_default_path_alone() -> None:
     root = np.random.SeedSequence(9)
     u = np.linspace(0.0, 1.0, BLOCK_RUNS + 10)
     before = InputDraws(root, 0, 10).get(RATE, RATE_DIST, RATE_DIST)
-    with designed({RATE: u}):
-        late = InputDraws(root, BLOCK_RUNS, BLOCK_RUNS + 10).get(RATE, RATE_DIST, RATE_DIST)
-        fixed = InputDraws(root, 0, 10).get(RATE, 150.0, RATE_DIST)
-        with pytest.raises(ValueError, match="covers"):
-            InputDraws(root, 0, BLOCK_RUNS + 20).get(RATE, RATE_DIST, RATE_DIST)
+    plan = InputPlan(root, designed={RATE: u})
+    late = plan.draws(BLOCK_RUNS, BLOCK_RUNS + 10).get(RATE, RATE_DIST, RATE_DIST)
+    fixed = plan.draws(0, 10).get(RATE, 150.0, RATE_DIST)
+    with pytest.raises(ValueError, match="covers"):
+        plan.draws(0, BLOCK_RUNS + 20).get(RATE, RATE_DIST, RATE_DIST)
     after = InputDraws(root, 0, 10).get(RATE, RATE_DIST, RATE_DIST)
     np.testing.assert_array_equal(late, RATE_DIST.ppf(u[BLOCK_RUNS:]))
     np.testing.assert_array_equal(fixed, np.full(10, 150.0))  # a fixed input ignores it

@@ -2,9 +2,9 @@
 
 Every built-in figure lives in ``catalog/data/`` with its source URL and as-of date. Lookups go
 to the *active* catalog: the built-ins, or the result of the last :func:`load` of a user file
-in this process (:func:`reset` goes back to the built-ins). Worker processes started with
-``spawn`` see the built-ins only, so code that fans out should pass :class:`Catalog` objects or
-resolved offers to its workers rather than rely on the active catalog.
+in this process (:func:`reset` goes back to the built-ins). A study (``simulate``, ``compare``,
+``sweep``, ``sensitivity``) snapshots the active catalog once, when it is called, and carries
+that :class:`Catalog` (chips, price sheets, priors) to every worker it uses.
 
 Examples
 --------
@@ -26,7 +26,7 @@ from accelsim.catalog._loader import Catalog, active, builtin_catalog
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
 from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
-from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, Stack, priors
+from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, Stack
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
@@ -118,6 +118,11 @@ def site(provider: str = "on_prem") -> OnPremSite:
     return active().site(provider)
 
 
+def priors() -> Priors:
+    """The sourced priors of the active catalog (see :mod:`accelsim.catalog._priors`)."""
+    return active().priors
+
+
 def load(path: str | Path) -> Catalog:
     """Merge a user catalog file over the built-ins and make it the active catalog.
 
@@ -157,6 +162,7 @@ __all__ = [
     "ServingPriors",
     "Source",
     "Stack",
+    "active",
     "builtin_catalog",
     "cheapest",
     "chip",

@@ -1,10 +1,13 @@
 """Build catalogs from the shipped data files and from user files, and hold the active one.
 
 The built-in catalog is read once per process (``functools.cache``) from
-``accelsim/catalog/data/chips.yaml`` and ``data/prices/*.yaml`` through
+``accelsim/catalog/data/chips.yaml``, ``data/prices/*.yaml`` and the priors files through
 :mod:`importlib.resources`, so it works from a wheel or a zip as well as from a checkout.
 :func:`load` merges a user file over it and makes the result the *active* catalog of this
-process; :func:`reset` goes back to the built-ins.
+process; :func:`reset` goes back to the built-ins. The active catalog is only the default of
+the studies started in this process: a study snapshots it once, at call time, and carries
+that :class:`Catalog` (chips, price sheets, priors) to every worker, so no worker ever reads
+this module's state.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -21,6 +24,9 @@ from typing import Any, cast, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accelsim._yaml import line_of, load_yaml, load_yaml_text, to_plain
+from accelsim.catalog._model_presets import ModelPreset, model_presets
+from accelsim.catalog._priors import Priors, priors
+from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
     Chip,
@@ -29,6 +35,7 @@ from accelsim.catalog._schema import (
     PriceSheet,
     Pricing,
 )
+from accelsim.catalog._serving_priors import ServingPriors, serving_priors
 from accelsim.errors import OfferNotFoundError, ScenarioFileError, UnknownChipError, close_matches
 
 _HOURS_PER_YEAR = 365.25 * 24.0  # calendar constant, for ranking purchases per hour
@@ -63,15 +70,26 @@ def _offer_rank(offer: Offer) -> tuple[float, str]:
 
 @dataclass(frozen=True)
 class Catalog:
-    """An immutable set of chips and price sheets, indexed for cheap lookups.
+    """Everything a study reads from the catalog: chips, price sheets, priors, defaults.
 
-    Build one with :func:`builtin_catalog` or :func:`load`, or directly from validated models;
-    construction checks that every offer names a chip of the catalog and that every sheet with
-    ``on_prem`` offers carries site assumptions.
+    Immutable and picklable: a study carries its catalog to every worker. Build one with
+    :func:`builtin_catalog` or :func:`load`, or directly from validated models (the priors,
+    scaling defaults, serving priors and model presets default to the built-ins; use
+    ``dataclasses.replace(cat, priors=...)`` for others); construction checks that every
+    offer names a chip of the catalog and that every sheet with ``on_prem`` offers carries
+    site assumptions.
     """
 
     chips: Mapping[str, Chip]
     sheets: Mapping[str, PriceSheet]
+    priors: Priors = field(default_factory=priors)
+    """The sourced priors behind unset assumptions."""
+    scaling: ScalingDefaults = field(default_factory=scaling_defaults)
+    """Defaults of the scaling model (communication overlap)."""
+    serving_priors: ServingPriors = field(default_factory=serving_priors)
+    """The priors of serving workloads."""
+    model_presets: Mapping[str, ModelPreset] = field(default_factory=model_presets)
+    """Model presets by id."""
     _index: Mapping[tuple[str, str, str], tuple[Offer, ...]] = field(
         init=False, repr=False, compare=False
     )
@@ -79,6 +97,7 @@ class Catalog:
     def __post_init__(self) -> None:
         object.__setattr__(self, "chips", MappingProxyType(dict(self.chips)))
         object.__setattr__(self, "sheets", MappingProxyType(dict(self.sheets)))
+        object.__setattr__(self, "model_presets", MappingProxyType(dict(self.model_presets)))
         index: dict[tuple[str, str, str], list[Offer]] = {}
         for sheet in self.sheets.values():
             if sheet.site is None and any(o.pricing == "on_prem" for o in sheet.offers):
@@ -91,6 +110,18 @@ class Catalog:
                 index.setdefault((offer.chip, offer.provider, offer.pricing), []).append(offer)
         frozen = {k: tuple(sorted(v, key=_offer_rank)) for k, v in index.items()}
         object.__setattr__(self, "_index", MappingProxyType(frozen))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Mapping proxies do not pickle: rebuild from plain dicts (the index is recomputed).
+        args = (
+            dict(self.chips),
+            dict(self.sheets),
+            self.priors,
+            self.scaling,
+            self.serving_priors,
+            dict(self.model_presets),
+        )
+        return (type(self), args)
 
     @classmethod
     def from_models(cls, chips: Iterable[Chip], sheets: Iterable[PriceSheet]) -> Catalog:
@@ -207,7 +238,7 @@ class Catalog:
                 offers=kept + new.offers,
                 site=new.site if new.site is not None else old.site,
             )
-        return Catalog(chips=chip_map, sheets=sheet_map)
+        return replace(self, chips=chip_map, sheets=sheet_map)
 
 
 def _format_errors(source: str, doc: Any, exc: ValidationError) -> str:

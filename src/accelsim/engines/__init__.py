@@ -1,6 +1,8 @@
 """Engines turn a chunk of runs' input draws into usage: calendar phases, chip-hours, kWh.
 
-Inputs are drawn once per chunk (:class:`InputDraws`), a pipeline of :mod:`accelsim.models`
+Every engine function takes the study's :class:`~accelsim.catalog.Catalog` and its
+:class:`InputPlan` as arguments (no engine reads process state). Inputs are drawn once per
+chunk (:class:`InputDraws`), a pipeline of :mod:`accelsim.models`
 calls turns them into usage, and :func:`price_training` / the pool pricers turn usage into
 cost. Two engines, one model:
 
@@ -25,11 +27,9 @@ from accelsim.engines._inputs import (
     BLOCK_RUNS,
     Design,
     InputDraws,
+    InputPlan,
     blocks,
     check_design_runs,
-    designed,
-    sampling,
-    study_runs,
 )
 from accelsim.engines._pricing import price_training
 from accelsim.engines._serving import replica_capacity, simulate_serving_fast
@@ -41,18 +41,16 @@ __all__ = [
     "DesOptions",
     "Design",
     "InputDraws",
+    "InputPlan",
     "blocks",
     "check_design_runs",
-    "designed",
     "merge_kept",
     "price_training",
     "replica_capacity",
     "run_info",
-    "sampling",
     "simulate_block",
     "simulate_serving_block",
     "simulate_serving_fast",
     "simulate_training",
     "simulate_training_block",
-    "study_runs",
 ]

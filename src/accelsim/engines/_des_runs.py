@@ -55,13 +55,13 @@ from typing import Any
 
 import numpy as np
 
-from accelsim import catalog
 from accelsim._typing import FloatArray, IntArray
-from accelsim.catalog import Priors
+from accelsim.catalog import Catalog
 from accelsim.dists import as_dist
 from accelsim.engines import _analytic as analytic
 from accelsim.engines import des
-from accelsim.engines._inputs import InputDraws
+from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
+from accelsim.engines._offers import spot_preemption_prior
 from accelsim.engines._pricing import pool_energy_kwh, price_pool, price_training
 from accelsim.engines.des import (
     TRACE_COLUMNS,
@@ -194,16 +194,15 @@ def merge_kept(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, Any]:
     return out
 
 
-def _fits(framework: str, pool: Pool, priors: Priors) -> bool:
+def _fits(framework: str, pool: Pool, cat: Catalog) -> bool:
     """A job runs on a pool unless its framework would need a port to the pool's stack."""
-    stack = catalog.chip(pool.chip).software_stack
-    return priors.framework_fit.table[framework][stack] != "ported"  # type: ignore[index]
+    stack = cat.chip(pool.chip).software_stack
+    return cat.priors.framework_fit.table[framework][stack] != "ported"  # type: ignore[index]
 
 
-def allowed_pools(scenario: Scenario, framework: str) -> tuple[int, ...]:
+def allowed_pools(scenario: Scenario, framework: str, cat: Catalog) -> tuple[int, ...]:
     """Indices of the pools a workload's jobs may run on, in fleet order."""
-    priors = catalog.priors()
-    allowed = tuple(i for i, p in enumerate(scenario.fleet) if _fits(framework, p, priors))
+    allowed = tuple(i for i, p in enumerate(scenario.fleet) if _fits(framework, p, cat))
     if not allowed:
         raise ValueError(
             f"scenario {scenario.name!r}: no pool runs {framework} code without a port; "
@@ -212,16 +211,16 @@ def allowed_pools(scenario: Scenario, framework: str) -> tuple[int, ...]:
     return allowed
 
 
-def _trace_jobs(scenario: Scenario, work: Trace) -> list[JobSpec]:
+def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog) -> list[JobSpec]:
     """The trace's jobs with the pools each may use (framework fit, and chip type if mapped)."""
     columns = TRACE_COLUMNS[work.columns] if isinstance(work.columns, str) else work.columns
-    fits = set(allowed_pools(scenario, work.framework))
+    fits = set(allowed_pools(scenario, work.framework, cat))
     by_type: dict[str, list[int]] = {}
     for i, pool in enumerate(scenario.fleet):
         if i in fits:
             by_type.setdefault(pool.chip, []).append(i)
     for label, chip_id in (work.chip_types or {}).items():
-        by_type[label] = by_type.get(catalog.chip(chip_id).id, [])
+        by_type[label] = by_type.get(cat.chip(chip_id).id, [])
     jobs = _read_trace_cached(
         work.path,
         tuple(sorted((columns or {}).items())),
@@ -259,8 +258,8 @@ class _FleetDraws:
     preemptions_per_chip_hour: tuple[FloatArray, ...]
 
 
-def _fleet_draws(scenario: Scenario, draws: InputDraws, priors: Priors) -> _FleetDraws:
-    a = scenario.assumptions
+def _fleet_draws(scenario: Scenario, cat: Catalog, draws: InputDraws) -> _FleetDraws:
+    a, priors = scenario.assumptions, cat.priors
     fail = draws.get(
         "assumptions.failure_rate_per_chip_hour",
         a.failure_rate_per_chip_hour,
@@ -278,7 +277,7 @@ def _fleet_draws(scenario: Scenario, draws: InputDraws, priors: Priors) -> _Flee
         draws.get(
             "assumptions.spot_preemptions_per_hour",
             a.spot_preemptions_per_hour,
-            priors.spot_preemptions_per_chip_hour.value,
+            spot_preemption_prior(cat, pool),
         )
         if pool.pricing == "spot"
         else np.zeros(draws.runs)
@@ -287,18 +286,17 @@ def _fleet_draws(scenario: Scenario, draws: InputDraws, priors: Priors) -> _Flee
     return _FleetDraws(fail, lead, preempt)
 
 
-def _pool_specs(scenario: Scenario, fleet: _FleetDraws, run: int) -> list[PoolSpec]:
+def _pool_specs(scenario: Scenario, cat: Catalog, fleet: _FleetDraws, run: int) -> list[PoolSpec]:
     """The fleet of run ``run`` of this block, with its drawn rates and lead times."""
-    a = scenario.assumptions
-    priors = catalog.priors()
-    first_peak = catalog.chip(scenario.fleet[0].chip).bf16_tflops
+    a, priors = scenario.assumptions, cat.priors
+    first_peak = cat.chip(scenario.fleet[0].chip).bf16_tflops
     repair = as_dist(a.repair_hours if a.repair_hours is not None else priors.repair_hours.value)
     spot_return = as_dist(
         a.spot_return_hours if a.spot_return_hours is not None else priors.spot_return_hours.value
     )
     specs = []
     for i, pool in enumerate(scenario.fleet):
-        chip = catalog.chip(pool.chip)
+        chip = cat.chip(pool.chip)
         specs.append(
             PoolSpec(
                 name=f"{i}:{pool.chip}@{pool.provider}",
@@ -320,6 +318,7 @@ def _pool_specs(scenario: Scenario, fleet: _FleetDraws, run: int) -> list[PoolSp
 
 def _stream_jobs(
     scenario: Scenario,
+    cat: Catalog,
     work: JobStream | Trace,
     root: np.random.SeedSequence,
     run: int,
@@ -330,7 +329,9 @@ def _stream_jobs(
     if isinstance(work, JobStream):
         mix = work.framework if isinstance(work.framework, dict) else {work.framework: 1.0}
         frameworks = [f for f, w in mix.items() if w > 0]
-        pools_of: dict[str, tuple[int, ...]] = {f: allowed_pools(scenario, f) for f in frameworks}
+        pools_of: dict[str, tuple[int, ...]] = {
+            f: allowed_pools(scenario, f, cat) for f in frameworks
+        }
         template = JobSpec(0, 0.0, 1, 1.0, 0, pools_of[frameworks[0]], None, work.whole_domains)
         jobs = poisson_stream(
             child(root, "des", run),
@@ -347,7 +348,7 @@ def _stream_jobs(
         return _mixed_frameworks(
             jobs, frameworks, [mix[f] for f in frameworks], pools_of, root, run
         )
-    return [j._replace(job_id=j.job_id + first_job_id) for j in _trace_jobs(scenario, work)]
+    return [j._replace(job_id=j.job_id + first_job_id) for j in _trace_jobs(scenario, work, cat)]
 
 
 def _mixed_frameworks(
@@ -389,50 +390,67 @@ def _window_row(result: DesResult) -> dict[str, float]:
     return row
 
 
+def _stream_run(
+    scenario: Scenario,
+    cat: Catalog,
+    fleet: _FleetDraws,
+    root: np.random.SeedSequence,
+    run: int,
+    k: int,
+    options: DesOptions,
+) -> tuple[dict[str, float], DesResult]:
+    """One run (``k`` of the block, ``run`` of the study) of a stream or trace scenario."""
+    assert scenario.horizon_days is not None
+    assert isinstance(scenario.workload, JobStream | Trace)
+    horizon_h = scenario.horizon_days * _HOURS_PER_DAY
+    pools = _pool_specs(scenario, cat, fleet, k)
+    result = des.run(
+        pools,
+        _stream_jobs(scenario, cat, scenario.workload, root, run, horizon_h),
+        scheduler=scenario.scheduler,
+        horizon_hours=horizon_h,
+        warmup_hours=scenario.warmup_days * _HOURS_PER_DAY,
+        seed_seq=child(root, "des", run),
+        keep_jobs=options.keep_jobs,
+        utilization_resolution_hours=options.resolution_hours,
+    )
+    row = _window_row(result)
+    row["goodput"] = result.goodput
+    row["interruptions"] = float(result.interruptions)
+    for i, pm in enumerate(result.pools):
+        row[f"allocated_chip_hours_pool{i}"] = pm.allocated_chip_hours
+        row[f"held_hours_pool{i}"] = max(0.0, horizon_h - pools[i].lead_time_hours)
+    return row, result
+
+
 def simulate_block(
     scenario: Scenario,
-    root: np.random.SeedSequence,
+    cat: Catalog,
+    plan: InputPlan | np.random.SeedSequence,
     start: int,
     stop: int,
     options: DesOptions = DesOptions(),  # frozen: a shared default is safe
 ) -> tuple[dict[str, FloatArray], InputDraws, dict[str, np.ndarray]]:
-    """Metrics, draws and kept arrays of runs ``[start, stop)`` of a stream or trace scenario."""
-    priors = catalog.priors()
-    draws = InputDraws(root=root, start=start, stop=stop)
-    fleet = _fleet_draws(scenario, draws, priors)
-    assert scenario.horizon_days is not None
-    assert isinstance(scenario.workload, JobStream | Trace)
-    horizon_h = scenario.horizon_days * _HOURS_PER_DAY
-    warmup_h = scenario.warmup_days * _HOURS_PER_DAY
+    """Metrics, draws and kept arrays of runs ``[start, stop)`` of a stream or trace scenario.
+
+    ``cat`` is the study's catalog and ``plan`` how it draws (a bare seed: plain Monte Carlo).
+    """
+    plan = as_plan(plan)
+    draws = plan.draws(start, stop)
+    fleet = _fleet_draws(scenario, cat, draws)
     kept = _Kept(options)
     rows: list[dict[str, float]] = []
     for k in range(draws.runs):
-        pools = _pool_specs(scenario, fleet, k)
-        result = des.run(
-            pools,
-            _stream_jobs(scenario, scenario.workload, root, start + k, horizon_h),
-            scheduler=scenario.scheduler,
-            horizon_hours=horizon_h,
-            warmup_hours=warmup_h,
-            seed_seq=child(root, "des", start + k),
-            keep_jobs=options.keep_jobs,
-            utilization_resolution_hours=options.resolution_hours,
-        )
+        row, result = _stream_run(scenario, cat, fleet, plan.root, start + k, k, options)
         kept.add(start + k, result)
-        row = _window_row(result)
-        row["goodput"] = result.goodput
-        row["interruptions"] = float(result.interruptions)
-        for i, pm in enumerate(result.pools):
-            row[f"allocated_chip_hours_pool{i}"] = pm.allocated_chip_hours
-            row[f"held_hours_pool{i}"] = max(0.0, horizon_h - pools[i].lead_time_hours)
         rows.append(row)
     data = {key: np.array([r[key] for r in rows]) for key in rows[0]}
-    data |= _price_fleet(scenario, draws, data, priors)
+    data |= _price_fleet(scenario, cat, draws, data)
     return data, draws, kept.arrays()
 
 
 def _price_fleet(
-    scenario: Scenario, draws: InputDraws, data: dict[str, FloatArray], priors: Priors
+    scenario: Scenario, cat: Catalog, draws: InputDraws, data: dict[str, FloatArray]
 ) -> dict[str, FloatArray]:
     """Cost of holding every pool to the horizon, and energy of its allocated hours."""
     total = {
@@ -441,13 +459,20 @@ def _price_fleet(
     out: dict[str, FloatArray] = {}
     for i, pool in enumerate(scenario.fleet):
         held_h = data[f"held_hours_pool{i}"]
-        kwh = pool_energy_kwh(pool, draws, scenario, priors, data[f"allocated_chip_hours_pool{i}"])
+        chip_hours = data[f"allocated_chip_hours_pool{i}"]
+        kwh = pool_energy_kwh(pool, draws, scenario, cat.priors, chip_hours, cat=cat)
         total["energy_kwh"] = total["energy_kwh"] + kwh
         if pool.provider is None:
             continue
         # A shared fleet is held whether busy or not: rent is on every held chip-hour.
         costs = price_pool(
-            pool, draws, scenario, chip_hours=pool.count * held_h, held_hours=held_h, kwh=kwh
+            pool,
+            draws,
+            scenario,
+            chip_hours=pool.count * held_h,
+            held_hours=held_h,
+            kwh=kwh,
+            cat=cat,
         )
         for key in ("hardware_cost_usd", "energy_cost_usd"):
             total[key] = total[key] + costs[key]
@@ -474,6 +499,7 @@ class _Hero:
     def __init__(
         self,
         scenario: Scenario,
+        cat: Catalog,
         root: np.random.SeedSequence,
         start: int,
         submit_hours: FloatArray,
@@ -481,6 +507,7 @@ class _Hero:
         options: DesOptions,
     ) -> None:
         self.scenario = scenario
+        self.cat = cat
         self.root = root
         self.start = start
         self.submit_hours = submit_hours
@@ -494,7 +521,8 @@ class _Hero:
         self.rows: list[dict[str, float]] = []
 
     def _pools(self, k: int, rate_per_hour: float) -> list[PoolSpec]:
-        specs = [replace(p, lead_time_hours=0.0) for p in _pool_specs(self.scenario, self.fleet, k)]
+        pools = _pool_specs(self.scenario, self.cat, self.fleet, k)
+        specs = [replace(p, lead_time_hours=0.0) for p in pools]
         # The hero's pool keeps the analytic model: interruptions at the run's rate (spot
         # preemptions included), a failed chip replaced at once by a hot spare.
         specs[0] = replace(
@@ -510,8 +538,9 @@ class _Hero:
         background = self.scenario.background
         if background is None:
             return [hero]
+        run = self.start + k
         others = _stream_jobs(
-            self.scenario, background, self.root, self.start + k, horizon_hours, HERO_JOB_ID + 1
+            self.scenario, self.cat, background, self.root, run, horizon_hours, HERO_JOB_ID + 1
         )
         return heapq.merge([hero], others, key=lambda j: (j.submit_hours, j.job_id))
 
@@ -529,6 +558,43 @@ class _Hero:
             utilization_resolution_hours=self.resolution_hours if first else None,
         )
 
+    def _expected(self, k: int, physics: tuple[float, ...]) -> float:
+        """Expected failure-laden hours of run ``k``'s job; refuses a job with too many
+        interruptions to simulate one by one."""
+        expected = float(reliability.expected_completion_hours(*physics))
+        events = float(reliability.expected_interruptions(*physics))
+        if not events <= MAX_EXPECTED_INTERRUPTIONS:
+            # Every interruption is an event here; past this the DES would run for hours.
+            raise AccelsimError(
+                f"scenario {self.scenario.name!r}: run {self.start + k} expects "
+                f"{events:.3g} interruptions of its training job; the shared-cluster "
+                f"engine simulates each one and stops at {MAX_EXPECTED_INTERRUPTIONS:.0e}. "
+                f"Check the MFU, failure and preemption rates, or use one pool with the "
+                f"analytic engine"
+            )
+        return expected
+
+    def _simulate(self, k: int, physics: tuple[float, ...]) -> tuple[DesResult, DesResult]:
+        """(the run's measured window, the run until the job ended or the last widening)."""
+        work, interval, write, restart, rate = physics
+        submit = float(self.submit_hours[k])
+        tau = None if not math.isfinite(interval) else interval
+        hero = JobSpec(
+            HERO_JOB_ID, submit, self.scenario.fleet[0].count, work, HERO_PRIORITY, (0,), None,
+            False, tau, write, restart, False,
+        )  # fmt: skip
+        expected = self._expected(k, physics)
+        # (An expected time that overflows means the run cannot end: no widening then.)
+        reach = submit + 2.0 * (expected if math.isfinite(expected) else work)
+        horizon = self.window_hours or reach
+        window = result = self._run(hero, k, rate, horizon, first=True)
+        for _ in range(MAX_WIDENINGS):
+            if _ended(result) or not math.isfinite(expected):
+                break
+            horizon = 2.0 * max(horizon, reach)
+            result = self._run(hero, k, rate, horizon, first=False)
+        return window, result
+
     def sample(
         self,
         rng: np.random.Generator,
@@ -542,45 +608,12 @@ class _Hero:
         del rng  # each run's events come from its own addressed stream
         hours = np.full(work.size, math.inf)
         count = np.zeros(work.size, dtype=np.int64)
-        chips = self.scenario.fleet[0].count
         for k in range(work.size):
-            submit = float(self.submit_hours[k])
-            tau = None if not np.isfinite(interval[k]) else float(interval[k])
-            hero = JobSpec(
-                HERO_JOB_ID, submit, chips, float(work[k]), HERO_PRIORITY, (0,), None, False,
-                tau, float(write[k]), float(restart[k]), False,
-            )  # fmt: skip
-            expected = float(
-                reliability.expected_completion_hours(
-                    work[k], interval[k], write[k], restart[k], rate[k]
-                )
-            )
-            events = float(
-                reliability.expected_interruptions(
-                    work[k], interval[k], write[k], restart[k], rate[k]
-                )
-            )
-            if not events <= MAX_EXPECTED_INTERRUPTIONS:
-                # Every interruption is an event here; past this the DES would run for hours.
-                raise AccelsimError(
-                    f"scenario {self.scenario.name!r}: run {self.start + k} expects "
-                    f"{events:.3g} interruptions of its training job; the shared-cluster "
-                    f"engine simulates each one and stops at {MAX_EXPECTED_INTERRUPTIONS:.0e}. "
-                    f"Check the MFU, failure and preemption rates, or use one pool with the "
-                    f"analytic engine"
-                )
-            # (An expected time that overflows means the run cannot end: no widening then.)
-            reach = submit + 2.0 * (expected if math.isfinite(expected) else float(work[k]))
-            horizon = self.window_hours or reach
-            window = result = self._run(hero, k, float(rate[k]), horizon, first=True)
-            for _ in range(MAX_WIDENINGS):
-                if _ended(result) or not math.isfinite(expected):
-                    break
-                horizon = 2.0 * max(horizon, reach)
-                result = self._run(hero, k, float(rate[k]), horizon, first=False)
+            physics = tuple(float(x[k]) for x in (work, interval, write, restart, rate))
+            window, result = self._simulate(k, physics)
             record = _hero_record(result)
             if record is not None:
-                self.queue_hours[k] = record.first_start_hours - submit
+                self.queue_hours[k] = record.first_start_hours - float(self.submit_hours[k])
                 count[k] = record.interruptions
                 if math.isfinite(record.end_hours):
                     hours[k] = record.end_hours - record.first_start_hours
@@ -613,7 +646,8 @@ def _ended(result: DesResult) -> bool:
 
 def simulate_training_block(
     scenario: Scenario,
-    root: np.random.SeedSequence,
+    cat: Catalog,
+    plan: InputPlan | np.random.SeedSequence,
     start: int,
     stop: int,
     options: DesOptions = DesOptions(),  # frozen: a shared default is safe
@@ -625,21 +659,20 @@ def simulate_training_block(
     the DES as the completion sampler. Queue waits are then added to the calendar before
     pricing, so the delay cost sees them.
     """
-    priors = catalog.priors()
-    before, pre_draws = analytic.simulate_training(scenario, root, start, stop)
+    plan = as_plan(plan)
+    before, pre_draws = analytic.simulate_training(scenario, cat, plan, start, stop)
     decision_h = 0.0 if scenario.horizon_days is None else scenario.warmup_days * _HOURS_PER_DAY
     submit_h = decision_h + _HOURS_PER_DAY * np.maximum(
         before["lead_time_days"], before["porting_days"]
     )
-    hero = _Hero(
-        scenario, root, start, submit_h, _fleet_draws(scenario, pre_draws, priors), options
-    )
-    usage, draws = analytic.simulate_training(scenario, root, start, stop, hero.sample)
+    fleet = _fleet_draws(scenario, cat, pre_draws)
+    hero = _Hero(scenario, cat, plan.root, start, submit_h, fleet, options)
+    usage, draws = analytic.simulate_training(scenario, cat, plan, start, stop, hero.sample)
     queue_days = hero.queue_hours / _HOURS_PER_DAY
     usage["queue_wait_days"] = queue_days
     usage["wait_days"] = usage["wait_days"] + queue_days
     usage["time_to_train_days"] = usage["time_to_train_days"] + queue_days
-    data = {**usage, **price_training(scenario, usage, draws), **hero.window_metrics()}
+    data = {**usage, **price_training(scenario, cat, usage, draws), **hero.window_metrics()}
     return data, draws, hero.kept.arrays()
 
 

@@ -13,19 +13,22 @@ Runs are also grouped in **blocks** of :data:`BLOCK_RUNS` run indices (the last 
 study may be shorter): the unit of the stratified designs and of the engines' other random
 sources (:meth:`InputDraws.block_rngs`, e.g. the failures of a block). A chunk that holds
 part of a block draws the block's full length of those and keeps its slice, which needs
-the study's total runs (see :func:`study_runs`).
+the study's total runs (:attr:`InputPlan.total_runs`).
 
-A sensitivity analysis replaces the random draws of chosen inputs by designed uniforms:
-inside ``with designed({name: u}):`` every :class:`InputDraws` maps ``u[start:stop]``
-through the input's ``ppf`` instead of sampling (see :mod:`accelsim.study`).
+How a study draws is one explicit value, its :class:`InputPlan` (root seed, total runs,
+design, designed uniforms), which travels with the study to every worker and makes each
+chunk's :class:`InputDraws` (:meth:`InputPlan.draws`). A sensitivity analysis replaces the
+random draws of chosen inputs by designed uniforms (``InputPlan.designed[name]``): every
+:class:`InputDraws` maps ``u[start:stop]`` through the input's ``ppf`` instead of sampling
+(see :mod:`accelsim.study`).
 
-A study may also draw its inputs from a stratified design (``with sampling("lhs"):`` or
-``"sobol"``, see :func:`design_uniforms`): each input's uniforms for a block come from a
+A study may also draw its inputs from a stratified design (``InputPlan.design`` ``"lhs"``
+or ``"sobol"``, see :func:`design_uniforms`): each input's uniforms for a block come from a
 one-dimensional design seeded by ``stream(root, "design", name, b)`` and are mapped through
 the input's ``ppf``. Designs are per block, so chunks slice them as they slice random draws
 and results stay independent of the chunking.
 
-``with sampling("antithetic"):`` pairs runs: run ``2k`` maps the input's own uniform ``u``
+``InputPlan.design == "antithetic"`` pairs runs: run ``2k`` maps the input's own uniform ``u``
 (the one plain Monte Carlo gives run ``2k``) through ``ppf`` and run ``2k + 1`` maps
 ``1 - u`` (see :func:`design_uniforms`). Blocks have an even length, so no pair crosses a
 block.
@@ -33,89 +36,25 @@ block.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import pairwise
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 from scipy.stats import qmc
 
 from accelsim._typing import FloatArray
 from accelsim.dists import Dist, Fixed, Uncertain, as_dist
-from accelsim.seeding import child, stream
+from accelsim.seeding import stream
 
 BLOCK_RUNS = 4096
 """Run indices per block: the unit of random-stream addressing."""
 
 
-_DESIGN: ContextVar[Mapping[str, FloatArray] | None] = ContextVar("accelsim_design", default=None)
 Design = Literal["mc", "lhs", "sobol", "antithetic"]
 DESIGNS: tuple[Design, ...] = ("mc", "lhs", "sobol", "antithetic")
-_SAMPLING: ContextVar[Design] = ContextVar("accelsim_sampling", default="mc")
-_TOTAL_RUNS: ContextVar[int | None] = ContextVar("accelsim_total_runs", default=None)
-
-
-@contextmanager
-def study_runs(total: int) -> Iterator[None]:
-    """Within the block, :class:`InputDraws` know the study has ``total`` runs.
-
-    That fixes the length of the study's last block, so a chunk holding part of a block
-    draws exactly the values the whole block would and keeps its slice.
-    """
-    if total < 1:
-        raise ValueError(f"a study has at least one run, not {total}")
-    token = _TOTAL_RUNS.set(total)
-    try:
-        yield
-    finally:
-        _TOTAL_RUNS.reset(token)
-
-
-def _active_total() -> int | None:
-    return _TOTAL_RUNS.get()
-
-
-@contextmanager
-def designed(design: Mapping[str, FloatArray]) -> Iterator[None]:
-    """Within the block, inputs named in ``design`` take their designed uniforms.
-
-    ``design[name]`` holds one U(0, 1) value per run index of the study (from run 0); an
-    :class:`InputDraws` created inside the block maps its slice through the input's ``ppf``.
-    """
-    token = _DESIGN.set(design)
-    try:
-        yield
-    finally:
-        _DESIGN.reset(token)
-
-
-def _active_design() -> Mapping[str, FloatArray] | None:
-    return _DESIGN.get()
-
-
-@contextmanager
-def sampling(design: Design) -> Iterator[None]:
-    """Within the block, :class:`InputDraws` draw uncertain inputs from ``design``.
-
-    ``"mc"``: independent random draws (``dist.sample``); ``"lhs"``, ``"sobol"`` or
-    ``"antithetic"``: the uniforms of :func:`design_uniforms` mapped through ``dist.ppf``.
-    """
-    if design not in DESIGNS:
-        raise ValueError(f"design must be one of {', '.join(DESIGNS)}, not {design!r}")
-    token = _SAMPLING.set(design)
-    try:
-        yield
-    finally:
-        _SAMPLING.reset(token)
-
-
-def _active_sampling() -> Design:
-    return _SAMPLING.get()
 
 
 def check_design_runs(design: Design, runs: int) -> None:
@@ -258,48 +197,10 @@ def input_uniforms(root: np.random.SeedSequence, name: str, start: int, n: int) 
     >>> bool((input_uniforms(root, "x", 4, 6) == whole[4:]).all())
     True
     """
-    bit_generator = _stream_start(root, name)
+    rng = stream(root, "input", name)
     if start:
-        bit_generator.advance(start)
-    return np.random.Generator(bit_generator).random(n)
-
-
-class _StreamStarts(threading.local):
-    """Per thread: each input stream's bit generator and its state at the stream's start."""
-
-    def __init__(self) -> None:
-        self.known: dict[tuple[object, ...], tuple[np.random.PCG64, Any]] = {}
-
-
-_STREAM_STARTS = _StreamStarts()
-_STREAM_STARTS_MAX = 4096
-
-
-def _stream_start(root: np.random.SeedSequence, name: str) -> np.random.PCG64:
-    """``PCG64(child(root, "input", name))`` at its first output, what ``stream`` builds.
-
-    Seeding costs ~20 us (a SeedSequence hashed and expanded) and a study seeds each input
-    once per chunk: this thread's bit generator for the stream is reset to the stored start
-    state instead (~3 us). Safe because a generator handed out here is used up before the
-    next call on the same thread (``input_uniforms`` draws at once and returns the values).
-    """
-    entropy = root.entropy
-    key = (
-        entropy if isinstance(entropy, int) else tuple(np.asarray(entropy).ravel().tolist()),
-        tuple(root.spawn_key),
-        name,
-    )
-    known = _STREAM_STARTS.known
-    hit = known.get(key)
-    if hit is None:
-        if len(known) >= _STREAM_STARTS_MAX:
-            known.clear()
-        bit_generator = np.random.PCG64(child(root, "input", name))  # what stream() builds
-        known[key] = (bit_generator, bit_generator.state)
-        return bit_generator
-    bit_generator, start = hit
-    bit_generator.state = start
-    return bit_generator
+        rng.bit_generator.advance(start)  # type: ignore[attr-defined]
+    return rng.random(n)
 
 
 def blocks(start: int, stop: int) -> list[tuple[int, int]]:
@@ -337,7 +238,7 @@ class InputDraws:
     Plain Monte Carlo draws take the chunk's runs of each input's stream
     (:func:`input_uniforms`). What is drawn per block (designs, :meth:`block_rngs`) draws
     each touched block's full length and keeps the chunk's runs, so a chunk's draws are the
-    same runs of the whole study's whatever the chunking. Inside :func:`study_runs` a chunk
+    same runs of the whole study's whatever the chunking. Given ``total_runs`` a chunk
     may start and end anywhere. Outside it, a chunk that needs blocks must start on a block
     boundary, and its last block is taken to end where the chunk ends.
     """
@@ -349,11 +250,11 @@ class InputDraws:
     """Every input drawn so far, by name (for sensitivity analysis and replay)."""
     source: dict[str, str] = field(default_factory=dict)
     """``"user"`` or ``"prior"`` per input name."""
-    design: Mapping[str, FloatArray] | None = field(default_factory=_active_design)
+    design: Mapping[str, FloatArray] | None = None
     """Designed U(0, 1) values by input name, indexed by run (``None``: sample every input)."""
-    total_runs: int | None = field(default_factory=_active_total)
+    total_runs: int | None = None
     """Runs in the whole study (``None``: this chunk ends its last block)."""
-    sampling: Design = field(default_factory=_active_sampling)
+    sampling: Design = "mc"
     """How inputs not in ``design`` are drawn: ``"mc"`` or a design of :data:`DESIGNS`."""
 
     @property
@@ -377,7 +278,7 @@ class InputDraws:
         if self.total_runs is None and self.start % BLOCK_RUNS:
             raise ValueError(
                 f"runs [{self.start}, {self.stop}) are part of a block: draws of part of "
-                f"a block need the study's total runs (accelsim.engines._inputs.study_runs)"
+                f"a block need the study's total runs (InputPlan.total_runs)"
             )
         end = self.stop if self.total_runs is None else self.total_runs
         out = []
@@ -397,6 +298,10 @@ class InputDraws:
         for piece in pieces:
             out[piece.at : piece.at + piece.stop - piece.start] = piece.keep(draw(piece))
         return out
+
+    def __post_init__(self) -> None:
+        if self.sampling not in DESIGNS:
+            raise ValueError(f"design must be one of {', '.join(DESIGNS)}, not {self.sampling!r}")
 
     def block_rngs(self, name: str) -> list[tuple[slice, np.random.Generator]]:
         """Per block of the chunk, its runs (a slice of the chunk) and its generator for
@@ -452,18 +357,60 @@ class InputDraws:
         return out
 
 
+@dataclass(frozen=True)
+class InputPlan:
+    """How a study draws its inputs: plain, picklable data passed to every chunk.
+
+    Examples
+    --------
+    >>> plan = InputPlan(np.random.SeedSequence(1), total_runs=10)
+    >>> plan.draws(0, 10).get("x", None, 2.5).tolist()[:2]
+    [2.5, 2.5]
+    """
+
+    root: np.random.SeedSequence
+    """The study's root seed."""
+    total_runs: int | None = None
+    """Runs in the whole study (``None``: each chunk ends its last block)."""
+    design: Design = "mc"
+    """How inputs not in ``designed`` are drawn (see :func:`design_uniforms`)."""
+    designed: Mapping[str, FloatArray] | None = None
+    """Designed U(0, 1) values by input name, indexed by run from 0 (sensitivity)."""
+
+    def __post_init__(self) -> None:
+        if self.design not in DESIGNS:
+            raise ValueError(f"design must be one of {', '.join(DESIGNS)}, not {self.design!r}")
+        if self.total_runs is not None and self.total_runs < 1:
+            raise ValueError(f"a study has at least one run, not {self.total_runs}")
+
+    def draws(self, start: int, stop: int) -> InputDraws:
+        """The :class:`InputDraws` of runs ``[start, stop)`` under this plan."""
+        return InputDraws(
+            root=self.root,
+            start=start,
+            stop=stop,
+            design=self.designed,
+            total_runs=self.total_runs,
+            sampling=self.design,
+        )
+
+
+def as_plan(plan: InputPlan | np.random.SeedSequence) -> InputPlan:
+    """``plan``, or a plain Monte Carlo plan of root seed ``plan``."""
+    return plan if isinstance(plan, InputPlan) else InputPlan(plan)
+
+
 __all__ = [
     "BLOCK_RUNS",
     "DESIGNS",
     "BlockPiece",
     "Design",
     "InputDraws",
+    "InputPlan",
+    "as_plan",
     "blocks",
     "check_design_runs",
     "constant",
     "design_uniforms",
-    "designed",
     "input_uniforms",
-    "sampling",
-    "study_runs",
 ]

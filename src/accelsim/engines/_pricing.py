@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from accelsim import catalog
 from accelsim._typing import FloatArray
-from accelsim.catalog import Priors
+from accelsim.catalog import Catalog, Priors, active
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.models import cost
 from accelsim.scenario import Pool, Scenario
@@ -31,18 +30,27 @@ def _term_share(pool: Pool) -> float:
 
 
 def pool_energy_kwh(
-    pool: Pool, draws: InputDraws, scenario: Scenario, priors: Priors, chip_hours: FloatArray
+    pool: Pool,
+    draws: InputDraws,
+    scenario: Scenario,
+    priors: Priors,
+    chip_hours: FloatArray,
+    *,
+    cat: Catalog | None = None,
 ) -> FloatArray:
     """Energy of a pool's allocated chip-hours, hosts and facility overhead included. [kWh]
 
     On-prem pools use their site's host power and PUE; cloud and unpriced pools the priors
     (host power as a fraction of TDP, a data-centre PUE). A user-set ``pue`` wins.
+    ``cat`` is the study's catalog (``None``, for callers that do not pass one yet: the
+    active catalog of this process).
     """
+    cat = active() if cat is None else cat
     a = scenario.assumptions
-    chip = catalog.chip(pool.chip)
+    chip = cat.chip(pool.chip)
     power = draws.get("priors.power_fraction_of_tdp", None, priors.power_fraction_of_tdp.value)
     if pool.pricing == "on_prem" and pool.provider is not None:
-        site = catalog.site(pool.provider)
+        site = cat.site(pool.provider)
         pue = draws.get("assumptions.pue", a.pue, site.pue)
         host_watts: FloatArray | float = site.host_watts_per_chip
     else:
@@ -62,13 +70,15 @@ def price_pool(
     chip_hours: FloatArray,
     held_hours: FloatArray,
     kwh: FloatArray,
+    cat: Catalog | None = None,
 ) -> dict[str, FloatArray]:
-    """Hardware and energy cost of one priced pool's usage. [USD]"""
+    """Hardware and energy cost of one priced pool's usage, at ``cat``'s prices. [USD]"""
     assert pool.provider is not None
-    chip = catalog.chip(pool.chip)
-    offer = catalog.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+    cat = active() if cat is None else cat
+    chip = cat.chip(pool.chip)
+    offer = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
     if pool.pricing == "on_prem":
-        site = catalog.site(pool.provider)
+        site = cat.site(pool.provider)
         assert offer.purchase_usd_per_chip is not None
         assert offer.amortization_years is not None
         life_hours = offer.amortization_years * cost.HOURS_PER_YEAR
@@ -112,7 +122,7 @@ def price_pool(
 
 
 def price_training(
-    scenario: Scenario, usage: dict[str, FloatArray], draws: InputDraws
+    scenario: Scenario, cat: Catalog, usage: dict[str, FloatArray], draws: InputDraws
 ) -> dict[str, FloatArray]:
     """Cost breakdown [USD], energy [kWh] and emissions [kg CO2e] of a training run's usage.
 
@@ -120,9 +130,9 @@ def price_training(
     is made up for it.
     """
     a = scenario.assumptions
-    priors = catalog.priors()
+    priors = cat.priors
     pool = scenario.fleet[0]
-    kwh = pool_energy_kwh(pool, draws, scenario, priors, usage["chip_hours"])
+    kwh = pool_energy_kwh(pool, draws, scenario, priors, usage["chip_hours"], cat=cat)
     factor = draws.get(
         "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
     )
@@ -136,6 +146,7 @@ def price_training(
         chip_hours=usage["chip_hours"],
         held_hours=usage["held_hours"],
         kwh=kwh,
+        cat=cat,
     )
     wage = draws.get(
         "assumptions.engineer_usd_per_hour",

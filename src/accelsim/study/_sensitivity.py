@@ -31,6 +31,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from accelsim._typing import FloatArray
+from accelsim.catalog import Catalog, active
 from accelsim.engines import InputDraws, price_training, simulate_training
 from accelsim.results import Z95, render_table
 from accelsim.scenario import Scenario, TrainingRun
@@ -80,16 +81,22 @@ def _check_analytic(scenario: Scenario) -> None:
 
 
 def _block(
-    scenario: Scenario, root: np.random.SeedSequence, a: int, b: int
+    scenario: Scenario, cat: Catalog, root: np.random.SeedSequence, a: int, b: int
 ) -> tuple[dict[str, FloatArray], InputDraws]:
-    usage, draws = simulate_training(scenario, root, a, b)
-    return usage | price_training(scenario, usage, draws), draws
+    usage, draws = simulate_training(scenario, cat, root, a, b)
+    return usage | price_training(scenario, cat, usage, draws), draws
 
 
-def input_names(scenario: Scenario, seed: SeedLike = None) -> tuple[str, ...]:
-    """The uncertain inputs the scenario draws: those whose draws vary over a small block."""
+def input_names(
+    scenario: Scenario, seed: SeedLike = None, *, catalog: Catalog | None = None
+) -> tuple[str, ...]:
+    """The uncertain inputs the scenario draws: those whose draws vary over a small block.
+
+    ``catalog``: as in :func:`accelsim.simulate` (``None``: the active catalog).
+    """
     _check_analytic(scenario)
-    _, draws = _block(scenario, as_seed_sequence(seed), 0, 256)
+    cat = active() if catalog is None else catalog
+    _, draws = _block(scenario, cat, as_seed_sequence(seed), 0, 256)
     return tuple(
         n for n, x in draws.drawn.items() if draws.source.get(n) != "fixed" and np.ptp(x) > 0
     )
@@ -103,14 +110,21 @@ def evaluate(
     *,
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
+    catalog: Catalog | None = None,
 ) -> FloatArray:
     """The metric at designed inputs: run ``i`` takes ``design[name][i]`` through each ppf.
 
     Inputs not in the design are drawn as in :func:`accelsim.simulate` with ``root``.
-    ``executor`` and ``chunk_runs`` are those of :func:`accelsim.simulate`.
+    ``executor``, ``chunk_runs`` and ``catalog`` are those of :func:`accelsim.simulate`.
     """
     return evaluate_many(
-        scenario, [design], metric, root, executor=executor, chunk_runs=chunk_runs
+        scenario,
+        [design],
+        metric,
+        root,
+        executor=executor,
+        chunk_runs=chunk_runs,
+        catalog=catalog,
     )[0]
 
 
@@ -122,6 +136,7 @@ def evaluate_many(
     *,
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
+    catalog: Catalog | None = None,
 ) -> list[FloatArray]:
     """:func:`evaluate` of several designs, all submitted to ``executor`` at once.
 
@@ -142,12 +157,15 @@ def evaluate_many(
         clipped.append({k: np.clip(a, _CLIP, 1.0 - _CLIP) for k, a in arrays.items()})
     if not clipped:
         return []
-    values, draws = _block(scenario, root, 0, 2)  # a probe: the metrics and inputs it has
+    cat = active() if catalog is None else catalog
+    values, draws = _block(scenario, cat, root, 0, 2)  # a probe: the metrics and inputs it has
     if metric not in values:
         raise ValueError(f"unknown metric {metric!r}; known: {sorted(values)}")
     if unused := sorted(set().union(*clipped) - set(draws.drawn)):
         raise ValueError(f"design names inputs the scenario does not draw: {unused}")
-    out = _run_designed(scenario, clipped, root, executor=executor, chunk_runs=chunk_runs)
+    out = _run_designed(
+        scenario, clipped, root, executor=executor, chunk_runs=chunk_runs, catalog=cat
+    )
     return [metrics[metric] for metrics, _ in out]
 
 
@@ -161,6 +179,7 @@ def _grouped(
     *,
     executor: Executor | None = None,
     chunk_runs: int | None = None,
+    catalog: Catalog,
 ) -> UniformFunc:
     """``func(u)`` whose column ``c`` is run ``c // k`` of ``k = columns // group`` segments.
 
@@ -172,7 +191,13 @@ def _grouped(
         segments = transform(u).reshape(len(names), group, k)
         designs = [{n: segments[i, :, s] for i, n in enumerate(names)} for s in range(k)]
         ys = evaluate_many(
-            scenario, designs, metric, root, executor=executor, chunk_runs=chunk_runs
+            scenario,
+            designs,
+            metric,
+            root,
+            executor=executor,
+            chunk_runs=chunk_runs,
+            catalog=catalog,
         )
         return np.stack(ys, axis=1).reshape(-1)
 
@@ -213,13 +238,13 @@ class SobolResult:
 
 @dataclass(frozen=True, eq=False)
 class MorrisResult:
-    """Morris elementary effects per input: mean, mean of |effect| and spread."""
+    """Morris elementary effects per input: mean, mean of ``abs(effect)`` and spread."""
 
     metric: str
     names: tuple[str, ...]
     mu: FloatArray
     mu_star: FloatArray
-    """Mean |elementary effect| [metric units per unit of the design's [0, 1] range]."""
+    """Mean ``abs(elementary effect)`` [metric units per unit of the design's [0, 1] range]."""
     sigma: FloatArray
     mu_star_conf: FloatArray
     """Half-width of the 95% bootstrap interval of ``mu_star``."""
@@ -390,10 +415,12 @@ def sobol(
     _check_at_least("sobol's runs", runs, SOBOL_MIN_RUNS, "see SOBOL_MIN_RUNS")
     if runs & (runs - 1):
         raise ValueError(f"sobol needs runs to be a power of two >= 2, got {runs!r}")
-    root = as_seed_sequence(seed)
-    names = input_names(scenario, root)
+    root, cat = as_seed_sequence(seed), active()  # one catalog snapshot for the study
+    names = input_names(scenario, root, catalog=cat)
     with open_executor(executor) as pool:
-        func = _grouped(scenario, names, metric, root, runs, executor=pool, chunk_runs=chunk_runs)
+        func = _grouped(
+            scenario, names, metric, root, runs, executor=pool, chunk_runs=chunk_runs, catalog=cat
+        )
         s1, st, s1_ci, st_ci = sobol_indices(func, len(names), runs, stream(root, "sensitivity"))
     return SobolResult(metric, names, s1, st, s1_ci, st_ci, runs)
 
@@ -417,8 +444,8 @@ def morris(
     _check_at_least(
         "morris's trajectories", trajectories, MORRIS_MIN_TRAJECTORIES, "Campolongo et al. 2007"
     )
-    root = as_seed_sequence(seed)
-    names = input_names(scenario, root)
+    root, cat = as_seed_sequence(seed), active()  # one catalog snapshot for the study
+    names = input_names(scenario, root, catalog=cat)
     lo, hi = _MORRIS_RANGE
     with open_executor(executor) as pool:
         func = _grouped(
@@ -430,6 +457,7 @@ def morris(
             lambda u: lo + (hi - lo) * u,
             executor=pool,
             chunk_runs=chunk_runs,
+            catalog=cat,
         )
         si = morris_indices(func, names, trajectories, stream(root, "sensitivity"))
     return MorrisResult(
@@ -455,11 +483,13 @@ def tornado(
     failures', and a scenario without random failures is exact with one run.
     """
     _check_at_least("tornado's runs", runs, 1, "runs per setting")
-    root = as_seed_sequence(seed)
-    names = input_names(scenario, root)
+    root, cat = as_seed_sequence(seed), active()  # one catalog snapshot for the study
+    names = input_names(scenario, root, catalog=cat)
     settings = [(None, 0.5), *((n, 0.1) for n in names), *((n, 0.9) for n in names)]
     designs = [{n: np.full(runs, q if n == name else 0.5) for n in names} for name, q in settings]
-    ys = evaluate_many(scenario, designs, metric, root, executor=executor, chunk_runs=chunk_runs)
+    ys = evaluate_many(
+        scenario, designs, metric, root, executor=executor, chunk_runs=chunk_runs, catalog=cat
+    )
     means = np.array([np.mean(y) for y in ys])
     base, low, high = float(means[0]), means[1 : 1 + len(names)], means[1 + len(names) :]
     order = np.argsort(-np.abs(high - low), kind="stable")

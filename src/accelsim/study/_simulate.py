@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -23,24 +22,23 @@ from typing import Any, Literal
 import numpy as np
 
 from accelsim._typing import FloatArray
+from accelsim.catalog import Catalog, active
 from accelsim.engines import (
     BLOCK_RUNS,
     Design,
     DesOptions,
     InputDraws,
+    InputPlan,
     blocks,
     check_design_runs,
-    designed,
     merge_kept,
     price_training,
     run_info,
-    sampling,
     simulate_block,
     simulate_serving_block,
     simulate_serving_fast,
     simulate_training,
     simulate_training_block,
-    study_runs,
 )
 from accelsim.results import Comparison, Result
 from accelsim.scenario import Scenario, Serving, TrainingRun
@@ -115,67 +113,83 @@ _Block = tuple[dict[str, FloatArray], InputDraws, dict[str, np.ndarray]]
 
 def _serving_fast_block(
     scenario: Scenario,
-    root: np.random.SeedSequence,
+    cat: Catalog,
+    plan: InputPlan,
     start: int,
     stop: int,
     options: DesOptions,
 ) -> _Block:
     del options  # checked in simulate(): serving keeps no records
-    data, draws = simulate_serving_fast(scenario, root, start, stop)
+    if plan.design != "mc" or plan.designed is not None:
+        raise ValueError("serving draws its inputs by plain Monte Carlo only (design='mc')")
+    data, draws = simulate_serving_fast(scenario, plan.root, start, stop, cat=cat)
     return data, draws, {}
 
 
 def _serving_des_block(
     scenario: Scenario,
-    root: np.random.SeedSequence,
+    cat: Catalog,
+    plan: InputPlan,
     start: int,
     stop: int,
     options: DesOptions,
 ) -> _Block:
     del options
-    data, draws = simulate_serving_block(scenario, root, start, stop)
+    if plan.design != "mc" or plan.designed is not None:
+        raise ValueError("serving draws its inputs by plain Monte Carlo only (design='mc')")
+    data, draws = simulate_serving_block(scenario, plan.root, start, stop, cat=cat)
     return data, draws, {}
 
 
 def _analytic_block(
     scenario: Scenario,
-    root: np.random.SeedSequence,
+    cat: Catalog,
+    plan: InputPlan,
     start: int,
     stop: int,
     options: DesOptions,
 ) -> _Block:
     del options  # checked in simulate(): the analytic engine keeps nothing more
-    usage, draws = simulate_training(scenario, root, start, stop)
-    costs = price_training(scenario, usage, draws)
+    usage, draws = simulate_training(scenario, cat, plan, start, stop)
+    costs = price_training(scenario, cat, usage, draws)
     return {**usage, **costs}, draws, {}
 
 
 @dataclass(frozen=True)
 class _Study:
-    """What a worker needs to run any chunk: plain, picklable data."""
+    """What a worker needs to run any chunk: picklable data, and nothing read from process
+    state (the scenario is shipped validated, with the catalog it was resolved in)."""
 
-    scenario_json: str
+    scenario: Scenario
     entropy: int | Sequence[int] | None
     spawn_key: tuple[int, ...]
     engine: Literal["analytic", "des"]
     options: DesOptions
     total_runs: int
+    catalog: Catalog
+    """The catalog snapshotted when the study was called: chips, prices and priors."""
     design: Design = "mc"
     designed: Mapping[str, FloatArray] | None = None
     """Designed U(0, 1) values by input name for runs ``designed_start`` on (sensitivity)."""
     designed_start: int = 0
 
+    @property
+    def scenario_json(self) -> str:
+        """The scenario as JSON (the store's manifest)."""
+        return self.scenario.model_dump_json()
 
-def _designed(study: _Study) -> AbstractContextManager[None]:
-    """Enter the study's designed uniforms (see :func:`accelsim.engines.designed`).
+    def plan(self) -> InputPlan:
+        """How the study draws (:class:`accelsim.engines.InputPlan`).
 
-    A chunk ships only its own runs' values; they are placed at their run indices (the
-    runs before ``designed_start`` are never read by the chunk).
-    """
-    if study.designed is None:
-        return nullcontext()
-    pad = np.full(study.designed_start, np.nan)
-    return designed({k: np.concatenate([pad, v]) for k, v in study.designed.items()})
+        A chunk ships only its own runs' designed values; they are placed at their run
+        indices (the runs before ``designed_start`` are never read by the chunk).
+        """
+        designed = None
+        if self.designed is not None:
+            pad = np.full(self.designed_start, np.nan)
+            designed = {k: np.concatenate([pad, v]) for k, v in self.designed.items()}
+        root = np.random.SeedSequence(self.entropy, spawn_key=self.spawn_key)
+        return InputPlan(root, self.total_runs, self.design, designed)
 
 
 _Chunk = tuple[dict[str, FloatArray], dict[str, FloatArray], list[dict[str, np.ndarray]]]
@@ -183,8 +197,7 @@ _Chunk = tuple[dict[str, FloatArray], dict[str, FloatArray], list[dict[str, np.n
 
 def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
     """Run ``[start, stop)`` in a worker: an importable function of plain arguments."""
-    scenario = Scenario.model_validate_json(study.scenario_json)
-    root = np.random.SeedSequence(study.entropy, spawn_key=study.spawn_key)
+    scenario, cat, plan = study.scenario, study.catalog, study.plan()
     metrics: list[dict[str, FloatArray]] = []
     inputs: list[dict[str, FloatArray]] = []
     kept: list[dict[str, np.ndarray]] = []
@@ -198,12 +211,11 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
         block = simulate_block
     # The analytic engine takes the chunk in one vectorised pass; the DES one block at a time.
     passes = [(start, stop)] if study.engine == "analytic" else blocks(start, stop)
-    with study_runs(study.total_runs), sampling(study.design), _designed(study):
-        for b_start, b_stop in passes:
-            data, draws, arrays = block(scenario, root, b_start, b_stop, study.options)
-            metrics.append(data)
-            inputs.append(draws.drawn)
-            kept.append(arrays)
+    for b_start, b_stop in passes:
+        data, draws, arrays = block(scenario, cat, plan, b_start, b_stop, study.options)
+        metrics.append(data)
+        inputs.append(draws.drawn)
+        kept.append(arrays)
     return _concat(metrics), _concat(inputs), kept
 
 
@@ -341,17 +353,17 @@ def _run_designed(
     *,
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
+    catalog: Catalog,
 ) -> list[tuple[dict[str, FloatArray], dict[str, FloatArray]]]:
     """Analytic studies of ``scenario`` at designed inputs: ``(metrics, inputs)`` per design.
 
     Design ``d`` is a study of ``len(u)`` runs (``u`` any of its arrays) in which each named
     input maps ``u[i]`` through its ``ppf`` at run ``i`` (other inputs are drawn from
-    ``root`` as in :func:`simulate`). The designed values travel to the workers inside
-    each chunk's :class:`_Study` (only the chunk's own runs), never through process state,
-    and every chunk of every design is submitted at once, so the designs run in parallel
-    and the result is bit-identical whatever the executor.
+    ``root`` as in :func:`simulate`), in ``catalog``. The designed values travel to the
+    workers inside each chunk's :class:`_Study` (only the chunk's own runs), never through
+    process state, and every chunk of every design is submitted at once, so the designs
+    run in parallel and the result is bit-identical whatever the executor.
     """
-    scenario_json = scenario.model_dump_json()
     entropy, key = root.entropy, tuple(root.spawn_key)
     tasks: list[tuple[_Study, int, int]] = []
     owner: list[int] = []
@@ -361,7 +373,9 @@ def _run_designed(
         for a, b in _chunks(runs, size):
             part = {k: np.asarray(v[a:b], dtype=float) for k, v in design.items()}
             options = DesOptions()
-            study = _Study(scenario_json, entropy, key, "analytic", options, runs, "mc", part, a)
+            study = _Study(
+                scenario, entropy, key, "analytic", options, runs, catalog, "mc", part, a
+            )
             tasks.append((study, a, b))
             owner.append(d)
     with open_executor(executor) as pool:
@@ -389,6 +403,7 @@ def simulate(
     resume: bool = False,
     progress: ProgressLike = True,
     design: Design = "mc",
+    catalog: Catalog | None = None,
 ) -> Result:
     """Monte Carlo study of one scenario: ``runs`` samples of every metric.
 
@@ -482,6 +497,11 @@ def simulate(
         an uninterrupted study. With ``seed=None`` the stored seed is used, and with
         ``chunk_runs=None`` the stored chunk size. Without
         ``resume`` a store that already holds files is an error.
+    catalog : Catalog or None
+        The chips, price sheets and priors to simulate with; ``None`` (default): the active
+        catalog (:func:`accelsim.catalog.load`), snapshotted once, when this is called. The
+        catalog travels with the study to every worker, so a process pool or a Dask cluster
+        prices with exactly the same sheets as an in-process study.
     progress : bool or callable(done, total)
         ``True`` (default): runs done, runs/s and ETA, as a line on stderr when it is a
         terminal, as a bar updated in place in a Jupyter notebook (see
@@ -530,6 +550,7 @@ def simulate(
     if seed is None and resume and store is not None:
         seed = stored_seed(store)
     root = as_seed_sequence(seed)
+    cat = active() if catalog is None else catalog
     if chunk_runs is None and resume and store is not None:
         chunk_runs = stored_chunk_runs(store)  # the chunks it holds
     wide = executor is None and runs != "auto"
@@ -537,13 +558,7 @@ def simulate(
     chunks = _chunks(total, size)
     options = DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
     study = _Study(
-        scenario.model_dump_json(),
-        root.entropy,
-        tuple(root.spawn_key),
-        chosen,
-        options,
-        total,
-        design,
+        scenario, root.entropy, tuple(root.spawn_key), chosen, options, total, cat, design
     )
 
     have: dict[int, _Chunk] = {}
@@ -626,7 +641,7 @@ def simulate(
         data=data,
         seed_entropy=entropy,
         engine=chosen,
-        info=run_info(scenario) if isinstance(scenario.workload, TrainingRun) else None,
+        info=run_info(scenario, cat) if isinstance(scenario.workload, TrainingRun) else None,
         inputs=inputs,
         extras={**merge_kept(kept), **extras},
     )
@@ -741,6 +756,7 @@ def compare(
         )
     stores = _option_stores(list(named), store)
     root = as_seed_sequence(seed)
+    kwargs["catalog"] = kwargs.get("catalog") or active()  # one snapshot for every option
     results = {
         k: simulate(s, runs=runs, seed=root, store=stores[k], **kwargs) for k, s in named.items()
     }

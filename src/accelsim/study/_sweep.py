@@ -15,6 +15,7 @@ from itertools import product
 from typing import TYPE_CHECKING, Any
 
 from accelsim._typing import FloatArray
+from accelsim.catalog import active
 from accelsim.results import SUMMARY_STATS, Result
 from accelsim.scenario import Scenario
 from accelsim.seeding import SeedLike, as_seed_sequence
@@ -228,6 +229,7 @@ def sweep(
     kwargs = {k: v for k, v in kwargs.items() if k not in ("store", "resume")}
     points = _sweep_points(scenario, grid, kwargs)
     root = as_seed_sequence(seed)
+    kwargs["catalog"] = kwargs.get("catalog") or active()  # one snapshot for every point
     results: list[Result] = []
     with open_executor(executor) as pool:
         for _, point in points:

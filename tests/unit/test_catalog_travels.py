@@ -1,0 +1,122 @@
+"""A study carries its catalog to every worker: no worker reads process state.
+
+The bug this guards (issue 12): ``catalog.load()`` swapped a module-global catalog that
+spawned workers never saw, so a price sheet with a new provider failed with "unknown
+provider" under ``executor="processes"``, and an existing provider was silently priced from
+the built-in sheet.
+"""
+
+from __future__ import annotations
+
+import pickle
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.same_results import assert_same
+
+import accelsim as acs
+from accelsim import catalog
+from accelsim.engines import BLOCK_RUNS
+
+USER_SHEET = """\
+price_sheets:
+  - provider: acme
+    name: Acme Cloud (a provider the built-ins do not have)
+    offers:
+      - {chip: h100-sxm, pricing: on_demand, usd_per_chip_hour: 1.25,
+         as_of: 2026-10-01, source: "https://example.com/acme"}
+      - {chip: h100-sxm, pricing: spot, usd_per_chip_hour: 0.5,
+         preemptions_per_chip_hour: 2.0e-4, preemption_note: "a made-up figure for the test",
+         as_of: 2026-10-01, source: "https://example.com/acme"}
+"""
+ACME_USD_PER_CHIP_HOUR = 1.25
+
+
+@pytest.fixture
+def user_catalog(tmp_path: Path) -> Iterator[catalog.Catalog]:
+    path = tmp_path / "acme.yaml"
+    path.write_text(textwrap.dedent(USER_SHEET), encoding="utf-8")
+    try:
+        yield catalog.load(path)
+    finally:
+        catalog.reset()
+
+
+def _training(pricing: str = "on_demand") -> acs.Scenario:
+    return acs.Scenario(
+        name="acme",
+        workload=acs.TrainingRun(params=7e9, tokens=2e11),
+        fleet=[acs.Pool(chip="h100-sxm", count=64, provider="acme", pricing=pricing)],
+    )
+
+
+def test_catalog_pickles_to_an_equal_catalog(user_catalog: catalog.Catalog) -> None:
+    back = pickle.loads(pickle.dumps(user_catalog))
+    assert back == user_catalog
+    assert back.price("h100-sxm", "acme").usd_per_chip_hour == ACME_USD_PER_CHIP_HOUR
+    assert back.priors == catalog.builtin_catalog().priors
+
+
+def test_a_new_provider_gives_the_same_result_in_process_with_processes_and_dask(
+    user_catalog: catalog.Catalog,
+) -> None:
+    """Bit-identical in-process, on a spawned process pool and on a 2-worker Dask cluster
+    of real worker processes, and priced with the user's sheet everywhere."""
+    from distributed import Client, LocalCluster
+
+    runs = BLOCK_RUNS + 7  # two chunks on an executor
+    spot = _training("spot")
+    in_process = acs.simulate(_training(), runs=runs, seed=11)
+    spot_des = acs.simulate(spot, runs=3, seed=11, engine="des")
+    # priced from the user's sheet: rent is the user's rate on every chip-hour
+    np.testing.assert_allclose(
+        in_process.samples("hardware_cost_usd"),
+        ACME_USD_PER_CHIP_HOUR * in_process.samples("chip_hours"),
+        rtol=1e-12,
+    )
+    processes = acs.simulate(_training(), runs=runs, seed=11, executor="processes")
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0"
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        dask = acs.simulate(_training(), runs=runs, seed=11, executor=client)
+        spot_dask = acs.simulate(spot, runs=3, seed=11, engine="des", executor=client)
+    assert_same(in_process, processes)
+    assert_same(in_process, dask)
+    assert_same(spot_des, spot_dask)
+
+
+def test_a_study_snapshots_the_catalog_when_called(user_catalog: catalog.Catalog) -> None:
+    """An explicit ``catalog=`` works with the built-ins active, and equals the loaded one.
+
+    (The scenario is validated while the user's catalog is active: validation resolves the
+    pool's offer in the active catalog.)
+    """
+    scenario = _training()
+    loaded = acs.simulate(scenario, runs=200, seed=5)
+    catalog.reset()
+    with pytest.raises(acs.errors.OfferNotFoundError, match="unknown provider"):
+        catalog.price("h100-sxm", provider="acme")
+    explicit = acs.simulate(scenario, runs=200, seed=5, catalog=user_catalog)
+    assert_same(loaded, explicit)
+
+
+def test_spot_preemption_prior_is_the_offers_in_both_engines(
+    user_catalog: catalog.Catalog,
+) -> None:
+    """The analytic engine and the DES draw the spot preemption rate from the offer's own
+    figure (one rule, :func:`accelsim.engines._offers.spot_preemption_prior`)."""
+    from accelsim.engines._offers import spot_preemption_prior
+
+    pool = _training("spot").fleet[0]
+    assert spot_preemption_prior(user_catalog, pool) == 2.0e-4
+    name = "assumptions.spot_preemptions_per_hour"
+    analytic = acs.simulate(_training("spot"), runs=4, seed=2).inputs[name]
+    des = acs.simulate(_training("spot"), runs=4, seed=2, engine="des").inputs[name]
+    np.testing.assert_array_equal(analytic, np.full(4, 2.0e-4))
+    np.testing.assert_array_equal(des, analytic)
