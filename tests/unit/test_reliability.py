@@ -166,26 +166,22 @@ class _ConstantGenerator:
 # (rate x length 12 -> 50 factors a column, 50 -> 12).
 LOSS_COUNTS = np.array([5, 0, 100, 200, 300, 64, 1, 4096], dtype=np.int64)
 LOSS_LENGTHS = np.array([0.001, 1.0, 0.3, 12.0, 50.0, 2.0, 0.7, 0.05])
-# Every group within one column (at most 64 factors and, at length 12, at most 50): the
-# path that does not cut groups into columns.
+# Every group within one column (at most 64 factors and, at length 12, at most 50): no
+# group is cut.
 FEW_LOSS_COUNTS = np.array([5, 0, 17, 50, 64, 1, 3, 0], dtype=np.int64)
 
 
 @pytest.mark.parametrize("loss_counts", [LOSS_COUNTS, FEW_LOSS_COUNTS], ids=["cut", "one"])
-@pytest.mark.parametrize("columns_per_block", [reliability._COLUMNS_PER_BLOCK, 7])
-def test_lost_time_sums_are_exact_per_group(
-    monkeypatch: pytest.MonkeyPatch, columns_per_block: int, loss_counts: np.ndarray
-) -> None:
+def test_lost_time_sums_are_exact_per_group(loss_counts: np.ndarray) -> None:
     """With every uniform equal to v, group i sums to counts[i] x -log1p(-c_i v) / rate.
 
-    Checks the bookkeeping of columns (full, remainder, shortened; any block size): a loss
+    Checks the bookkeeping of columns (full, remainder, shortened): a loss
     missing, counted twice or given another group's ``c`` would be off by a whole loss
     (>= 1e-4 relative here). Tolerance 1e-12 relative: the factor ``1 - c v`` is rounded
     to 1.1e-16, i.e. 1.1e-16 / (c v) <= 2.2e-13 of a loss at the smallest c v = 5e-4
     (the same error in every factor, so it does not average out), plus <= 64 roundings
     (1.1e-16 each) per column product.
     """
-    monkeypatch.setattr(reliability, "_COLUMNS_PER_BLOCK", columns_per_block)
     rate = np.ones(LOSS_COUNTS.size)
     value = 0.5
     sums = reliability._sum_truncated_exponentials(
@@ -200,10 +196,7 @@ def test_lost_time_sums_are_exact_per_group(
     assert sums[1] == 0.0
 
 
-@pytest.mark.parametrize("columns_per_block", [reliability._COLUMNS_PER_BLOCK, 7])
-def test_each_loss_takes_one_uniform_of_its_own(
-    monkeypatch: pytest.MonkeyPatch, columns_per_block: int
-) -> None:
+def test_each_loss_takes_one_uniform_of_its_own() -> None:
     """Exactly one fresh uniform per loss, each used once: the sums add up to the per-draw
     inversion of every uniform drawn.
 
@@ -214,7 +207,6 @@ def test_each_loss_takes_one_uniform_of_its_own(
     (1.1e-16 / (c u) of a loss, ~1e-15 for typical u at c = 0.26) and of up to 64-factor
     products.
     """
-    monkeypatch.setattr(reliability, "_COLUMNS_PER_BLOCK", columns_per_block)
     counts = np.array([5, 0, 100, 200, 300, 64, 1, 4096], dtype=np.int64)
     length, rate = np.full(counts.size, 0.3), np.ones(counts.size)
     rng = _RecordingGenerator(5)

@@ -27,14 +27,8 @@ from accelsim._typing import ArrayLike, FloatArray, IntArray
 # Summing lost times: a run's losses in one phase are cut into columns of at most
 # _FACTORS_PER_LOG factors ``1 - c u`` (fewer where a product could fall below
 # exp(-_LOG_FLOOR); the smallest normal float64 is about exp(-708)), one logarithm per column.
-# Columns are processed _COLUMNS_PER_BLOCK at a time, a block of rows in the CPU cache.
 _FACTORS_PER_LOG = 64
 _LOG_FLOOR = 600.0
-_COLUMNS_PER_BLOCK = 1 << 15
-# Up to this many losses in a call, when no group needs cutting, they are drawn and
-# multiplied end to end, group by group (``np.multiply.reduceat``): a few numpy calls instead
-# of a few per row of columns. 1 MiB of float64, which stays in the CPU cache.
-_FLAT_LOSSES_MAX = 1 << 17
 # A quotient W / tau within this relative distance of a positive integer counts as that
 # integer: float rounding of the division must not add a near-empty last segment (and a whole
 # checkpoint write). At most this share of the work is dropped.
@@ -440,18 +434,55 @@ def sample_completion_hours(
     return hours.reshape(shape), count.reshape(shape)
 
 
-def _segments(
+def checkpoint_segments(
     work_hours: ArrayLike, interval_hours: ArrayLike
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """Split the work: (full segments, interval if any, 1.0 if partial, partial work)."""
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Cut the work into checkpoint segments: the one rule of both engines.
+
+    Parameters
+    ----------
+    work_hours : array_like
+        Failure-free compute of the job (or of what is left of it). [h]
+    interval_hours : array_like
+        Work between checkpoints, ``inf`` for none (one segment, a final save only). [h]
+
+    Returns
+    -------
+    full : FloatArray
+        Number of full segments of ``interval_hours`` work. [count]
+    interval : FloatArray
+        Work of a full segment, 0 where there is none (keeps ``inf * 0`` out of sums). [h]
+    partial : FloatArray
+        Work of the last, partial segment, 0 where there is none. [h]
+
+    Notes
+    -----
+    ``full = floor(W / tau (1 + 1e-12))`` and ``partial = W - full tau`` unless that is at
+    most ``1e-12 W``: a quotient within 1e-12, relative, of an integer counts as that
+    integer, so float rounding never adds a near-empty last segment (and a whole
+    checkpoint write). Used by :func:`expected_completion_hours`,
+    :func:`sample_completion_hours` and the DES (``engines/des/_attempts.py``).
+
+    Examples
+    --------
+    >>> [x.tolist() for x in checkpoint_segments([10.0, 12.0, 5.0], [4.0, 4.0, np.inf])]
+    [[2.0, 3.0, 0.0], [4.0, 4.0, 0.0], [2.0, 0.0, 5.0]]
+    """
     work = _f(work_hours)
     interval = _f(interval_hours)
     full = np.floor(work / interval * (1.0 + _SEGMENT_SNAP))
-    interval_used = np.where(full > 0, interval, 0.0)  # keeps inf * 0 out of the sums
+    interval_used = np.where(full > 0, interval, 0.0)
     remainder = work - full * interval_used
-    has_partial = remainder > _SEGMENT_SNAP * work
-    partial = np.where(has_partial, remainder, 0.0)
-    return full, interval_used, has_partial.astype(float), partial
+    partial = np.where(remainder > _SEGMENT_SNAP * work, remainder, 0.0)
+    return full, interval_used, partial
+
+
+def _segments(
+    work_hours: ArrayLike, interval_hours: ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """:func:`checkpoint_segments` and 1.0 where there is a partial segment."""
+    full, interval, partial = checkpoint_segments(work_hours, interval_hours)
+    return full, interval, (partial > 0.0).astype(float), partial
 
 
 def _mean_attempt_time(length_hours: ArrayLike, rate_per_hour: ArrayLike) -> FloatArray:
@@ -558,18 +589,14 @@ def _sum_truncated_exponentials(
     ``-log(1 - c u) / rate`` with ``c = 1 - exp(-rate L) = odds / (1 + odds)`` and
     ``u`` uniform, so a group's sum is ``-log(prod(1 - c u)) / rate``: one uniform per loss,
     and a logarithm per column of up to ``_FACTORS_PER_LOG`` factors instead of per loss.
-    Where every group fits one column and all losses fit ``_FLAT_LOSSES_MAX``, the groups
-    are laid end to end and their products taken by ``np.multiply.reduceat``. Otherwise
-    columns (a group's losses cut into full columns and one shorter remainder) are sorted
-    tallest first and laid side by side, so that row ``j`` of a block is a prefix of its
-    columns: the uniforms are drawn row by row, each used once, and every step is a plain
-    vectorised pass over a row that stays in the CPU cache. Each factor is at least
-    ``exp(-rate L)`` and columns are shortened so their product stays above
-    ``exp(-_LOG_FLOOR)``, far from underflow. Rounding of ``1 - c u`` costs at most ~1e-16 /
-    rate hours per loss, ~1e-16 of the run's time when failures are as frequent as the rate
-    says. The layout only decides which uniform goes to which loss: the sums are exact in law
-    whatever it is (so ``_COLUMNS_PER_BLOCK`` and ``_FLAT_LOSSES_MAX`` change the draws, not
-    their law). Groups of more than ``_EXACT_LOSSES_MAX`` losses take the normal limit
+    A group's losses are cut into full columns and one shorter remainder; all columns are
+    laid end to end, their uniforms drawn in one call and their products taken by
+    ``np.multiply.reduceat``. Each factor is at least ``exp(-rate L)`` and columns are
+    shortened so their product stays above ``exp(-_LOG_FLOOR)``, far from underflow.
+    Rounding of ``1 - c u`` costs at most ~1e-16 / rate hours per loss, ~1e-16 of the run's
+    time when failures are as frequent as the rate says. The layout only decides which
+    uniform goes to which loss: the sums are exact in law whatever it is. Groups of more
+    than ``_EXACT_LOSSES_MAX`` losses take the normal limit
     (:func:`_normal_sum_truncated_exponentials`).
     """
     sums = np.zeros(counts.shape)
@@ -587,56 +614,20 @@ def _sum_truncated_exponentials(
     group_odds = odds[groups]
     minus_kept = -group_odds / (1.0 + group_odds)  # expm1(-rate L), from the odds
     tallest = np.floor(_LOG_FLOOR / (rate * length_hours[groups]))
-    np.clip(tallest, 1, _FACTORS_PER_LOG, out=tallest)
-    losses = int(group_counts.sum())
-    if losses <= _FLAT_LOSSES_MAX and (group_counts <= tallest).all():
-        # Few losses a group: each group is one column, and all of them fit the CPU cache
-        # end to end, so they are drawn in one pass and multiplied group by group.
-        factors = rng.random(losses)
-        factors *= np.repeat(minus_kept, group_counts)
-        factors += 1.0
-        starts = np.cumsum(group_counts) - group_counts
-        log_sums = np.log(np.multiply.reduceat(factors, starts))
-    else:
-        # Columns go tallest first, so that each row is a prefix (a 16-bit key sorts in
-        # linear time).
-        whole = tallest.astype(np.int64)
-        full = group_counts // whole
-        remainder = group_counts - full * whole
-        short = np.flatnonzero(remainder)
-        heights = np.concatenate([np.repeat(whole, full), remainder[short]])
-        owners = np.concatenate([np.repeat(np.arange(groups.size), full), short])
-        order = np.argsort((-heights).astype(np.int16), kind="stable")
-        heights, owners = heights[order], owners[order]
-        column_logs = _log_column_products(rng, heights, minus_kept[owners])
-        log_sums = cast(FloatArray, np.bincount(owners, column_logs, minlength=groups.size))
+    whole = np.clip(tallest, 1, _FACTORS_PER_LOG).astype(np.int64)
+    full = group_counts // whole
+    remainder = group_counts - full * whole
+    short = np.flatnonzero(remainder)
+    heights = np.concatenate([np.repeat(whole, full), remainder[short]])
+    owners = np.concatenate([np.repeat(np.arange(groups.size), full), short])
+    factors = rng.random(int(group_counts.sum()))
+    factors *= np.repeat(minus_kept[owners], heights)
+    factors += 1.0
+    starts = np.cumsum(heights) - heights
+    column_logs = np.log(np.multiply.reduceat(factors, starts))
+    log_sums = cast(FloatArray, np.bincount(owners, column_logs, minlength=groups.size))
     sums[groups] = -log_sums / rate
     return sums
-
-
-def _log_column_products(
-    rng: np.random.Generator, heights: IntArray, minus_kept: FloatArray
-) -> FloatArray:
-    """``log(prod_j (1 + minus_kept u_j))`` over ``heights`` fresh uniforms per column.
-
-    ``heights`` must not increase. Blocks of ``_COLUMNS_PER_BLOCK`` columns are filled row
-    by row; row ``j`` of a block covers the columns taller than ``j``, a prefix.
-    """
-    logs = np.empty(heights.size)
-    row = np.empty(min(heights.size, _COLUMNS_PER_BLOCK))
-    for first in range(0, heights.size, _COLUMNS_PER_BLOCK):
-        block = slice(first, min(heights.size, first + _COLUMNS_PER_BLOCK))
-        block_heights = heights[block]
-        taller = block_heights.size - np.cumsum(np.bincount(block_heights))
-        factors = minus_kept[block]
-        products = np.ones(block_heights.size)
-        for width in taller[: int(block_heights[0])].tolist():
-            u = rng.random(out=row[:width])
-            np.multiply(u, factors[:width], out=u)
-            u += 1.0
-            np.multiply(products[:width], u, out=products[:width])
-        logs[block] = np.log(products)
-    return logs
 
 
 def _normal_sum_truncated_exponentials(
@@ -662,6 +653,7 @@ def _normal_sum_truncated_exponentials(
 
 
 __all__ = [
+    "checkpoint_segments",
     "daly_interval_hours",
     "expected_completion_hours",
     "expected_interruptions",

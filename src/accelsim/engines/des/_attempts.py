@@ -5,7 +5,9 @@ An attempt is the restart (after an interruption only), then segments of
 segment (partial or not) included. These scalar functions give its failure-free length and
 what it has done and saved after a given time, so the engine computes lost work at an
 interruption instead of stepping through checkpoints. They are plain Python on floats
-(numpy would cost microseconds per call on the engine's hot path); the tests hold them to
+(numpy would cost microseconds per call on the engine's hot path), but the cut of the work
+into segments is :func:`accelsim.models.reliability.checkpoint_segments`, the rule the
+analytic engine uses, called once per attempt; the tests hold them to
 ``reliability.expected_completion_hours`` at zero failure rate.
 """
 
@@ -13,10 +15,7 @@ from __future__ import annotations
 
 import math
 
-# Work within this fraction of a checkpoint interval of a whole number of intervals counts
-# as that number: the rule of accelsim.models.reliability._segments, so float noise never
-# adds a near-empty last segment (and a whole checkpoint write).
-_SEGMENT_SNAP = 1e-9
+from accelsim.models.reliability import checkpoint_segments
 
 
 def segments(compute_hours: float, interval_hours: float | None) -> tuple[int, float, float]:
@@ -29,12 +28,9 @@ def segments(compute_hours: float, interval_hours: float | None) -> tuple[int, f
     >>> segments(10.0, None)
     (0, 0.0, 10.0)
     """
-    if interval_hours is None:
-        return 0, 0.0, compute_hours
-    full = math.floor(compute_hours / interval_hours + _SEGMENT_SNAP)
-    interval = interval_hours if full > 0 else 0.0
-    partial = compute_hours - full * interval
-    return full, interval, (partial if partial > _SEGMENT_SNAP * interval_hours else 0.0)
+    tau = math.inf if interval_hours is None else interval_hours
+    full, interval, partial = checkpoint_segments(compute_hours, tau)
+    return int(full), float(interval), float(partial)
 
 
 def attempt_hours(
