@@ -62,3 +62,9 @@ print(
         ["usd_per_million_output_tokens", "slo_attainment", "ttft_p99_ms", "tpot_p99_ms", "tco_usd"]
     )
 )
+
+# %% [markdown]
+# The recommendation weighs cost against the SLO risk and lock-in of each option.
+
+# %%
+print(cmp.recommendation)
