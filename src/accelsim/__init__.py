@@ -23,6 +23,7 @@ from accelsim.errors import (
     ScenarioFileError,
     UnknownChipError,
 )
+from accelsim.report import report
 from accelsim.results import Comparison, Recommendation, Result
 from accelsim.scenario import (
     SLO,
@@ -86,6 +87,7 @@ __all__ = [
     "catalog",
     "compare",
     "load_scenario",
+    "report",
     "sensitivity",
     "serving_capacity",
     "simulate",

@@ -467,6 +467,47 @@ def sweep_(
     _show(Table(tuple(keys), cells))
 
 
+@app.command("report")
+def report_(
+    scenarios: Annotated[
+        list[str],
+        typer.Argument(help="Scenario files; several are compared as options.", show_default=False),
+    ],
+    output: Annotated[
+        str, typer.Option("--output", "-o", help="The HTML file to write.")
+    ] = "report.html",
+    runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per option.")] = 2000,
+    seed: _Seed = 42,
+    title: Annotated[
+        str | None,
+        typer.Option(help="Page title (default: the question).", show_default=False),
+    ] = None,
+    sensitivity: Annotated[
+        bool, typer.Option(help="Show what drives the uncertainty (rank correlations).")
+    ] = True,
+    workers: _Workers = None,
+) -> None:
+    """Write a self-contained HTML report: question, answer, figures, assumptions, sources."""
+    from accelsim.report import report as write_report
+
+    named: dict[str, Scenario] = {}
+    for s in (load_scenario(p) for p in scenarios):
+        if s.name in named:
+            raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
+        named[s.name] = s
+    with _executor(workers) as pool:
+        if len(named) == 1:
+            results: Any = simulate(next(iter(named.values())), runs=runs, seed=seed, executor=pool)
+        else:
+            results = compare(named, runs=runs, seed=seed, executor=pool)
+    files = " ".join(scenarios)
+    how = f"accelsim report {files} --runs {runs} --seed {seed}"
+    out = write_report(
+        results, output, scenarios=named, title=title, sensitivity=sensitivity, reproduce=how
+    )
+    print(f"wrote {out}")
+
+
 @app.command()
 def calibrate(
     runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per published run.")] = 2000,

@@ -1,0 +1,243 @@
+"""acs.report and ``accelsim report``: what the page says, escaped, and where it comes from.
+
+The page is checked as text (tags stripped), against numbers computed here from the same
+results and catalog; tests/unit/test_report_browser.py loads it in Chromium.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import accelsim as acs
+from accelsim import catalog
+from accelsim.cli import main
+from accelsim.report import render_html
+from accelsim.report._calibration import calibration_status, status_from_pages
+from accelsim.report._content import rank_correlations
+from accelsim.results import format_value
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+HOSTILE = "<script>alert(1)</script>"
+
+
+def _text(page: str) -> str:
+    """The page's visible text, whitespace collapsed, entities decoded."""
+    body = re.sub(r"<style>.*?</style>|<svg.*?</svg>", " ", page, flags=re.S)
+    return html_lib.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body)))
+
+
+@pytest.fixture(scope="module")
+def pair() -> tuple[acs.Comparison, list[acs.Scenario]]:
+    gpu = acs.load_scenario(EXAMPLES / "llama70b_h100_aws.yaml")
+    tpu = acs.load_scenario(EXAMPLES / "llama70b_tpu_v5p_gcp.yaml")
+    return acs.compare([gpu, tpu], runs=200, seed=11), [gpu, tpu]
+
+
+@pytest.fixture(scope="module")
+def page(pair: tuple[acs.Comparison, list[acs.Scenario]]) -> str:
+    cmp, scenarios = pair
+    return render_html(cmp, scenarios=scenarios, reproduce="accelsim report a.yaml b.yaml")
+
+
+def test_question_recommendation_and_key_figures(
+    pair: tuple[acs.Comparison, list[acs.Scenario]], page: str
+) -> None:
+    cmp, _ = pair
+    text = _text(page)
+    assert "GPU or TPU for training a 70B-parameter model on 2T tokens?" in text
+    rec = cmp.recommendation
+    assert f"Recommendation: {rec.choice}" in text
+    for reason in rec.rationale:
+        assert reason in text
+    for name in cmp.options:
+        res = cmp[name]
+        assert f"Expected TCO {format_value('tco_usd', res.mean('tco_usd'))}" in text
+        median = format_value("time_to_train_days", res.quantile("time_to_train_days", 0.5))
+        assert f"Time to a trained model {median}" in text
+    share = float(
+        np.mean(cmp[cmp.options[0]].samples("tco_usd") < cmp[cmp.options[1]].samples("tco_usd"))
+    )
+    assert f"Cheapest option in {share:.0%} of runs" in text
+
+
+def test_sections_of_a_training_comparison(page: str) -> None:
+    for section in (
+        "recommendation",
+        "options",
+        "distributions",
+        "cost",
+        "time",
+        "drivers",
+        "assumptions",
+        "calibration",
+        "reproduce",
+        "metrics",
+    ):
+        assert f'<section id="{section}"' in page
+    assert 'id="serving"' not in page
+    assert page.count("<svg") == 4
+
+
+def test_where_the_time_goes_adds_up(pair: tuple[acs.Comparison, list[acs.Scenario]]) -> None:
+    from accelsim.report._figures import phase_samples
+
+    cmp, _ = pair
+    for name in cmp.options:
+        res = cmp[name]
+        total = sum(phase_samples(res).values())
+        np.testing.assert_allclose(total, res.samples("time_to_train_days"), rtol=1e-12)
+
+
+def test_assumptions_have_sources_dates_and_user_marks() -> None:
+    s = acs.load_scenario(EXAMPLES / "llama70b_h100_aws.yaml")
+    mine = s.model_copy(
+        update={"assumptions": acs.Assumptions(lead_time_days=acs.Uniform(low=3, high=9))}
+    )
+    page = render_html(acs.simulate(mine, runs=100, seed=2), scenarios=mine)
+    rows = re.findall(r"<tr( class=\"user\")?>\s*<th scope=\"row\">([^<]+)", page)
+    marked = {name for user, name in rows if user}
+    assert marked == {"assumptions.lead_time_days.on_demand"}
+    assert "uniform(low=3, high=9)" in page
+    prior = catalog.priors().by_name()["failure_rate_per_chip_hour"]
+    table = page[page.index('<section id="assumptions"') :]
+    row = table[table.index("assumptions.failure_rate_per_chip_hour") :].split("</tr>")[0]
+    for src in prior.sources:
+        assert f'href="{src.url}"' in row
+        assert f"({src.as_of.isoformat()})" in row
+
+
+def test_reproduce_facts(pair: tuple[acs.Comparison, list[acs.Scenario]], page: str) -> None:
+    _, scenarios = pair
+    text = _text(page)
+    assert "seed (root entropy) 11" in text
+    assert "runs 200 per option, paired" in text
+    assert f"accelsim version {acs.__version__}" in text
+    offers = [
+        catalog.price(p.chip, provider=p.provider, pricing=p.pricing)  # type: ignore[arg-type]
+        for s in scenarios
+        for p in s.fleet
+        if p.provider
+    ]
+    oldest = min(o.as_of for o in offers)
+    assert f"oldest price used {oldest.isoformat()}" in text
+    assert "reproduce with accelsim report a.yaml b.yaml" in text
+
+
+def test_calibration_status_is_current_with_the_pages() -> None:
+    assert calibration_status() == status_from_pages(ROOT / "docs"), (
+        "the calibration pages changed: python -m accelsim.report._calibration docs"
+    )
+
+
+def test_calibration_shown_is_the_training_claim(page: str) -> None:
+    t = calibration_status()["training"]
+    assert f"{t['claim_covered']} of {t['claim_counted']} published figures" in _text(page)
+
+
+def test_drivers_are_acs_sensitivity_spearman() -> None:
+    s = acs.load_scenario(EXAMPLES / "llama70b_h100_aws.yaml")
+    res = acs.simulate(s, runs=200, seed=5)
+    mine = rank_correlations(res, "tco_usd")
+    theirs = dict(acs.sensitivity(s, "tco_usd", runs=200, seed=5))
+    assert mine.keys() == theirs.keys()
+    for k, rho in theirs.items():
+        assert mine[k] == pytest.approx(rho, abs=1e-12)
+
+
+def test_drivers_left_out_when_asked_or_too_few_runs() -> None:
+    s = acs.load_scenario(EXAMPLES / "llama70b_h100_aws.yaml")
+    res = acs.simulate(s, runs=120, seed=1)
+    assert "Spearman rank correlation" in render_html(res, scenarios=s)
+    assert "sensitivity=False" in render_html(res, scenarios=s, sensitivity=False)
+    few = acs.simulate(s, runs=20, seed=1)
+    assert "20 runs are too few" in render_html(few, scenarios=s)
+
+
+def test_every_user_string_is_escaped(tmp_path: Path) -> None:
+    s = acs.load_scenario(EXAMPLES / "prototype_8b_h100.yaml")
+    hostile = s.model_copy(update={"name": HOSTILE, "description": "<b onmouseover=x>d</b>"})
+    other = s.model_copy(update={"name": "other"})
+    cmp = acs.compare([hostile, other], runs=100, seed=1)
+    page = render_html(cmp, scenarios=[hostile, other], title="<i>t</i>", reproduce="<u>r</u>")
+    assert "<script" not in page
+    for raw in ("<b onmouseover", "<i>t</i>", "<u>r</u>"):
+        assert raw not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    # The file name reaches the page through the CLI's reproduce line.
+    name = tmp_path / "<img src=x onerror=alert(1)>.yaml"
+    name.write_text((EXAMPLES / "prototype_8b_h100.yaml").read_text(encoding="utf-8"))
+    out = tmp_path / "cli.html"
+    assert main(["report", str(name), "-o", str(out), "--runs", "100", "--no-sensitivity"]) == 0
+    written = out.read_text(encoding="utf-8")
+    assert "<img src=x" not in written
+    assert "&lt;img src=x onerror=alert(1)&gt;.yaml" in written
+
+
+def test_cli_report_compares_several_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.html"
+    files = [str(EXAMPLES / "llama70b_h100_aws.yaml"), str(EXAMPLES / "llama70b_h100_jax.yaml")]
+    assert main(["report", *files, "-o", str(out), "--runs", "100", "--seed", "3"]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    text = _text(out.read_text(encoding="utf-8"))
+    assert "Recommendation:" in text
+    assert f"accelsim report {' '.join(files)} --runs 100 --seed 3" in text
+    assert "seed (root entropy) 3" in text
+
+
+def _synthetic(name: str, metrics: dict[str, float], runs: int = 200) -> acs.Result:
+    rng = np.random.default_rng(0)
+    data = {m: v * rng.lognormal(0.0, 0.1, runs) for m, v in metrics.items()}
+    data["tco_usd"] = sum(v for m, v in data.items() if m.endswith("_cost_usd"))
+    return acs.Result(name, data, seed_entropy=9)
+
+
+def test_serving_sections_follow_the_metrics() -> None:
+    res = _synthetic(
+        "serve",
+        {
+            "usd_per_million_output_tokens": 1.2,
+            "replicas_peak": 16.0,
+            "ttft_p99_ms": 900.0,
+            "slo_attainment": 0.99,
+            "hardware_cost_usd": 5e5,
+            "energy_cost_usd": 2e4,
+        },
+    )
+    page = render_html(res)
+    text = _text(page)
+    assert "Cost per 1M output tokens" in text
+    assert f"${res.mean('usd_per_million_output_tokens'):,.3g}" in text
+    assert '<section id="serving"' in page
+    assert '<section id="time"' not in page
+    s = calibration_status()["serving"]
+    assert f"{s['coverage_pct']:.1f}%" in text
+    assert "Recommendation" not in text
+
+
+def test_job_stream_sections_follow_the_metrics() -> None:
+    res = _synthetic(
+        "stream", {"mean_wait_hours": 8.0, "utilization": 0.7, "hardware_cost_usd": 4e6}
+    )
+    text = _text(render_html(res))
+    assert "how long do jobs wait?" in text
+    assert "Mean queue wait" in text
+    assert "queueing theory" in text
+
+
+def test_report_writes_the_file_and_checks_scenario_names(tmp_path: Path) -> None:
+    s = acs.load_scenario(EXAMPLES / "llama70b_h100_aws.yaml")
+    res = acs.simulate(s, runs=50, seed=1)
+    out = acs.report(res, tmp_path / "one.html", scenarios=s, sensitivity=False)
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    with pytest.raises(ValueError, match="match no option"):
+        render_html(res, scenarios={"nope": s})
+    text = _text(render_html(res))
+    assert "pass scenarios=" in text  # without scenarios the page says what it cannot tell
