@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,66 @@ def test_slo_capacity_feasible_and_bounded_by_saturation() -> None:
     lat = sv.latency_under_load(cost, cap.rate_rps[0], 222, 290, 1024)
     assert float(lat.ttft_tail_s) <= 2.0
     assert float(lat.tpot_tail_s) <= 0.2
+
+
+def _stretch_oracle(cost: sv.IterationCost, batch: int, kv: int, steps: int) -> float:
+    """The sum of the per-iteration formula over a decode stretch (exactly rounded: fsum)."""
+    each = sv.iteration_seconds(cost, batch, 0, kv + batch * np.arange(steps))
+    return math.fsum(np.atleast_1d(each).tolist())
+
+
+def _compute_bound(cost: sv.IterationCost, batch: int, kv: float) -> bool:
+    flops = (cost.flops_per_token * batch + cost.attention_flops_per_context_token * kv) * (
+        cost.seconds_per_flop
+    )
+    touched = 1.0 - (1.0 - cost.active_fraction) ** batch
+    memory = (cost.weight_bytes * touched + cost.kv_bytes_per_token * kv) * cost.seconds_per_byte
+    return bool(flops >= memory)
+
+
+@pytest.mark.parametrize("active", [70e9, 13e9])  # dense; MoE (constant touched share)
+def test_decode_stretch_is_the_sum_of_its_iterations(active: float) -> None:
+    """Closed form against the per-iteration sum, across the compute/memory crossover.
+
+    Tolerance 1e-12 relative: every iteration time and the closed form are sums of a few
+    positive products, each rounded to ~2**-53 relative, so they differ by a few 1e-16
+    (the oracle is summed exactly with fsum); 1e-12 is that bound with a wide margin.
+    """
+    cost = _cost(chips=4, eff=0.6, overhead=0.004, active=active)
+    rng = np.random.default_rng(11)
+    crossings = 0
+    for _ in range(400):
+        batch = int(rng.integers(1, 4096))
+        kv = int(rng.integers(0, 2_000_000))
+        steps = int(rng.integers(1, 1500))
+        expected = _stretch_oracle(cost, batch, kv, steps)
+        got = float(sv.decode_stretch_seconds(cost, batch, kv, steps))
+        assert got == pytest.approx(expected, rel=1e-12)
+        end = kv + batch * (steps - 1)
+        crossings += _compute_bound(cost, batch, kv) != _compute_bound(cost, batch, end)
+    assert crossings >= 5  # the crossover inside a stretch is exercised, not just one side
+
+
+def test_decode_stretch_crossing_inside_by_construction() -> None:
+    """Batch 512 from an empty cache: compute-bound first, memory-bound once KV has grown."""
+    cost = _cost(chips=4, eff=0.6, overhead=0.004)
+    batch, steps = 512, 2000
+    assert _compute_bound(cost, batch, 0)
+    assert not _compute_bound(cost, batch, batch * steps)
+    expected = _stretch_oracle(cost, batch, 0, steps)
+    assert float(sv.decode_stretch_seconds(cost, batch, 0, steps)) == pytest.approx(
+        expected, rel=1e-12
+    )
+
+
+def test_decode_stretch_broadcasts_and_scalar_version_is_bit_identical() -> None:
+    cost = _cost(chips=2, overhead=0.002, active=13e9)
+    batch, kv, steps = np.array([1, 8, 300]), np.array([0, 5000, 900_000]), np.array([0, 7, 450])
+    vector = sv.decode_stretch_seconds(cost, batch, kv, steps)
+    assert vector.shape == (3,)
+    assert vector[0] == 0.0  # an empty stretch takes no time
+    f = sv.scalar_decode_stretch_seconds(cost)
+    assert [f(int(b), int(k), int(s)) for b, k, s in zip(batch, kv, steps, strict=True)] == (
+        vector.tolist()
+    )
+    assert vector[1] == pytest.approx(_stretch_oracle(cost, 8, 5000, 7), rel=1e-12)

@@ -17,6 +17,7 @@ Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbp
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -386,6 +387,144 @@ def scalar_iteration_seconds(cost: IterationCost) -> Callable[[float, float, flo
     return seconds
 
 
+def _affine_sum(first: FloatArray, slope: FloatArray, lo: ArrayLike, hi: ArrayLike) -> FloatArray:
+    """``sum(first + slope·i for i in range(lo, hi))``, in closed form (``lo <= hi``)."""
+    low, high = _f(lo), _f(hi)
+    return _f((high - low) * first + slope * ((high * (high - 1.0) - low * (low - 1.0)) / 2.0))
+
+
+def decode_stretch_seconds(
+    cost: IterationCost, decode_batch: ArrayLike, kv_tokens: ArrayLike, iterations: ArrayLike
+) -> FloatArray:
+    """Time of ``iterations`` decode-only iterations of a fixed batch, in closed form.
+
+    Applies between two state changes of a replica (admission, completion, prefill): the
+    same ``decode_batch`` sequences decode one token each per iteration, so iteration ``i``
+    (from 0) holds ``kv_tokens + decode_batch·i`` cached tokens. Equals the sum of
+    :func:`iteration_seconds` over the stretch, at a cost independent of its length.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients (:func:`iteration_cost`).
+    decode_batch : array_like
+        Sequences decoded in every iteration of the stretch (>= 1). [count]
+    kv_tokens : array_like
+        Cached tokens the decoding sequences attend to in the first iteration. [tokens]
+    iterations : array_like
+        Iterations in the stretch (>= 0, whole). [count]
+
+    Returns
+    -------
+    FloatArray
+        Total time of the stretch. [s]
+
+    Notes
+    -----
+    With ``n = decode_batch`` fixed, iteration ``i``'s compute time ``c0 + c1·i`` and memory
+    time ``m0 + m1·i`` are affine in ``i`` (the MoE weight share ``1 − (1 − a)^n`` is
+    constant), and so is their gap, so the roofline ``max`` switches side at most once, at
+    ``i* = (m0 − c0) / (c1 − m1)``. The stretch is the sum of one affine term on each side
+    of ``i*`` plus ``iterations · (comm·n + overhead)``; each affine sum is
+    ``(hi − lo)·p0 + p1·(hi(hi − 1) − lo(lo − 1))/2``. Oracle: the sum of
+    :func:`iteration_seconds` over the stretch, equal to float rounding (a few units of
+    2**-53 relative: every term and the closed form are sums of positive products).
+
+    Examples
+    --------
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.001)
+    >>> each = sum(float(iteration_seconds(c, 8, 0, 800 + 8 * i)) for i in range(100))
+    >>> bool(abs(float(decode_stretch_seconds(c, 8, 800, 100)) / each - 1.0) < 1e-12)
+    True
+    """
+    batch, kv, steps = _f(decode_batch), _f(kv_tokens), _f(iterations)
+    compute0 = (cost.flops_per_token * batch + cost.attention_flops_per_context_token * kv) * (
+        cost.seconds_per_flop
+    )
+    compute1 = cost.attention_flops_per_context_token * batch * cost.seconds_per_flop
+    touched = 1.0 - np.power(1.0 - cost.active_fraction, batch)
+    memory0 = (cost.weight_bytes * touched + cost.kv_bytes_per_token * kv) * cost.seconds_per_byte
+    memory1 = cost.kv_bytes_per_token * batch * cost.seconds_per_byte
+    gap0, gap1 = compute0 - memory0, compute1 - memory1
+    compute_first = gap0 >= 0.0  # iteration 0 is compute-bound (ties go to compute, as there)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = -gap0 / gap1  # where the gap changes sign
+        # iterations before the switch: compute stays while gap >= 0, memory while gap < 0
+        switch = np.where(compute_first, np.floor(root) + 1.0, np.ceil(root))
+    stays = np.where(compute_first, gap1 >= 0.0, gap1 <= 0.0)
+    leading = np.where(stays, steps, np.clip(switch, 0.0, steps))
+    first0, first1 = (
+        np.where(compute_first, compute0, memory0),
+        np.where(compute_first, compute1, memory1),
+    )
+    then0, then1 = (
+        np.where(compute_first, memory0, compute0),
+        np.where(compute_first, memory1, compute1),
+    )
+    roofline = _affine_sum(first0, first1, 0.0, leading) + _affine_sum(then0, then1, leading, steps)
+    return _f(roofline + steps * (cost.comm_seconds_per_token * batch + cost.overhead_seconds))
+
+
+def scalar_decode_stretch_seconds(cost: IterationCost) -> Callable[[int, int, int], float]:
+    """:func:`decode_stretch_seconds` of one run as a plain-float function, for the DES.
+
+    The same closed form on Python floats (no numpy call per stretch).
+
+    Parameters
+    ----------
+    cost : IterationCost
+        Coefficients of one run (every field of shape ``()`` or size 1).
+
+    Returns
+    -------
+    callable
+        ``f(decode_batch, kv_tokens, iterations) -> seconds``, arguments as in
+        :func:`decode_stretch_seconds` ([count], [tokens], [count]), result [s].
+
+    Examples
+    --------
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.001)
+    >>> f = scalar_decode_stretch_seconds(c)
+    >>> bool(abs(f(8, 800, 100) / float(decode_stretch_seconds(c, 8, 800, 100)) - 1) < 1e-15)
+    True
+    """
+    flops_per_token = float(cost.flops_per_token)
+    attention = float(cost.attention_flops_per_context_token)
+    untouched = 1.0 - float(cost.active_fraction)
+    weight = float(cost.weight_bytes)
+    kv_bytes = float(cost.kv_bytes_per_token)
+    s_flop = float(cost.seconds_per_flop)
+    s_byte = float(cost.seconds_per_byte)
+    comm = float(cost.comm_seconds_per_token)
+    overhead = float(cost.overhead_seconds)
+
+    def seconds(decode: int, kv: int, iterations: int) -> float:
+        compute0 = (flops_per_token * decode + attention * kv) * s_flop
+        compute1 = attention * decode * s_flop
+        memory0 = (weight * (1.0 - untouched**decode) + kv_bytes * kv) * s_byte
+        memory1 = kv_bytes * decode * s_byte
+        gap0, gap1 = compute0 - memory0, compute1 - memory1
+        if gap0 >= 0.0:  # compute-bound first, until the gap turns negative
+            leading = iterations if gap1 >= 0.0 else math.floor(-gap0 / gap1) + 1
+            first0, first1, then0, then1 = compute0, compute1, memory0, memory1
+        else:  # memory-bound first, until the gap reaches 0
+            leading = iterations if gap1 <= 0.0 else math.ceil(-gap0 / gap1)
+            first0, first1, then0, then1 = memory0, memory1, compute0, compute1
+        leading = min(max(leading, 0), iterations)
+        before = leading * first0 + first1 * (leading * (leading - 1) / 2.0)
+        after = (iterations - leading) * then0 + then1 * (
+            (iterations * (iterations - 1) - leading * (leading - 1)) / 2.0
+        )
+        roofline = before + after
+        return roofline + iterations * (comm * decode + overhead)
+
+    return seconds
+
+
 def batch_limit(
     kv_capacity_tokens: ArrayLike,
     input_tokens: ArrayLike,
@@ -719,6 +858,7 @@ __all__ = [
     "LoadLatency",
     "SloCapacity",
     "batch_limit",
+    "decode_stretch_seconds",
     "iteration_cost",
     "iteration_seconds",
     "kv_bytes_per_token",
@@ -726,6 +866,7 @@ __all__ = [
     "kv_capacity_tokens",
     "latency_under_load",
     "offline_tokens_per_s",
+    "scalar_decode_stretch_seconds",
     "scalar_iteration_seconds",
     "slo_capacity_rps",
     "throughput_at_batch",
