@@ -3,10 +3,10 @@
 Every numeric assumption in a scenario is either a plain number or one of the frozen models
 below, tagged by ``dist`` (the YAML key): ``{dist: triangular, low: 0.3, mode: 0.4, high:
 0.5}``. Each type maps its parameters onto scipy (a frozen ``scipy.stats`` object or a
-closed form of ``scipy.special``), onto the beta quantile of :mod:`accelsim.dists._beta_quantile`
-(PERT and Beta: a per-shape table checked against scipy's ``betainc`` when built, accurate to
-``1e-9 min(q, 1 - q)`` in probability, else the exact inverse) or onto a few lines of numpy
-(Fixed, Triangular, Choice), and offers the same methods:
+closed form of ``scipy.special``), onto scipy's numerical inversion of the beta distribution
+(PERT and Beta: ``scipy.stats.sampling.FastGeneratorInversion``, built once per shape and
+process, u-error below 1e-10, with ``scipy.special.betaincinv`` in the far tails) or onto a
+few lines of numpy (Fixed, Triangular, Choice), and offers the same methods:
 
 - ``sample(rng, size)``: ``size`` draws by inverse transform, ``ppf(rng.random(size))``, so
   that swapping one distribution for another keeps draws coupled by rank (every type).
@@ -22,6 +22,7 @@ The method is ``expected_value`` rather than ``mean`` because :class:`Normal` an
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import abstractmethod
 from collections.abc import Mapping
@@ -44,8 +45,6 @@ from pydantic import (
 )
 
 from accelsim._typing import ArrayLike, FloatArray
-from accelsim.dists._beta_quantile import beta_quantile
-from accelsim.dists._lognormal_quantile import lognormal_quantile
 
 if TYPE_CHECKING:
     from scipy.stats._distn_infrastructure import rv_continuous_frozen
@@ -57,6 +56,10 @@ _SQRT2PI = math.sqrt(2.0 * math.pi)
 # Phi(-37.5) is about the smallest normal float64, so a truncation window farther than this
 # from the mean has no probability under the normal it truncates: surely a units mistake.
 _MAX_TAIL_SD = 37.0
+# Beyond these probabilities the beta quantile comes from the exact inverse: a u-error of
+# 1e-10 is no relative accuracy at p = 1e-20 (designs and tests reach such tails; sampling
+# from rng.random() rarely does, so the exact path costs nothing in a study).
+_BETA_TAIL = 1e-6
 
 
 def _schema_extra(schema: dict[str, Any]) -> None:
@@ -191,6 +194,42 @@ def _pin_sampled(d: _Dist, u: FloatArray, x: FloatArray) -> FloatArray:
     return x
 
 
+@functools.lru_cache(maxsize=256)
+def _beta_inversion(alpha: float, beta: float) -> Any:
+    """scipy's fast numerical inverse of Beta(alpha, beta), or None where it cannot build.
+
+    Built once per shape and process (~50 ms); a value then costs ~30 ns, against ~1-4 us
+    for ``betaincinv`` (benchmarks/bench_inputs.py). The u-error, ``|p - I_x(a, b)|``, is
+    below 1e-10.
+    """
+    from scipy.stats.sampling import FastGeneratorInversion
+
+    try:
+        with np.errstate(all="ignore"):
+            return FastGeneratorInversion(scipy.stats.beta(alpha, beta))
+    except Exception:
+        return None
+
+
+def _exact_beta_quantile(alpha: float, beta: float, p: FloatArray) -> FloatArray:
+    """``betaincinv``, repaired by bisection on ``log x`` where it misses ``p`` by more
+    than ``1e-9 p`` (scipy's inverse returns nan or a wrong tiny value at small ``p`` for
+    some shapes, e.g. ``alpha=1.03, beta=0.75, p=1e-20``, while ``betainc`` stays right)."""
+    x = np.asarray(scipy.special.betaincinv(alpha, beta, p), dtype=np.float64)
+    wrong = ~(np.abs(scipy.special.betainc(alpha, beta, x) - p) <= 1e-9 * p)  # nan too
+    wrong &= (p > 0.0) & (p < 1.0)
+    if wrong.any():
+        target = p[wrong]
+        lo = np.full(target.shape, math.log(float(np.finfo(np.float64).smallest_subnormal)))
+        hi = np.zeros(target.shape)
+        for _ in range(64):
+            mid = 0.5 * (lo + hi)
+            below = scipy.special.betainc(alpha, beta, np.exp(mid)) < target
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        x[wrong] = np.exp(0.5 * (lo + hi))
+    return x
+
+
 class _ScaledBeta(_Dist):
     """A beta distribution stretched onto ``support()``: shared by PERT and Beta."""
 
@@ -199,10 +238,18 @@ class _ScaledBeta(_Dist):
         """The beta shape parameters ``(alpha, beta)``."""
 
     def _quantile(self, p: FloatArray) -> FloatArray:
-        # The checked table of accelsim.dists._beta_quantile (about half the time of numpy's beta
-        # generator, benchmarks/bench_inputs.py; the exact inverse for shapes without a table).
+        # scipy's numerical inversion, cached per shape; the exact inverse in the far tails
         low, high = self.support()
-        return low + (high - low) * beta_quantile(*self._shape(), p)
+        inversion = _beta_inversion(*self._shape())
+        if inversion is None:
+            x = _exact_beta_quantile(*self._shape(), p)
+        else:
+            with np.errstate(all="ignore"):
+                x = np.asarray(inversion.ppf(p), dtype=np.float64).reshape(p.shape)
+            tail = (p < _BETA_TAIL) | (p > 1.0 - _BETA_TAIL)
+            if tail.any():
+                x[tail] = _exact_beta_quantile(*self._shape(), p[tail])
+        return low + (high - low) * x
 
 
 class Fixed(_Dist):
@@ -349,7 +396,7 @@ class PERT(_ScaledBeta):
     -----
     With ``w = high - low``, ``alpha = 1 + lamb * (mode - low) / w`` and ``beta = 1 + lamb *
     (high - mode) / w``, the quantile is ``low + w * Q(q)``, ``Q`` the beta quantile
-    (:func:`accelsim.dists._beta_quantile.beta_quantile`, held to scipy's ``betainc``).
+    (scipy's numerical inversion, held to ``betainc``).
     Oracle: mean ``m = (low + lamb * mode + high) / (lamb + 2)``, variance ``(m - low) *
     (high - m) / (lamb + 3)``.
 
@@ -591,10 +638,8 @@ class LogNormal(_ScipyDist):
         return scipy.stats.lognorm(s=sigma, scale=math.exp(mu))
 
     def _quantile(self, p: FloatArray) -> FloatArray:
-        # exp(mu) exp(sigma z): the checked table of accelsim.dists._lognormal_quantile (about half
-        # the time of ndtri then exp, benchmarks/bench_inputs.py; the exact path outside it)
         mu, sigma = self._log_params()
-        x = lognormal_quantile(sigma, p)
+        x = np.exp(sigma * scipy.special.ndtri(p))
         x *= math.exp(mu)
         return x
 
@@ -617,7 +662,7 @@ class Beta(_ScaledBeta):
     Notes
     -----
     The quantile is ``low + w * Q(q)``, ``Q`` the beta quantile
-    (:func:`accelsim.dists._beta_quantile.beta_quantile`, held to scipy's ``betainc``). Oracle: mean
+    (scipy's numerical inversion, held to ``betainc``). Oracle: mean
     ``low + w * alpha / (alpha + beta)``, variance ``w**2 * alpha * beta / ((alpha + beta)**2
     * (alpha + beta + 1))``, with ``w = high - low``.
 

@@ -18,6 +18,7 @@ restart -- counts once. There is no further downtime; a repair time can be folde
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 from typing import cast
 
 import numpy as np
@@ -29,6 +30,10 @@ from accelsim._typing import ArrayLike, FloatArray, IntArray
 # exp(-_LOG_FLOOR); the smallest normal float64 is about exp(-708)), one logarithm per column.
 _FACTORS_PER_LOG = 64
 _LOG_FLOOR = 600.0
+# Columns are drawn and multiplied in passes of about this many losses (64 KiB of float64):
+# the passes' arrays stay in the CPU cache and below glibc's initial mmap threshold, so a
+# study of many losses neither streams through memory nor maps fresh pages for temporaries.
+_LOSSES_PER_PASS = 1 << 13
 # A quotient W / tau within this relative distance of a positive integer counts as that
 # integer: float rounding of the division must not add a near-empty last segment (and a whole
 # checkpoint write). At most this share of the work is dropped.
@@ -590,9 +595,10 @@ def _sum_truncated_exponentials(
     ``u`` uniform, so a group's sum is ``-log(prod(1 - c u)) / rate``: one uniform per loss,
     and a logarithm per column of up to ``_FACTORS_PER_LOG`` factors instead of per loss.
     A group's losses are cut into full columns and one shorter remainder; all columns are
-    laid end to end, their uniforms drawn in one call and their products taken by
-    ``np.multiply.reduceat``. Each factor is at least ``exp(-rate L)`` and columns are
-    shortened so their product stays above ``exp(-_LOG_FLOOR)``, far from underflow.
+    laid end to end and taken in passes of about ``_LOSSES_PER_PASS`` losses: a pass draws
+    its uniforms in one call and takes its columns' products by ``np.multiply.reduceat``.
+    Each factor is at least ``exp(-rate L)`` and columns are shortened so their product
+    stays above ``exp(-_LOG_FLOOR)``, far from underflow.
     Rounding of ``1 - c u`` costs at most ~1e-16 / rate hours per loss, ~1e-16 of the run's
     time when failures are as frequent as the rate says. The layout only decides which
     uniform goes to which loss: the sums are exact in law whatever it is. Groups of more
@@ -620,11 +626,18 @@ def _sum_truncated_exponentials(
     short = np.flatnonzero(remainder)
     heights = np.concatenate([np.repeat(whole, full), remainder[short]])
     owners = np.concatenate([np.repeat(np.arange(groups.size), full), short])
-    factors = rng.random(int(group_counts.sum()))
-    factors *= np.repeat(minus_kept[owners], heights)
-    factors += 1.0
-    starts = np.cumsum(heights) - heights
-    column_logs = np.log(np.multiply.reduceat(factors, starts))
+    ends = np.cumsum(heights)
+    cuts = np.searchsorted(ends, np.arange(_LOSSES_PER_PASS, ends[-1], _LOSSES_PER_PASS))
+    column_logs = np.empty(heights.size)
+    for first, last in pairwise([0, *np.unique(cuts).tolist(), heights.size]):
+        if last == first:
+            continue
+        at = slice(first, last)
+        offset = ends[first] - heights[first]
+        factors = rng.random(int(ends[last - 1] - offset))
+        factors *= np.repeat(minus_kept[owners[at]], heights[at])
+        factors += 1.0
+        column_logs[at] = np.log(np.multiply.reduceat(factors, ends[at] - heights[at] - offset))
     log_sums = cast(FloatArray, np.bincount(owners, column_logs, minlength=groups.size))
     sums[groups] = -log_sums / rate
     return sums
