@@ -11,6 +11,7 @@ from accelsim.results._format import (
     render_table,
     unit_of,
 )
+from accelsim.results._html import sensitivity_html, sweep_html
 from accelsim.results._recommendation import Recommendation, recommend
 from accelsim.results._result import SUMMARY_STATS, Result
 
@@ -26,5 +27,7 @@ __all__ = [
     "format_value",
     "recommend",
     "render_table",
+    "sensitivity_html",
+    "sweep_html",
     "unit_of",
 ]

@@ -79,6 +79,12 @@ class Comparison:
         """Mean ±95% MC error [P5-P95] of each metric (rows) for each option (columns)."""
         return str(self.as_table(metrics))
 
+    def _repr_html_(self) -> str:
+        """:meth:`table` and the recommendation as HTML, for notebooks."""
+        from accelsim.results._html import comparison_html
+
+        return comparison_html(self)
+
     @property
     def recommendation(self) -> Recommendation:
         """The option to pick and why, from the numbers and the practical checks."""

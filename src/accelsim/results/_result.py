@@ -240,6 +240,12 @@ class Result:
         """
         return str(self.as_table(metrics))
 
+    def _repr_html_(self) -> str:
+        """:meth:`summary` as an HTML table, for notebooks."""
+        from accelsim.results._html import result_html
+
+        return result_html(self)
+
     def to_pandas(self) -> pd.DataFrame:
         """One row per run, one column per metric (needs pandas: ``pip install pandas``)."""
         try:

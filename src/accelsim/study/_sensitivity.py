@@ -235,6 +235,12 @@ class SobolResult:
         ]
         return render_table(["input", "S1", f"S1 {pct}", "ST", f"ST {pct}"], rows)
 
+    def _repr_html_(self) -> str:
+        """:meth:`table` as HTML, for notebooks."""
+        from accelsim.results import sensitivity_html
+
+        return sensitivity_html(self)
+
 
 @dataclass(frozen=True, eq=False)
 class MorrisResult:
@@ -265,6 +271,12 @@ class MorrisResult:
         ]
         return render_table(["input", "mu*", "95%", "mu", "sigma"], rows)
 
+    def _repr_html_(self) -> str:
+        """:meth:`table` as HTML, for notebooks."""
+        from accelsim.results import sensitivity_html
+
+        return sensitivity_html(self)
+
 
 @dataclass(frozen=True, eq=False)
 class TornadoResult:
@@ -294,6 +306,12 @@ class TornadoResult:
             ["input", "at P10", "at P90", "swing"], rows
         )
 
+    def _repr_html_(self) -> str:
+        """:meth:`table` as HTML, for notebooks."""
+        from accelsim.results import sensitivity_html
+
+        return sensitivity_html(self)
+
 
 class SpearmanResult(tuple[tuple[str, float], ...]):
     """``(input name, rho)`` pairs sorted by ``|rho|``, largest first."""
@@ -303,6 +321,12 @@ class SpearmanResult(tuple[tuple[str, float], ...]):
     def table(self) -> str:
         """The pairs as a table."""
         return render_table(["input", "spearman rho"], [[n, f"{r:+.2f}"] for n, r in self])
+
+    def _repr_html_(self) -> str:
+        """:meth:`table` as HTML, for notebooks."""
+        from accelsim.results import sensitivity_html
+
+        return sensitivity_html(self)
 
 
 def sobol_indices(

@@ -102,6 +102,12 @@ class SweepResult:
             for m in self.metrics
         ]
 
+    def _repr_html_(self) -> str:
+        """The tidy summary as an HTML table (mean ± 95 % MC error), for notebooks."""
+        from accelsim.results import sweep_html
+
+        return sweep_html(self)
+
     def to_pandas(self) -> pd.DataFrame:
         """The tidy summary (:attr:`rows`) as a DataFrame: one row per point and metric.
 
