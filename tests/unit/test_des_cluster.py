@@ -16,7 +16,7 @@ import simpy
 
 from accelsim.engines.des import JobSpec, PoolSpec, run
 from accelsim.engines.des._attempts import attempt_hours, progress, segments
-from accelsim.engines.des._cluster import Cluster, Wakeup
+from accelsim.engines.des._cluster import Cluster, wakeup
 from accelsim.engines.des._processes import Arrivals
 from accelsim.engines.des._records import EventRecord, Recorder
 from accelsim.engines.des._schedulers import resolve_scheduler
@@ -46,7 +46,7 @@ def _cluster(
 
 
 def _at(env: simpy.Environment, hours: float, action: Callable[[], object]) -> None:
-    Wakeup(env, hours - env.now, lambda _: action(), None)
+    wakeup(env, hours - env.now, lambda _: action(), None)
 
 
 def _log(events: Sequence[EventRecord] | None) -> list[tuple[float, str, int, int, int, int]]:

@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any, overload
 
 import simpy
-from simpy.events import NORMAL, Event
+from simpy.events import Event
 
 from accelsim.engines.des._attempts import attempt_hours, progress, segments
 from accelsim.engines.des._records import Cause, EventKind, EventRecord, JobRecord, Recorder
@@ -47,19 +47,14 @@ from accelsim.engines.des._schedulers import (
 from accelsim.engines.des._specs import JobSpec, PoolSpec, check_job
 
 
-class Wakeup(Event):
+def wakeup(env: simpy.Environment, delay: float, callback: Any, value: Any) -> Event:
     """An event that fires ``delay`` hours from now and calls ``callback(event)``.
 
-    SimPy's ``Timeout`` without its argument checks, built the way SimPy builds its own
-    ``until`` event; ``value`` carries the callback's data.
+    A SimPy ``Timeout`` (public API only) whose ``value`` carries the callback's data.
     """
-
-    def __init__(self, env: simpy.Environment, delay: float, callback: Any, value: Any) -> None:
-        self.env = env
-        self.callbacks = [callback]
-        self._value = value
-        self._ok = True
-        env.schedule(self, NORMAL, delay)
+    event = env.timeout(delay, value)
+    event.callbacks.append(callback)  # type: ignore[union-attr]
+    return event
 
 
 class _ReadOnly(Sequence[Waiting]):
@@ -315,12 +310,12 @@ class Cluster:
                 wait = now - spec.submit_hours
                 rec.wait_hours.append(wait if wait > 0.0 else 0.0)  # float noise at 0
         rec.pools[p].busy.set(now, self.up[p] - self.free[p])
-        job.attempt = Wakeup(self.env, duration, self._finish_callback, job)
+        job.attempt = wakeup(self.env, duration, self._finish_callback, job)
         if self._log is not None:
             self._event("start", p, spec.job_id)
 
     def _on_finish(self, event: Event) -> None:
-        job: _Job = event._value
+        job: _Job = event.value
         if job.attempt is not event:
             return  # the attempt was interrupted before it could finish
         self._finish(job)
@@ -518,4 +513,4 @@ class Cluster:
         )
 
 
-__all__ = ["Cluster", "Wakeup"]
+__all__ = ["Cluster", "wakeup"]

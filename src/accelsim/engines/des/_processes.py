@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 from simpy.events import Event
 
-from accelsim.engines.des._cluster import Cluster, Wakeup
+from accelsim.engines.des._cluster import Cluster, wakeup
 from accelsim.engines.des._records import Cause
 from accelsim.engines.des._specs import JobSpec, Sampler, check_job
 
@@ -57,10 +57,10 @@ class Arrivals:
             )
         self._last = spec.submit_hours
         env = self._cluster.env
-        Wakeup(env, spec.submit_hours - env.now, self._callback, spec)
+        wakeup(env, spec.submit_hours - env.now, self._callback, spec)
 
     def _on_arrival(self, event: Event) -> None:
-        spec: JobSpec = event._value
+        spec: JobSpec = event.value
         cluster = self._cluster
         cluster.submit(spec)
         nxt = next(self._jobs, None)
@@ -118,7 +118,7 @@ class Strikes:
 
     def start(self, delay_hours: float) -> None:
         """Begin striking ``delay_hours`` from now (when the pool is delivered)."""
-        Wakeup(self._cluster.env, delay_hours + self._gap(), self._strike_callback, None)
+        wakeup(self._cluster.env, delay_hours + self._gap(), self._strike_callback, None)
 
     def _gap(self) -> float:
         if not self._gaps:
@@ -131,8 +131,8 @@ class Strikes:
         stays_down = self._down_hours is not None
         struck = self._cluster.chip_down(self._pool, position, self._cause, stays_down)
         if struck and stays_down:
-            Wakeup(self._cluster.env, self._down(), self._back_callback, None)
-        Wakeup(self._cluster.env, self._gap(), self._strike_callback, None)
+            wakeup(self._cluster.env, self._down(), self._back_callback, None)
+        wakeup(self._cluster.env, self._gap(), self._strike_callback, None)
 
     def _down(self) -> float:
         if not self._downs:
@@ -162,7 +162,7 @@ class Delivery:
         if delay_hours == 0.0:
             self._cluster.deliver(self._pool)
         else:
-            Wakeup(self._cluster.env, delay_hours, self._on_delivery, None)
+            wakeup(self._cluster.env, delay_hours, self._on_delivery, None)
 
     def _on_delivery(self, event: Event) -> None:
         self._cluster.deliver(self._pool)
