@@ -26,7 +26,7 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
 from types import MappingProxyType
-from typing import Any, overload
+from typing import Any, cast, overload
 
 import simpy
 from simpy.events import Event
@@ -315,7 +315,7 @@ class Cluster:
             self._event("start", p, spec.job_id)
 
     def _on_finish(self, event: Event) -> None:
-        job: _Job = event.value
+        job = cast(_Job, event.value)
         if job.attempt is not event:
             return  # the attempt was interrupted before it could finish
         self._finish(job)

@@ -15,6 +15,7 @@ resampling a clock whenever the number of up chips changes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import cast
 
 import numpy as np
 from simpy.events import Event
@@ -60,7 +61,7 @@ class Arrivals:
         wakeup(env, spec.submit_hours - env.now, self._callback, spec)
 
     def _on_arrival(self, event: Event) -> None:
-        spec: JobSpec = event.value
+        spec = cast(JobSpec, event.value)
         cluster = self._cluster
         cluster.submit(spec)
         nxt = next(self._jobs, None)
