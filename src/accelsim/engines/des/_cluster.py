@@ -53,7 +53,7 @@ def wakeup(env: simpy.Environment, delay: float, callback: Any, value: Any) -> E
     A SimPy ``Timeout`` (public API only) whose ``value`` carries the callback's data.
     """
     event = env.timeout(delay, value)
-    event.callbacks.append(callback)  # type: ignore[union-attr]
+    event.callbacks.append(callback)
     return event
 
 
