@@ -243,7 +243,8 @@ def run_mfu(
     the MFU the team reaches at the reference scale of the published runs behind the
     ceiling; :func:`accelsim.models.perf.carry_mfu` (validated against MLPerf scaling
     series) carries it to the run's chip count. A smaller run keeps the reference MFU
-    (running smaller does not lift a code above its ceiling). The run keeps the
+    (running smaller does not lift a code above its ceiling), and so does a draw the model
+    cannot carry (``carry_mfu`` is ``nan``: the reference is out of its reach). The run keeps the
     model-parallel group its training state needs (ZeRO-3 over the fewest chips that hold
     it, every expert included), at its own global batch. For a mixture of experts the
     per-step traffic is modelled on the active parameters; the MoE ceiling carries its
@@ -279,7 +280,10 @@ def run_mfu(
         model_parallel_chips_ref=np.minimum(model_parallel, chips_ref),
         overlap=cat.scaling.overlap,
     )
-    return np.asarray(carried, dtype=float)
+    # carry_mfu is nan where the draw is inconsistent with the communication model (no local
+    # MFU in (0, 1] reaches mfu_ref at the reference scale; ~0.2 % of LLaMA-65B's draws):
+    # the model cannot carry such a run across scale, so it keeps its reference MFU.
+    return np.asarray(np.where(np.isnan(carried), mfu_ref, carried), dtype=float)
 
 
 def training_flops(work: TrainingRun, runs: int) -> FloatArray:
