@@ -1,7 +1,11 @@
 """Unit tests of the serving DES (engines/des/_serving.py) and its scalar iteration formula.
 
 Tiny scenarios with hand-computed answers: every iteration's length comes from
-:func:`iteration_seconds`, so the expected latencies are sums of calls to it.
+:func:`iteration_seconds`, so the expected latencies are sums of calls to it. The DES sums a
+decode-only stretch in closed form (:func:`decode_stretch_seconds`, ~1e-15 relative to the
+per-iteration sum) and keeps times in hours from 0, so a latency of ``x`` seconds read at
+``t`` hours carries ~``2**-53 · t · 3600`` s of rounding (4e-13 s at 1 h): the tolerance
+``rel=1e-9`` bounds both for latencies of 1 ms or more, not bit-identity.
 """
 
 from __future__ import annotations

@@ -3,11 +3,14 @@
 One SimPy process per replica runs continuous batching at iteration granularity: one
 ``timeout`` per batch iteration (never per token; a decode-only stretch of ``_MIN_RUN`` or
 more iterations up to the next completion is one timeout, cut short at the next iteration
-boundary when an admissible request arrives, with the same per-iteration times), of length
-:func:`accelsim.models.serving.iteration_seconds` of the iteration's batch (evaluated by
+boundary when an admissible request arrives). An iteration lasts
+:func:`accelsim.models.serving.iteration_seconds` of its batch (evaluated by
 :func:`~accelsim.models.serving.scalar_iteration_seconds`, the same formula on floats, bit
-for bit). One router process drives, in time order, the fleet plan (one decision at the
-start of every hour), cold-started replicas coming up, and the pre-drawn arrivals. No RNG
+for bit); a decode stretch lasts the closed-form sum of those iterations
+(:func:`~accelsim.models.serving.scalar_decode_stretch_seconds`), equal to the iteration
+by iteration sum to float rounding (~1e-15 relative), not bit for bit. One router process
+drives, in time order, the fleet plan (one decision at the start of every hour),
+cold-started replicas coming up, and the pre-drawn arrivals. No RNG
 inside: the caller draws the requests.
 
 Rules (the contract the fast path and the tests rely on)
@@ -72,7 +75,11 @@ import numpy as np
 import simpy
 
 from accelsim._typing import BoolArray, FloatArray, IntArray
-from accelsim.models.serving import IterationCost, scalar_iteration_seconds
+from accelsim.models.serving import (
+    IterationCost,
+    scalar_decode_stretch_seconds,
+    scalar_iteration_seconds,
+)
 
 _SECONDS_PER_HOUR = 3600.0
 _STARTING, _SERVING, _DRAINING, _STOPPED = range(4)
@@ -200,7 +207,6 @@ class _Replica:
 
     __slots__ = (
         "admitted",
-        "bounds",
         "busy_hours",
         "chunk",
         "counter",
@@ -223,11 +229,15 @@ class _Replica:
         "queue",
         "req",
         "reserved",
+        "run_batch",
+        "run_kv",
         "run_start",
+        "run_steps",
         "seconds",
         "start_hours",
         "state",
         "stop_hours",
+        "stretch",
         "wake",
     )
 
@@ -237,6 +247,7 @@ class _Replica:
         index: int,
         model: ReplicaModel,
         seconds: Callable[[float, float, float, float], float],
+        stretch: Callable[[int, int, int], float],
         req: _Requests,
         counter: _Counter,
         horizon_hours: float,
@@ -248,6 +259,7 @@ class _Replica:
             counter,
             seconds,
         )
+        self.stretch = stretch
         self.kv_capacity = float(model.kv_capacity_tokens)
         self.max_batch = int(model.max_batch)
         self.chunk = int(model.prefill_chunk_tokens)
@@ -268,8 +280,8 @@ class _Replica:
         self.horizon_hours = horizon_hours
         self.process: simpy.Process | None = None
         self.in_run = False  # in a decode run that an admissible arrival interrupts
-        self.bounds: list[float] = []  # end times of the run's iterations [h]
-        self.run_start = 0.0
+        # the decode run in progress: start [h], batch, KV tokens, iterations (0: none)
+        self.run_start, self.run_batch, self.run_kv, self.run_steps = 0.0, 0, 0, 0
 
     def serve(self) -> Generator[simpy.Event, Any, None]:
         """The replica's process: iterate while there is work, sleep when idle, stop when
@@ -313,42 +325,44 @@ class _Replica:
 
         Nothing changes the batch before that completion unless a request arrives that
         could be admitted: :meth:`_Fleet.dispatch` then interrupts the run, which ends at
-        the next iteration boundary (an arrival exactly at a boundary joins there). Each
-        iteration's length is still :func:`iteration_seconds` of its own batch and KV, and
-        its end time the same sum a timeout per iteration would reach.
+        the next iteration boundary (an arrival exactly at a boundary joins there). The
+        run's boundaries come from the closed form of the stretch
+        (:func:`~accelsim.models.serving.decode_stretch_seconds`), equal to the sum of the
+        per-iteration times to float rounding, so a run costs the same whatever its length.
         """
-        env, seconds = self.env, self.seconds
+        env, counter = self.env, self.counter
         now = env.now
-        decode, kv = self.decode_batch, self.kv_tokens
-        bounds: list[float] = []
-        t = now
-        counter = self.counter
-        steps = min(self.decoding[0][0] - self.decode_steps, counter.max_events - counter.events)
-        for _ in range(max(steps, 1)):
-            step = seconds(decode, 0, kv, 0.0)
-            if not step > 0.0:
-                raise _bad_iteration(step, decode, 0)
-            kv += decode
-            t += step / _SECONDS_PER_HOUR
-            bounds.append(t)
-            if t >= self.horizon_hours:
-                break  # the rest of the run is past the horizon
-        counter.events += len(bounds) - 1
-        self._tick()
-        self.bounds = bounds
-        self.run_start = now
+        steps = self.decoding[0][0] - self.decode_steps
+        self.run_start, self.run_batch, self.run_kv = now, self.decode_batch, self.kv_tokens
+        self.run_steps = steps
+        end = self._run_end(steps)
+        # every iteration counts as an event, up to the one the horizon cuts
+        counter.events += steps if end < self.horizon_hours else self._boundary(self.horizon_hours)
+        if counter.events > counter.max_events:
+            raise counter.over()
         self.in_run = True
         try:
-            yield env.timeout(t - now)
-            done = len(bounds)
+            yield env.timeout(end - now)
+            done = steps
         except simpy.Interrupt:
             # a request may join at the next boundary (still an iteration of this run)
-            done = bisect.bisect_left(bounds, env.now) + 1
+            done = self._boundary(env.now)
+            end = self._run_end(done)
             self._tick()
-            yield env.timeout(bounds[done - 1] - env.now)
+            yield env.timeout(end - env.now)
         self.in_run = False
-        self.bounds = []
-        self._apply_decode(done, bounds[done - 1] - now)
+        self.run_steps = 0
+        self._apply_decode(done, end - now)
+
+    def _run_end(self, steps: int) -> float:
+        """End of the run's first ``steps`` iterations. [h]"""
+        seconds = self.stretch(self.run_batch, self.run_kv, steps)
+        return self.run_start + seconds / _SECONDS_PER_HOUR
+
+    def _boundary(self, hours: float) -> int:
+        """The run's first iteration (from 1) that ends at or after ``hours``: O(log k)."""
+        ends = range(1, self.run_steps + 1)
+        return bisect.bisect_left(ends, hours, key=self._run_end) + 1
 
     def _apply_decode(self, steps: int, hours: float) -> None:
         """Account ``steps`` decode-only iterations lasting ``hours``; complete sequences."""
@@ -464,9 +478,10 @@ class _Replica:
     def close(self, horizon_hours: float) -> None:
         """At the horizon: the cut run or iteration; tokens of the sequences decoding."""
         req = self.req
-        if self.bounds:  # a decode run the horizon cut: count the iterations before it
-            done = bisect.bisect_left(self.bounds, horizon_hours)
-            ended = self.bounds[done - 1] if done else self.run_start
+        if self.run_steps:  # a decode run the horizon cut: count the iterations before it
+            # (its last iteration, whose end the run's timeout awaits, is never one of them)
+            done = min(self._boundary(horizon_hours) - 1, self.run_steps - 1)
+            ended = self._run_end(done) if done else self.run_start
             self._apply_decode(done, ended - self.run_start)  # completes nothing: the
             self.counter.iterations += 1  # run's completion is at its last bound
             self.iteration_start = ended
@@ -495,6 +510,7 @@ class _Fleet:
         self.horizon_hours = horizon_hours
         self.env, self.model, self.req, self.counter = env, model, req, counter
         self.seconds = scalar_iteration_seconds(model.cost)
+        self.stretch = scalar_decode_stretch_seconds(model.cost)
         self.least_loaded = router == "least_loaded"
         self.cold_start_hours = cold_start_hours
         self.replicas: list[_Replica] = []  # every replica ever provisioned, by index
@@ -544,6 +560,7 @@ class _Fleet:
                 len(self.replicas),
                 self.model,
                 self.seconds,
+                self.stretch,
                 self.req,
                 self.counter,
                 self.horizon_hours,
