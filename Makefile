@@ -5,14 +5,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup demo test lint typecheck bench docs clean
+.PHONY: help setup demo test test-slow lint typecheck bench docs clean
 
 help:
 	@echo "make demo   set up, then run the built-in GPU-vs-TPU comparison"
-	@echo "make test   set up, then run the whole test suite"
+	@echo "make test   set up, then run the test suite but the slow tests (~5 min on 2 cores)"
+	@echo "make test-slow   the tests marked slow (process pools, Dask clusters, browsers); CI runs both"
 	@echo "make lint   ruff and mypy on src/"
 	@echo "make bench  benchmarks (ratios against references measured in the same run)"
 	@echo "make docs   the documentation site in docs/_build/html (warnings are errors)"
+	@echo "make cli-docs  regenerate docs/cli.md from the accelsim commands"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +29,14 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/accelsim demo
 
+# `make test` leaves out @pytest.mark.slow (spawned process pools, Dask clusters, a browser:
+# tens of seconds each, testing executors rather than numbers); `make test-slow` runs only
+# them, and CI (.ci/run) runs both.
 test: $(STAMP)
-	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -p no:cacheprovider
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
+
+test-slow: $(STAMP)
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -p no:cacheprovider -m slow
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -47,8 +55,17 @@ $(DOCS_STAMP): pyproject.toml $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[docs]"
 	touch $(DOCS_STAMP)
 
+# The gallery (docs/gallery.md) links to the report of every example, written by the code
+# being documented after Sphinx has built the site.
 docs: $(DOCS_STAMP)
 	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
+	$(BIN)/python docs/gallery.py docs/_build/html/gallery
+
+# docs/cli.md is generated from the typer commands; tests/unit/test_report_docs.py fails
+# when it is out of date.
+cli-docs: $(STAMP)
+	$(BIN)/python -m typer accelsim.cli utils docs --name accelsim \
+		--title "Command-line reference" --output docs/cli.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build dist docs/_build

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 import accelsim as acs
 from accelsim.engines._inputs import BLOCK_RUNS
@@ -91,6 +92,7 @@ class _FaultyClient:
         return _FaultyExecutor(self.client.get_executor(**kwargs), self.marker)
 
 
+@pytest.mark.slow
 def test_a_killed_workers_chunk_is_retried_and_counted_once(tmp_path: Path) -> None:
     """A 6-chunk study with a Parquet store on a 2-worker, 2-process Dask LocalCluster, where
     the worker running chunk 2 for the first time is SIGKILLed.

@@ -237,6 +237,7 @@ def test_bad_executor_and_progress_are_rejected() -> None:
         acs.simulate(scenario(), runs=100, seed=1, progress="yes")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_is_bit_identical_to_in_process() -> None:
     """A 2-worker, 2-process Dask LocalCluster (through client.get_executor()) gives the
     in-process result exactly, for a training study and a DES job-stream study."""

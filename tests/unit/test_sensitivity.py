@@ -250,6 +250,7 @@ def _assert_same_sobol(a: sa.SobolResult, b: sa.SobolResult) -> None:
         np.testing.assert_array_equal(x, y)
 
 
+@pytest.mark.slow
 def test_sensitivity_is_bit_identical_on_processes_and_dask() -> None:
     """Sobol (base sample 64), tornado, Morris and Spearman in-process, on the spawn process
     pool (sobol) and on a 2-worker, 2-process Dask LocalCluster give identical results: the
