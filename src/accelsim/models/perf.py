@@ -10,7 +10,6 @@ network. Its one calibrated parameter, ``overlap``, is an argument; its sourced 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
