@@ -286,23 +286,23 @@ class _Replica:
     def serve(self) -> Generator[simpy.Event, Any, None]:
         """The replica's process: iterate while there is work, sleep when idle, stop when
         drained."""
-        env, counter = self.env, self.counter
+        # the hot loop: the containers never change identity, so bind them once
+        env, counter, timeout = self.env, self.counter, self.env.timeout
+        queue, prefilling, heap = self.queue, self.prefilling, self.decoding
         while True:
-            if self.queue and self.state == _SERVING:
+            if queue and self.state == _SERVING:
                 self._admit()
-            if self.prefilling or (
-                self.decode_batch and self.decoding[0][0] - self.decode_steps < _MIN_RUN
-            ):  # one iteration, one timeout (the hot path: inline)
-                counter.events += 1
-                counter.iterations += 1
+            if prefilling or (self.decode_batch and heap[0][0] - self.decode_steps < _MIN_RUN):
+                counter.events += 1  # one iteration, one timeout
                 if counter.events > counter.max_events:
                     raise counter.over()
+                counter.iterations += 1
                 self.iteration_start = env.now
                 hours = self._begin() / _SECONDS_PER_HOUR
-                yield env.timeout(hours)
+                yield timeout(hours)
                 self.iteration_start = -1.0
                 self.busy_hours += hours
-                self._end()
+                self._end(env.now)
             elif self.decode_batch:
                 yield from self._decode_run()
             elif self.state == _DRAINING:
@@ -418,13 +418,14 @@ class _Replica:
             budget = self.chunk
             while prefilling and budget:
                 entry = prefilling[0]
-                done = entry[1]
-                take = min(inputs[entry[0]] - done, budget)
+                request, done = entry
+                left = inputs[request] - done
+                take = left if left < budget else budget
                 pairs += take * (done + take / 2.0)
                 prefill += take
                 budget -= take
-                if done + take == inputs[entry[0]]:
-                    finishing.append(entry[0])
+                if take == left:
+                    finishing.append(request)
                     prefilling.popleft()
                 else:
                     entry[1] = done + take
@@ -437,31 +438,32 @@ class _Replica:
             raise _bad_iteration(seconds, decode, prefill)
         return seconds
 
-    def _end(self) -> None:
+    def _end(self, now: float) -> None:
         """Emit the iteration's tokens: complete finished sequences, start decoding new ones."""
-        now, req = self.env.now, self.req
-        decode = self.iteration_decode
+        req = self.req
+        decode, finishing = self.iteration_decode, self.finishing
+        self.counter.tokens += decode + len(finishing)
         heap = self.decoding
         if decode:
-            self.decode_steps += 1
-            step = self.decode_steps
+            self.decode_steps = step = self.decode_steps + 1
             self.kv_tokens += decode
-            self.counter.tokens += decode
             while heap and heap[0][0] == step:
                 request = heapq.heappop(heap)[1]
                 self.kv_tokens -= req.contexts[request]
                 self.decode_batch -= 1
                 self._complete(request, now)
-        for request in self.finishing:
-            req.first_hours[request] = now
+        if not finishing:
+            return
+        step, outputs, first_hours = self.decode_steps, req.outputs, req.first_hours
+        for request in finishing:
+            first_hours[request] = now
             req.first_token[request] = True
-            self.counter.tokens += 1
-            output = req.outputs[request]
+            output = outputs[request]
             if output == 1:
                 self._complete(request, now)
             else:
-                req.joined_step[request] = self.decode_steps
-                heapq.heappush(heap, (self.decode_steps + output - 1, request))
+                req.joined_step[request] = step
+                heapq.heappush(heap, (step + output - 1, request))
                 self.decode_batch += 1
                 self.kv_tokens += req.inputs[request] + 1
         self.finishing = []
