@@ -243,7 +243,7 @@ def _serving_phrase(scenarios: Mapping[str, Scenario]) -> str:
     if isinstance(rate, int | float):
         return f"serving {model} at {rate:,.4g} req/s"
     if isinstance(rate, EVERY_DIST_TYPE):
-        return f"serving {model} at ~{rate.expected_value():,.4g} req/s"
+        return f"serving {model} at ~{rate.expected_value():,.3g} req/s"
     return f"serving {model}"
 
 
@@ -264,12 +264,14 @@ def question(results: Mapping[str, Result], scenarios: Mapping[str, Scenario], k
             return f"{_alternatives(results, scenarios)} for {what}: what does each cost?"
         return f"What does {what} on {fleet} cost?"
     if kind == JOB_STREAM:
+        kinds = {getattr(s.workload, "kind", "") for s in scenarios.values()}
+        jobs = "this trace of jobs" if kinds == {"trace"} else "this stream of jobs"
         if several:
             return (
-                f"{_alternatives(results, scenarios)} for this stream of jobs: what does each "
+                f"{_alternatives(results, scenarios)} for {jobs}: what does each "
                 "cost, and how long do jobs wait?"
             )
-        return f"What does running this stream of jobs on {fleet} cost, and how long do jobs wait?"
+        return f"What does running {jobs} on {fleet} cost, and how long do jobs wait?"
     return "What do these options cost?" if several else f"What does {first_name} cost?"
 
 
