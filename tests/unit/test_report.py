@@ -222,6 +222,22 @@ def test_serving_sections_follow_the_metrics() -> None:
     assert "Recommendation" not in text
 
 
+def test_serving_comparison_of_the_examples() -> None:
+    a = acs.load_scenario(EXAMPLES / "serve_llama70b_h100.yaml")
+    b = acs.load_scenario(EXAMPLES / "serve_llama70b_tpu_v6e.yaml")
+    cmp = acs.compare([a, b], runs=120, seed=4)
+    page = render_html(cmp, scenarios=[a, b])
+    text = _text(page)
+    assert "for serving llama-3.1-70b at ~" in text
+    for name in cmp.options:
+        cost = cmp[name].mean("usd_per_million_output_tokens")
+        assert f"Cost per 1M output tokens ${cost:,.3g}" in text
+    assert '<section id="serving"' in page
+    assert '<section id="time"' not in page
+    assert f"Recommendation: {cmp.recommendation.choice}" in text
+    assert "workload.rate_rps" in text  # the request rate is an input, with its spread
+
+
 def test_job_stream_sections_follow_the_metrics() -> None:
     res = _synthetic(
         "stream", {"mean_wait_hours": 8.0, "utilization": 0.7, "hardware_cost_usd": 4e6}

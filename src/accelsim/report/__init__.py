@@ -112,9 +112,9 @@ def render_html(
         if all("tco_usd" in r.metrics for r in options.values()):
             svgs["breakdown"] = figures.to_svg(figures.tco_breakdown(options), "breakdown")
         if kind == content.TRAINING:
-            height = 1.6 + 0.55 * len(options)
+            height = 1.4 + 0.5 * len(options)
             svgs["timeline"] = figures.to_svg(
-                figures.timeline(options), "timeline", size=(7.5, height)
+                figures.timeline(options), "timeline", size=(10.0, height)
             )
     else:
         notes.append("Figures need matplotlib: pip install 'accelsim[plot]'.")
