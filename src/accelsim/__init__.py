@@ -28,6 +28,7 @@ from accelsim.results import Comparison, Recommendation, Result
 from accelsim.scenario import (
     SLO,
     Assumptions,
+    Goals,
     JobStream,
     Pool,
     Scenario,
@@ -62,6 +63,7 @@ __all__ = [
     "Comparison",
     "Exponential",
     "Fixed",
+    "Goals",
     "JobStream",
     "LogNormal",
     "MorrisResult",

@@ -497,6 +497,14 @@ class Assumptions(_Model):
     """Power usage effectiveness of the data centre [ratio >= 1]."""
     delay_usd_per_day: Uncertain | None = None
     """Cost of a day's delay of the trained model [USD/d]."""
+    wait_usd_per_job_hour: Uncertain | None = None
+    """The price of a job-hour spent queueing [USD/(job·h)]: a user valuation (researchers'
+    time, a product waiting for its jobs), not a catalog prior, so unset means 0 and waiting
+    is free. Job streams and traces price the window's queue wait in job-hours (jobs still
+    waiting at the horizon count until the horizon); a training run sharing a fleet prices
+    its own queue wait. The line is ``wait_cost_usd``, included in ``tco_usd``. A training
+    run's queue wait also lengthens its time to train, which ``delay_usd_per_day`` prices:
+    set one or the other for the same loss, not both."""
     badput_fraction: Uncertain | None = None
     """Share of training time lost to causes other than hardware failures [fraction]."""
     architecture_changes: Uncertain | None = None
@@ -530,6 +538,7 @@ class Assumptions(_Model):
             "engineer_usd_per_hour",
             "electricity_usd_per_kwh",
             "delay_usd_per_day",
+            "wait_usd_per_job_hour",
             "architecture_changes",
             "emission_kg_per_kwh",
         )
@@ -713,6 +722,60 @@ class Scenario(_Model):
         return Scenario.model_validate(data)
 
 
+class Goals(_Model):
+    """What an option must achieve, and how sure the study must be that it does.
+
+    Each goal is optional and reads one metric, whatever the workload (an option whose
+    result lacks the metric is an error naming the goal, the option and the metric):
+
+    ==================  ======================  =======  ===================================
+    goal                metric                  met if   applies to
+    ==================  ======================  =======  ===================================
+    ``deadline_days``   ``time_to_train_days``  ``<=``   training runs (serving and streams
+                                                         have no end date: an error)
+    ``budget_usd``      ``tco_usd``             ``<=``   every workload
+    ``slo_attainment``  ``slo_attainment``      ``>=``   serving
+    ``max_wait_hours``  ``mean_wait_hours``     ``<=``   job streams, traces, a training
+                                                         run's shared fleet
+    ==================  ======================  =======  ===================================
+
+    A run with ``finished == 0`` (when the metric is present) never meets a deadline, and a
+    run whose metric is not a number meets no goal on it. An option *meets the goals* when
+    the share of its runs meeting all of them at once is at least ``confidence``.
+
+    Examples
+    --------
+    >>> Goals(deadline_days=120, budget_usd=4e6, confidence=0.9).names
+    ('deadline_days', 'budget_usd')
+    """
+
+    deadline_days: float | None = Field(default=None, gt=0)
+    """Latest time to a trained model, from the decision [d]."""
+    budget_usd: float | None = Field(default=None, gt=0)
+    """Largest total cost of ownership [USD]."""
+    slo_attainment: float | None = Field(default=None, gt=0, le=1)
+    """Smallest share of requests meeting the serving SLO [fraction]."""
+    max_wait_hours: float | None = Field(default=None, ge=0)
+    """Largest mean queue wait of a job stream's jobs [h]."""
+    confidence: float = Field(default=0.9, gt=0, lt=1)
+    """Smallest share of runs that must meet every goal at once [fraction]."""
+
+    @model_validator(mode="after")
+    def _some_goal(self) -> Goals:
+        if not self.names:
+            raise ValueError(
+                "Goals needs at least one of deadline_days, budget_usd, slo_attainment, "
+                "max_wait_hours"
+            )
+        return self
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The goals set, in field order (``confidence`` is not a goal)."""
+        goals = ("deadline_days", "budget_usd", "slo_attainment", "max_wait_hours")
+        return tuple(g for g in goals if getattr(self, g) is not None)
+
+
 def _read(path: Path) -> tuple[Any, Any]:
     """(plain data, YAML document or None) from a .yaml/.yml/.json/.toml file."""
     text = path.read_text(encoding="utf-8")
@@ -776,6 +839,7 @@ __all__ = [
     "Assumptions",
     "Background",
     "Framework",
+    "Goals",
     "JobStream",
     "Pool",
     "Precision",

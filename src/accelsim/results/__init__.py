@@ -11,11 +11,13 @@ from accelsim.results._format import (
     render_table,
     unit_of,
 )
-from accelsim.results._html import sensitivity_html, sweep_html
+from accelsim.results._goals import GOAL_METRICS, goals_table, meets, prob_meets
+from accelsim.results._html import sensitivity_html, sweep_html, table_html
 from accelsim.results._recommendation import Recommendation, recommend
 from accelsim.results._result import SUMMARY_STATS, Result
 
 __all__ = [
+    "GOAL_METRICS",
     "NOT_AVAILABLE",
     "SUMMARY_STATS",
     "Z95",
@@ -25,9 +27,13 @@ __all__ = [
     "Table",
     "format_error",
     "format_value",
+    "goals_table",
+    "meets",
+    "prob_meets",
     "recommend",
     "render_table",
     "sensitivity_html",
     "sweep_html",
+    "table_html",
     "unit_of",
 ]

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim.results._format import Z95, Table, format_error, format_value
+from accelsim.results._goals import goals_table, prob_meets
 from accelsim.results._recommendation import Recommendation, recommend
 from accelsim.results._result import Result
+from accelsim.scenario import Goals
 
 
 @dataclass(frozen=True)
@@ -19,9 +21,15 @@ class Comparison:
     Because run ``i`` of every option shares its draws of every shared input,
     ``prob_less`` compares paired runs and is much sharper than comparing two independent
     studies.
+
+    With ``goals`` (:class:`~accelsim.scenario.Goals`), :meth:`prob_meets` gives each
+    option's chance of meeting them, :meth:`goals_table` the table of those chances, and
+    the recommendation picks among the options meeting them at the goals' confidence.
     """
 
     results: Mapping[str, Result]
+    goals: Goals | None = None
+    """Targets the options are held to (``compare(..., goals=...)``), or ``None``."""
 
     def __post_init__(self) -> None:
         if not self.results:
@@ -49,6 +57,34 @@ class Comparison:
         """P(metric of option ``a`` < metric of option ``b``), over paired runs."""
         xa, xb = self[a].samples(metric), self[b].samples(metric)
         return float(np.mean(xa < xb))
+
+    def _goals(self) -> Goals:
+        if self.goals is None:
+            raise ValueError(
+                "this comparison has no goals: pass goals=acs.Goals(...) to compare(), or "
+                "build Comparison(results, goals=...)"
+            )
+        return self.goals
+
+    def prob_meets(self, option: str, goal: str | None = None) -> float:
+        """P(option meets every goal at once) over its runs, or one goal's by name.
+
+        ``goal`` is a field of :class:`~accelsim.scenario.Goals` that is set
+        (``"deadline_days"``, ``"budget_usd"``, ``"slo_attainment"``, ``"max_wait_hours"``).
+        The probability is the share of runs meeting it (see ``Goals`` for the metric each
+        goal reads); an option lacking that metric is an error naming the goal, the option
+        and the metric.
+        """
+        return prob_meets(self[option], self._goals(), goal, option=option)
+
+    def as_goals_table(self) -> Table:
+        """:meth:`goals_table` as a :class:`~accelsim.results.Table`."""
+        return goals_table(self.results, self._goals())
+
+    def goals_table(self) -> str:
+        """P(meets) of each goal (rows) and of all at once for each option (columns), each
+        with the quantile that must sit on the target's side at the goals' confidence."""
+        return str(self.as_goals_table())
 
     def as_table(self, metrics: Sequence[str] | None = None) -> Table:
         """:meth:`table` as a :class:`~accelsim.results.Table` (its cells, for the CLI)."""
@@ -87,8 +123,9 @@ class Comparison:
 
     @property
     def recommendation(self) -> Recommendation:
-        """The option to pick and why, from the numbers and the practical checks."""
-        return recommend(self.results)
+        """The option to pick and why, from the numbers and the practical checks (among the
+        options meeting :attr:`goals`, when set)."""
+        return recommend(self.results, self.goals)
 
 
 _TABLE_METRICS = (

@@ -12,18 +12,28 @@ medians, and when neither option is cheaper in clearly more runs the text says i
 decide on cost. It then states how the options differ in time to train, how much of the
 cost difference engineering hours explain, and the practical checks that numbers alone
 hide: framework fit (porting to XLA), project stage, lock-in, and capacity waits.
+
+With :class:`~accelsim.scenario.Goals` (a deadline, a budget, an SLO, a queue-wait limit and
+a confidence) the rule runs only over the options that meet every goal at once in at least
+``confidence`` of their runs (:func:`accelsim.results._goals.prob_meets`); the text names the
+options left out and by how much each misses ("tpu meets the deadline in 62% of runs (needs
+90%); P90 time to train 141 d vs 120 d"). When no option meets the goals the recommendation
+says so (``meets_goals`` false, not ``decided``) and names the closest option: the one
+meeting all goals in the most runs (ties: the lower median TCO, then the order given).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from accelsim import catalog
 from accelsim.results._format import format_value
+from accelsim.results._goals import goal_words, misses, pct, prob_meets
 from accelsim.results._result import Result
+from accelsim.scenario import Goals
 
 CLOSE_CALL = 0.65
 """Below this paired probability of being cheaper, cost alone does not decide."""
@@ -38,6 +48,10 @@ class Recommendation:
     runner-up); ``choice`` is then only the better of a close call, and the first reason
     says so. ``prob_cheaper`` is ``P(choice < runner-up)`` over paired runs (``nan`` with one
     option).
+
+    ``meets_goals`` is false when goals were given and no option meets them: ``choice`` is
+    then the closest option (meeting all goals in the most runs), not ``decided``, and the
+    reasons say by how much each option misses.
     """
 
     choice: str
@@ -45,9 +59,15 @@ class Recommendation:
     runner_up: str | None = None
     prob_cheaper: float = float("nan")
     decided: bool = True
+    meets_goals: bool = True
 
     def __str__(self) -> str:
-        head = self.choice if self.decided else f"{self.choice} (a close call on cost)"
+        if not self.meets_goals:
+            head = f"none meets the goals (closest: {self.choice})"
+        elif self.decided:
+            head = self.choice
+        else:
+            head = f"{self.choice} (a close call on cost)"
         lines = [f"Recommendation: {head}"]
         lines += [f"  - {reason}" for reason in self.rationale]
         return "\n".join(lines)
@@ -77,14 +97,7 @@ def _median(res: Result, metric: str) -> float:
     return res.quantile(metric, 0.5)
 
 
-def _pct(p: float) -> str:
-    """A probability as a percentage that never rounds a non-zero share to 0 % or a share
-    short of all to 100 % (so "cheaper in 0 %" means never)."""
-    if 0.0 < p < 0.005:
-        return "<1%"
-    if 0.995 <= p < 1.0:
-        return ">99%"
-    return f"{p:.0%}"
+_pct = pct  # one percentage format for cost and goal probabilities ("cheaper in 0 %" = never)
 
 
 def _compare_words(metric: str, a: float, b: float, less: str, more: str) -> str:
@@ -95,17 +108,20 @@ def _compare_words(metric: str, a: float, b: float, less: str, more: str) -> str
     return f"{ta} vs {tb} ({less if a < b else more})"
 
 
-def recommend(results: Mapping[str, Result]) -> Recommendation:
-    """Pick the option cheaper in the most paired runs and explain the choice.
+def recommend(results: Mapping[str, Result], goals: Goals | None = None) -> Recommendation:
+    """Pick the option cheaper in the most paired runs and explain the choice; with
+    ``goals``, only among the options meeting them.
 
     See the module docstring for the rule; every probability printed is
-    ``Comparison.prob_less`` of the options named, every median is
-    ``Result.quantile(metric, 0.5)``.
+    ``Comparison.prob_less`` of the options named (or ``Comparison.prob_meets``), every
+    median is ``Result.quantile(metric, 0.5)``.
     """
     if not results:
         raise ValueError("a recommendation needs at least one option")
     if any("tco_usd" not in r.data for r in results.values()):
         raise ValueError("a recommendation needs the tco_usd metric in every result")
+    if goals is not None:
+        return _recommend_with_goals(results, goals)
     names = list(results)
     if len(names) == 1:
         return Recommendation(names[0], ("only one option was compared",))
@@ -150,6 +166,40 @@ def recommend(results: Mapping[str, Result]) -> Recommendation:
     reasons += _engineering_note(best, res, other)
     reasons += _practical_checks(best, res, runner, other)
     return Recommendation(best, tuple(reasons), runner, p, decided)
+
+
+def _recommend_with_goals(results: Mapping[str, Result], goals: Goals) -> Recommendation:
+    """The cost rule over the options meeting every goal at the confidence (module docstring)."""
+    names = list(results)
+    p_all = {k: prob_meets(r, goals, option=k) for k, r in results.items()}
+    need = goals.confidence
+    feasible = [k for k in names if p_all[k] >= need]
+    together = ", all at once," if len(goals.names) > 1 else ""
+    wanted = (
+        f"{' and '.join(goal_words(goals, g) for g in goals.names)}{together} in at least "
+        f"{pct(need)} of runs"
+    )
+    left_out = [misses(k, results[k], goals) for k in names if k not in feasible]
+    if not feasible:
+        closest = max(
+            names, key=lambda k: (p_all[k], -_median(results[k], "tco_usd"), -names.index(k))
+        )
+        reasons = (
+            f"No option meets the goals: {wanted}.",
+            *left_out,
+            f"Closest: {_label(closest, results[closest])} meets every goal in "
+            f"{pct(p_all[closest])} of runs; relax a goal or the confidence, or add an option.",
+        )
+        return Recommendation(closest, reasons, decided=False, meets_goals=False)
+    met = ", ".join(f"{k} in {pct(p_all[k])}" for k in feasible)
+    head = f"Goals: {wanted}; met by {met} of runs."
+    excluded = [f"Left out: {m}" for m in left_out]
+    if len(feasible) == 1:
+        best = feasible[0]
+        only = f"{_label(best, results[best])} is the only option that meets the goals."
+        return Recommendation(best, (head, *excluded, only))
+    base = recommend({k: results[k] for k in feasible})
+    return replace(base, rationale=(head, *excluded, *base.rationale))
 
 
 def _tail_note(best: str, res: Result, runner: str, other: Result) -> list[str]:

@@ -41,7 +41,7 @@ from accelsim.engines import (
     simulate_training_block,
 )
 from accelsim.results import Comparison, Result
-from accelsim.scenario import Scenario, Serving, TrainingRun
+from accelsim.scenario import Goals, Scenario, Serving, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.study._runner import (
     Convergence,
@@ -688,6 +688,7 @@ def compare(
     runs: int | Literal["auto"] = DEFAULT_RUNS,
     seed: SeedLike = None,
     store: str | os.PathLike[str] | Mapping[str, str | os.PathLike[str]] | None = None,
+    goals: Goals | None = None,
     **kwargs: Any,
 ) -> Comparison:
     """Simulate several options with common random numbers (one root seed for all).
@@ -712,6 +713,11 @@ def compare(
         a path is a directory in which option ``k`` gets the Parquet store ``<path>/<k>``.
         ``resume=True`` resumes every option from its store. Not with ``runs="auto"``
         (extending an option would change the study its store holds).
+    goals : Goals, optional
+        Targets (deadline, budget, SLO attainment, queue wait) and a confidence, attached
+        to the comparison: ``cmp.prob_meets(option)``, ``cmp.goals_table()``, and a
+        recommendation among the options meeting them. Each goal's metric must be reported
+        by every option (checked once the options have run).
     **kwargs
         Passed to :func:`simulate` for every option (``engine``, ``executor``,
         ``resume``, ``target``, ``design``, ...).
@@ -768,7 +774,11 @@ def compare(
                 more = simulate(named[k], runs=longest, seed=root, **fixed)
                 extras = {**more.extras, "precision": res.extras["precision"]}
                 results[k] = replace(more, extras=extras)
-    return Comparison(results)
+    cmp = Comparison(results, goals)
+    if goals is not None:
+        for k in results:
+            cmp.prob_meets(k)  # a goal whose metric an option lacks fails here, naming both
+    return cmp
 
 
 __all__ = ["compare", "simulate"]

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from accelsim._typing import FloatArray
 from accelsim.catalog import active
-from accelsim.results import SUMMARY_STATS, Result
-from accelsim.scenario import Scenario
+from accelsim.results import SUMMARY_STATS, Result, Table, goals_table, prob_meets
+from accelsim.scenario import Goals, Scenario
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.study._runner import ExecutorLike, open_executor
 from accelsim.study._simulate import DEFAULT_RUNS, _engine_for, simulate
@@ -59,6 +59,8 @@ class SweepResult:
     """The full :class:`Result` of each point, aligned with ``points``."""
     metrics: tuple[str, ...]
     """The metrics of the summary table (:attr:`rows`, :meth:`to_pandas`)."""
+    goals: Goals | None = None
+    """Targets every point is held to (``sweep(..., goals=...)``), or ``None``."""
 
     def __post_init__(self) -> None:
         if len(self.points) != len(self.results):
@@ -89,6 +91,29 @@ class SweepResult:
         0 run for run.
         """
         return self.result(point).samples(metric)
+
+    def _label(self, i: int) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.points[i].items())
+
+    def _goals(self) -> Goals:
+        if self.goals is None:
+            raise ValueError("this sweep has no goals: pass goals=acs.Goals(...) to sweep()")
+        return self.goals
+
+    def prob_meets(self, point: Mapping[str, Any] | int, goal: str | None = None) -> float:
+        """P(the point meets every goal at once) over its runs, or one goal's by name (as
+        :meth:`accelsim.Comparison.prob_meets`)."""
+        i = self._index(point)
+        return prob_meets(self.results[i], self._goals(), goal, option=self._label(i))
+
+    def as_goals_table(self) -> Table:
+        """:meth:`goals_table` as a :class:`~accelsim.results.Table` (one column per point)."""
+        named = {self._label(i): res for i, res in enumerate(self.results)}
+        return goals_table(named, self._goals())
+
+    def goals_table(self) -> str:
+        """P(meets) of each goal and of all at once (rows) for each point (columns)."""
+        return str(self.as_goals_table())
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -171,6 +196,7 @@ def sweep(
     seed: SeedLike = None,
     metrics: Sequence[str] = ("tco_usd", "time_to_train_days"),
     executor: ExecutorLike = None,
+    goals: Goals | None = None,
     **kwargs: Any,
 ) -> SweepResult:
     """Every point of a grid over dotted field paths, with common random numbers.
@@ -192,6 +218,10 @@ def sweep(
         Where each point's chunks run, as in :func:`simulate`. It is opened once for the
         whole sweep (one process pool, not one per point); points run one after another,
         each split into chunks over the workers. Results do not depend on it.
+    goals : Goals, optional
+        Targets and a confidence attached to the result: ``prob_meets(point)`` and
+        ``goals_table()`` (as for :func:`compare`). Each goal's metric must be reported at
+        every point (checked once the points have run).
     **kwargs
         Passed to :func:`simulate` for every point (``engine``, ``chunk_runs``,
         ``design``, ``progress``, ...). Not ``store``/``resume``: a store holds one study
@@ -243,7 +273,13 @@ def sweep(
     for res in results:
         for m in metrics:
             res.samples(m)  # an unknown metric fails here, naming the metrics there are
-    return SweepResult(tuple(grid), tuple(at for at, _ in points), tuple(results), tuple(metrics))
+    out = SweepResult(
+        tuple(grid), tuple(at for at, _ in points), tuple(results), tuple(metrics), goals
+    )
+    if goals is not None:
+        for i in range(len(out.points)):
+            out.prob_meets(i)  # a goal whose metric a point lacks fails here, naming both
+    return out
 
 
 __all__ = ["SweepResult", "sweep"]
