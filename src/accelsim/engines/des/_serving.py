@@ -1,17 +1,23 @@
 """Request-level discrete-event simulation of LLM serving: routing, continuous batching.
 
-One SimPy process per replica runs continuous batching at iteration granularity: one
-``timeout`` per batch iteration (never per token; a decode-only stretch of ``_MIN_RUN`` or
-more iterations up to the next completion is one timeout, cut short at the next iteration
-boundary when an admissible request arrives). An iteration lasts
+Continuous batching at iteration granularity: every batch iteration of every replica is
+a state change at its own boundary time, never per token; a decode-only stretch of
+``_MIN_RUN`` or more iterations up to the next completion is one state change, cut short at
+the next iteration boundary when an admissible request arrives. An iteration lasts
 :func:`accelsim.models.serving.iteration_seconds` of its batch (evaluated by
 :func:`~accelsim.models.serving.scalar_iteration_seconds`, the same formula on floats, bit
 for bit); a decode stretch lasts the closed-form sum of those iterations
 (:func:`~accelsim.models.serving.scalar_decode_stretch_seconds`), equal to the iteration
-by iteration sum to float rounding (~1e-15 relative), not bit for bit. One router process
-drives, in time order, the fleet plan (one decision at the start of every hour),
-cold-started replicas coming up, and the pre-drawn arrivals. No RNG
-inside: the caller draws the requests.
+by iteration sum to float rounding (~1e-15 relative), not bit for bit.
+
+One SimPy process, the router, drives in time order the fleet plan (one decision at the
+start of every hour) and cold-started replicas coming up, one event each, and between those
+the pre-drawn arrivals, in order, without an event each. Replicas are not processes: a
+replica changes only at its own iteration boundaries and when the router acts on it, and
+its boundaries depend on nothing else, so the router plays them (in time order, each at its
+own time) up to an instant just before it reads or changes that replica there. This is the
+same trace a process per replica would give, without a SimPy event per iteration or per
+arrival. No RNG inside: the caller draws the requests.
 
 Rules (the contract the fast path and the tests rely on)
 --------------------------------------------------------
@@ -56,8 +62,9 @@ horizon.
 
 *Ties.* At equal times the router handles the hour's plan first, then replicas coming up,
 then arrivals (several requests with the same arrival time are dispatched together, in
-index order, before any replica starts an iteration). Replica processes at equal times run
-in the order SimPy scheduled them, a function of the inputs only. Same inputs, same trace.
+index order), and only then do replicas end the iterations that end at that instant: an
+arrival exactly at a boundary is admitted there, and the router's loads there are those
+before the boundary's completions. Same inputs, same trace.
 """
 
 from __future__ import annotations
@@ -84,9 +91,9 @@ from accelsim.models.serving import (
 _SECONDS_PER_HOUR = 3600.0
 _STARTING, _SERVING, _DRAINING, _STOPPED = range(4)
 _ROUTERS = ("least_loaded", "round_robin")
-# Shortest decode run (iterations to the next completion) taken as one timeout; shorter
-# ones go iteration by iteration, which costs less than a run's bookkeeping.
-_MIN_RUN = 4
+# Shortest decode run (iterations to the next completion) timed as one closed-form stretch:
+# from 2 iterations on, one stretch costs less than playing them one by one (measured).
+_MIN_RUN = 2
 
 Router = Literal["least_loaded", "round_robin"]
 
@@ -203,68 +210,65 @@ class _Counter:
 
 
 class _Replica:
-    """One replica: its queue, its admitted sequences and the continuous-batching loop."""
+    """One replica: its queue, its admitted sequences, and its batch iterations.
+
+    Not a SimPy process: between two router instants nothing outside touches a replica, so
+    its iterations are played when the router next needs its state (:meth:`advance`), each
+    at its own boundary time, in order. ``end`` is the boundary of the iteration (or decode
+    run) in progress, ``inf`` when idle; a wake-up is a boundary at the instant it happens.
+    """
 
     __slots__ = (
         "admitted",
+        "begun",
         "busy_hours",
         "chunk",
         "counter",
         "decode_batch",
         "decode_steps",
         "decoding",
-        "env",
+        "end",
         "finishing",
         "horizon_hours",
-        "in_run",
         "index",
         "iteration_decode",
-        "iteration_start",
         "kv_capacity",
         "kv_tokens",
         "load",
         "max_batch",
         "prefilling",
-        "process",
         "queue",
         "req",
         "reserved",
         "run_batch",
         "run_kv",
-        "run_start",
         "run_steps",
         "seconds",
         "start_hours",
         "state",
         "stop_hours",
         "stretch",
-        "wake",
     )
 
     def __init__(
         self,
-        env: simpy.Environment,
         index: int,
         model: ReplicaModel,
         seconds: Callable[[float, float, float, float], float],
         stretch: Callable[[int, int, int], float],
         req: _Requests,
         counter: _Counter,
+        start_hours: float,
         horizon_hours: float,
     ) -> None:
-        self.env, self.index, self.req, self.counter, self.seconds = (
-            env,
-            index,
-            req,
-            counter,
-            seconds,
-        )
-        self.stretch = stretch
+        self.index, self.req, self.counter = index, req, counter
+        self.seconds, self.stretch = seconds, stretch
         self.kv_capacity = float(model.kv_capacity_tokens)
         self.max_batch = int(model.max_batch)
         self.chunk = int(model.prefill_chunk_tokens)
-        self.start_hours = float(env.now)
+        self.start_hours = start_hours
         self.stop_hours = math.inf
+        self.horizon_hours = horizon_hours
         self.state = _STARTING
         self.queue: deque[int] = deque()  # dispatched, not admitted (request indices)
         self.prefilling: deque[list[int]] = deque()  # [request, prompt tokens prefilled]
@@ -275,104 +279,94 @@ class _Replica:
         self.kv_tokens = 0  # tokens cached by the decoding sequences
         self.reserved = 0  # full contexts of the admitted sequences
         self.busy_hours = 0.0
-        self.iteration_start = -1.0  # start of the iteration in progress, -1 when none
-        self.wake: simpy.Event | None = None
-        self.horizon_hours = horizon_hours
-        self.process: simpy.Process | None = None
-        self.in_run = False  # in a decode run that an admissible arrival interrupts
-        # the decode run in progress: start [h], batch, KV tokens, iterations (0: none)
-        self.run_start, self.run_batch, self.run_kv, self.run_steps = 0.0, 0, 0, 0
+        self.begun = 0.0  # start of the iteration or decode run in progress [h]
+        self.end = math.inf  # its end [h]; inf: idle, nothing in progress
+        # the decode run in progress: batch, KV tokens, iterations (0: none)
+        self.run_batch = self.run_kv = self.run_steps = 0
 
-    def serve(self) -> Generator[simpy.Event, Any, None]:
-        """The replica's process: iterate while there is work, sleep when idle, stop when
-        drained."""
-        # the hot loop: the containers never change identity, so bind them once
-        env, counter, timeout = self.env, self.counter, self.env.timeout
-        queue, prefilling, heap = self.queue, self.prefilling, self.decoding
-        while True:
-            if queue and self.state == _SERVING:
-                self._admit()
-            if prefilling or (self.decode_batch and heap[0][0] - self.decode_steps < _MIN_RUN):
-                counter.events += 1  # one iteration, one timeout
-                if counter.events > counter.max_events:
-                    raise counter.over()
-                counter.iterations += 1
-                self.iteration_start = env.now
-                hours = self._begin() / _SECONDS_PER_HOUR
-                yield timeout(hours)
-                self.iteration_start = -1.0
-                self.busy_hours += hours
-                self._end(env.now)
-            elif self.decode_batch:
-                yield from self._decode_run()
-            elif self.state == _DRAINING:
-                self.state = _STOPPED
-                self.stop_hours = env.now
-                return
+    def advance(self, hours: float) -> None:
+        """Play every boundary before ``hours``: end the iteration or run, start the next.
+
+        Boundaries at ``hours`` itself wait: the router acts first at an instant, so an
+        arrival exactly at a boundary is admitted there.
+        """
+        while self.end < hours:
+            now = self.end
+            self.busy_hours += now - self.begun
+            if self.run_steps:
+                self._end_run(self.run_steps, now)
             else:
-                self.wake = env.event()
-                yield self.wake
-                self.wake = None
+                self._end(now)
+            self._next(now)
 
-    def _tick(self) -> None:
-        counter = self.counter
-        counter.events += 1
-        if counter.events > counter.max_events:
-            raise counter.over()
+    def wake(self, hours: float) -> None:
+        """Idle until now: a boundary at ``hours`` (after the router's other actions there)."""
+        if self.end == math.inf and self.state != _STOPPED:
+            self.begun = self.end = hours
 
-    def _decode_run(self) -> Generator[simpy.Event, Any, None]:
-        """Decode-only iterations up to the next completion, as one timeout.
+    def _next(self, now: float) -> None:
+        """At a boundary: admit, then start an iteration or a decode run, idle, or stop."""
+        if self.queue and self.state == _SERVING:
+            self._admit()
+        if self.prefilling or (
+            self.decode_batch and self.decoding[0][0] - self.decode_steps < _MIN_RUN
+        ):
+            counter = self.counter
+            counter.events += 1
+            if counter.events > counter.max_events:
+                raise counter.over()
+            counter.iterations += 1
+            self.begun = now
+            self.end = now + self._begin() / _SECONDS_PER_HOUR
+        elif self.decode_batch:
+            self._start_run(now)
+        else:
+            self.end = math.inf
+            if self.state == _DRAINING:
+                self.state = _STOPPED
+                self.stop_hours = now
+
+    def _start_run(self, now: float) -> None:
+        """Decode-only iterations up to the next completion, timed as one closed-form stretch.
 
         Nothing changes the batch before that completion unless a request arrives that
-        could be admitted: :meth:`_Fleet.dispatch` then interrupts the run, which ends at
-        the next iteration boundary (an arrival exactly at a boundary joins there). The
-        run's boundaries come from the closed form of the stretch
-        (:func:`~accelsim.models.serving.decode_stretch_seconds`), equal to the sum of the
-        per-iteration times to float rounding, so a run costs the same whatever its length.
+        could be admitted: :meth:`cut` then ends the run at the next iteration boundary.
         """
-        env, counter = self.env, self.counter
-        now = env.now
+        counter = self.counter
         steps = self.decoding[0][0] - self.decode_steps
-        self.run_start, self.run_batch, self.run_kv = now, self.decode_batch, self.kv_tokens
+        self.begun, self.run_batch, self.run_kv = now, self.decode_batch, self.kv_tokens
         self.run_steps = steps
-        end = self._run_end(steps)
+        self.end = self._run_end(steps)
         # every iteration counts as an event, up to the one the horizon cuts
-        counter.events += steps if end < self.horizon_hours else self._boundary(self.horizon_hours)
+        over = self.end >= self.horizon_hours
+        counter.events += self._boundary(self.horizon_hours) if over else steps
         if counter.events > counter.max_events:
             raise counter.over()
-        self.in_run = True
-        try:
-            yield env.timeout(end - now)
-            done = steps
-        except simpy.Interrupt:
-            # a request may join at the next boundary (still an iteration of this run)
-            done = self._boundary(env.now)
-            end = self._run_end(done)
-            self._tick()
-            yield env.timeout(end - env.now)
-        self.in_run = False
-        self.run_steps = 0
-        self._apply_decode(done, end - now)
+
+    def cut(self, hours: float) -> None:
+        """An admissible request arrived at ``hours``: the run ends at the first boundary at
+        or after it (an arrival exactly at a boundary joins there)."""
+        self.run_steps = self._boundary(hours)
+        self.end = self._run_end(self.run_steps)
 
     def _run_end(self, steps: int) -> float:
         """End of the run's first ``steps`` iterations. [h]"""
-        seconds = self.stretch(self.run_batch, self.run_kv, steps)
-        return self.run_start + seconds / _SECONDS_PER_HOUR
+        return self.begun + self.stretch(self.run_batch, self.run_kv, steps) / _SECONDS_PER_HOUR
 
     def _boundary(self, hours: float) -> int:
         """The run's first iteration (from 1) that ends at or after ``hours``: O(log k)."""
         ends = range(1, self.run_steps + 1)
         return bisect.bisect_left(ends, hours, key=self._run_end) + 1
 
-    def _apply_decode(self, steps: int, hours: float) -> None:
-        """Account ``steps`` decode-only iterations lasting ``hours``; complete sequences."""
+    def _end_run(self, steps: int, now: float) -> None:
+        """Account ``steps`` decode-only iterations ending at ``now``; complete sequences."""
         decode = self.decode_batch
+        self.run_steps = 0
         self.counter.iterations += steps
         self.counter.tokens += decode * steps
-        self.busy_hours += hours
         self.decode_steps += steps
         self.kv_tokens += decode * steps
-        heap, now, contexts = self.decoding, self.env.now, self.req.contexts
+        heap, contexts = self.decoding, self.req.contexts
         while heap and heap[0][0] <= self.decode_steps:
             request = heapq.heappop(heap)[1]
             self.kv_tokens -= contexts[request]
@@ -442,6 +436,7 @@ class _Replica:
         """Emit the iteration's tokens: complete finished sequences, start decoding new ones."""
         req = self.req
         decode, finishing = self.iteration_decode, self.finishing
+        self.iteration_decode = 0  # a wake-up boundary after it emits nothing
         self.counter.tokens += decode + len(finishing)
         heap = self.decoding
         if decode:
@@ -478,19 +473,18 @@ class _Replica:
         self.load -= 1
 
     def close(self, horizon_hours: float) -> None:
-        """At the horizon: the cut run or iteration; tokens of the sequences decoding."""
+        """At the horizon: the cut iteration or run; tokens of the sequences decoding."""
         req = self.req
-        if self.run_steps:  # a decode run the horizon cut: count the iterations before it
-            # (its last iteration, whose end the run's timeout awaits, is never one of them)
-            done = min(self._boundary(horizon_hours) - 1, self.run_steps - 1)
-            ended = self._run_end(done) if done else self.run_start
-            self._apply_decode(done, ended - self.run_start)  # completes nothing: the
-            self.counter.iterations += 1  # run's completion is at its last bound
-            self.iteration_start = ended
+        if self.end < math.inf:  # in progress at the horizon: begun before it, ends at or after
+            if self.run_steps:  # a decode run: count the iterations that ended before it
+                # (its last iteration, the one the horizon cuts, is never one of them)
+                done = min(self._boundary(horizon_hours) - 1, self.run_steps - 1)
+                ended = self._run_end(done) if done else self.begun
+                self._end_run(done, ended)  # completes nothing: a run completes at its end
+                self.counter.iterations += 1  # the cut iteration, begun before the horizon
+            self.busy_hours += horizon_hours - self.begun
         for _, request in self.decoding:
             req.generated[request] = 1 + self.decode_steps - req.joined_step[request]
-        if self.iteration_start >= 0.0:
-            self.busy_hours += horizon_hours - self.iteration_start
 
     def provisioned_hours(self, horizon_hours: float) -> float:
         return min(self.stop_hours, horizon_hours) - self.start_hours
@@ -501,7 +495,6 @@ class _Fleet:
 
     def __init__(
         self,
-        env: simpy.Environment,
         model: ReplicaModel,
         req: _Requests,
         counter: _Counter,
@@ -510,7 +503,7 @@ class _Fleet:
         horizon_hours: float,
     ) -> None:
         self.horizon_hours = horizon_hours
-        self.env, self.model, self.req, self.counter = env, model, req, counter
+        self.model, self.req, self.counter = model, req, counter
         self.seconds = scalar_iteration_seconds(model.cost)
         self.stretch = scalar_decode_stretch_seconds(model.cost)
         self.least_loaded = router == "least_loaded"
@@ -521,7 +514,33 @@ class _Fleet:
         self.waiting: deque[int] = deque()  # the router's queue: no replica serving
         self.turn = 0  # round-robin position
 
-    def dispatch(self, request: int) -> None:
+    def advance(self, hours: float) -> None:
+        """Bring every replica's state to the instant ``hours`` (see :meth:`_Replica.advance`)."""
+        for replica in self.replicas:
+            replica.advance(hours)
+
+    def arrive(self, first: int, hours: float) -> int:
+        """Dispatch the requests arriving at ``hours`` from index ``first``; return the next.
+
+        Only the replicas the router reads are brought to ``hours``: every serving one for
+        ``least_loaded`` (their loads), the chosen one for ``round_robin``; the others are
+        independent until the router's next instant, when :meth:`advance` catches them up.
+        """
+        req, capacity = self.req, self.model.kv_capacity_tokens
+        arrivals, contexts = req.arrival_hours, req.contexts
+        if self.least_loaded:
+            for replica in self.serving:
+                replica.advance(hours)
+        i, n = first, len(arrivals)
+        while i < n and arrivals[i] == hours:
+            if contexts[i] > capacity:
+                req.rejected[i] = True
+            else:
+                self.dispatch(i, hours)
+            i += 1
+        return i
+
+    def dispatch(self, request: int, hours: float) -> None:
         """Send a request to a serving replica's queue (or the router's, if none serve)."""
         serving = self.serving
         if not serving:
@@ -532,55 +551,52 @@ class _Fleet:
         else:
             replica = serving[self.turn % len(serving)]
             self.turn += 1
+            replica.advance(hours)
         queue = replica.queue
-        if not queue and replica.in_run and replica.admits(request):
-            replica.in_run = False
-            replica.process.interrupt()  # type: ignore[union-attr]  # serving: has one
+        if not queue and replica.run_steps and replica.admits(request):
+            replica.cut(hours)
         queue.append(request)
         replica.load += 1
-        wake = replica.wake
-        if wake is not None and not wake.triggered:
-            wake.succeed()
+        replica.wake(hours)
 
-    def activate(self, replica: _Replica) -> None:
+    def activate(self, replica: _Replica, hours: float) -> None:
         """A replica starts serving: it takes the router's waiting requests first."""
         replica.state = _SERVING
         self.serving.append(replica)  # newest replica has the highest index: order kept
-        replica.process = self.env.process(replica.serve())
+        replica.wake(hours)
         waiting, self.waiting = self.waiting, deque()
         for request in waiting:
-            self.dispatch(request)
+            self.dispatch(request, hours)
 
-    def scale(self, wanted: int) -> None:
+    def scale(self, wanted: int, hours: float) -> None:
         """Apply one hour's plan (see the module's *Fleet plan* rule)."""
-        env = self.env
         change = wanted - len(self.serving) - len(self.starting)
-        warm = env.now == 0.0 or self.cold_start_hours == 0.0
+        warm = hours == 0.0 or self.cold_start_hours == 0.0
         for _ in range(max(change, 0)):
             replica = _Replica(
-                env,
                 len(self.replicas),
                 self.model,
                 self.seconds,
                 self.stretch,
                 self.req,
                 self.counter,
+                hours,
                 self.horizon_hours,
             )
             self.replicas.append(replica)
             if warm:
-                self.activate(replica)
+                self.activate(replica, hours)
             else:
-                self.starting.append((env.now + self.cold_start_hours, replica))
+                self.starting.append((hours + self.cold_start_hours, replica))
         excess = max(-change, 0)
         while excess and self.starting:
             replica = self.starting.pop()[1]
-            replica.state, replica.stop_hours = _STOPPED, env.now
+            replica.state, replica.stop_hours = _STOPPED, hours
             excess -= 1
         if excess:
-            self._drain(self.serving[-excess:])
+            self._drain(self.serving[-excess:], hours)
 
-    def _drain(self, replicas: list[_Replica]) -> None:
+    def _drain(self, replicas: list[_Replica], hours: float) -> None:
         """Stop routing to ``replicas``; hand their queues back to the router in order."""
         returned: list[int] = []
         for replica in replicas:
@@ -589,11 +605,9 @@ class _Fleet:
             returned.extend(replica.queue)
             replica.load -= len(replica.queue)
             replica.queue.clear()
-            wake = replica.wake
-            if wake is not None and not wake.triggered:
-                wake.succeed()  # an idle replica wakes to stop
+            replica.wake(hours)  # an idle replica wakes to stop
         for request in sorted(returned):
-            self.dispatch(request)
+            self.dispatch(request, hours)
 
 
 _LOAD = attrgetter("load")
@@ -607,38 +621,35 @@ def _bad_iteration(seconds: float, decode: int, prefill: int) -> RuntimeError:
 
 
 def _route(
-    fleet: _Fleet, plan: list[int], horizon_hours: float
+    env: simpy.Environment, fleet: _Fleet, plan: list[int], horizon_hours: float
 ) -> Generator[simpy.Event, Any, None]:
-    """The router's process: plan hours, replicas coming up and arrivals, in time order."""
-    env, req, counter = fleet.env, fleet.req, fleet.counter
+    """The router's process: plan hours and replicas coming up as SimPy events, the arrivals
+    between them in order (no event each: replicas change only at the router's instants and
+    their own boundaries, which :meth:`_Replica.advance` plays in time order)."""
+    req, counter = fleet.req, fleet.counter
     arrivals = req.arrival_hours
     n = len(arrivals)
-    capacity = fleet.model.kv_capacity_tokens
     i = hour = 0
     while True:
         next_hour = float(hour) if hour < len(plan) else math.inf
         next_up = fleet.starting[0][0] if fleet.starting else math.inf
-        next_arrival = arrivals[i] if i < n else math.inf
-        t = min(next_hour, next_up, next_arrival)
+        t = min(next_hour, next_up, horizon_hours)
+        while i < n and arrivals[i] < t:  # ties: the plan, then replicas up, then arrivals
+            counter.events += 1
+            if counter.events > counter.max_events:
+                raise counter.over()
+            i = fleet.arrive(i, arrivals[i])
         if t >= horizon_hours:
             return
         if t > env.now:
             counter.events += 1
-            if counter.events > counter.max_events:
-                raise counter.over()
             yield env.timeout(t - env.now)
+        fleet.advance(t)
         if next_hour == t:
-            fleet.scale(plan[hour])
+            fleet.scale(plan[hour], t)
             hour += 1
-        elif next_up == t:
-            fleet.activate(fleet.starting.popleft()[1])
         else:
-            while i < n and arrivals[i] == t:
-                if req.contexts[i] > capacity:
-                    req.rejected[i] = True
-                else:
-                    fleet.dispatch(i)
-                i += 1
+            fleet.activate(fleet.starting.popleft()[1], t)
 
 
 def _check(model: ReplicaModel, requests: RequestStream, plan: ReplicaPlan, horizon: float) -> None:
@@ -693,7 +704,7 @@ def simulate_serving(
         How an arriving request picks a replica (module docstring, *Queues*).
     max_events : int
         Most events before a ``RuntimeError``: batch iterations (each counted, also inside a
-        decode run) and router steps; bounds the CPU time of a run.
+        decode run), arrival instants and router steps; bounds the CPU time of a run.
 
     Returns
     -------
@@ -711,8 +722,9 @@ def simulate_serving(
     Notes
     -----
     The rules (queues, admission, chunked or prefill-first iterations, plan, ties) are in
-    the module docstring. Cost: one event per batch iteration per replica plus one per
-    router step; memory: a few lists of one entry per request.
+    the module docstring. Cost: a few microseconds per batch iteration outside decode
+    runs, per decode run and per arrival, one SimPy event per plan hour and cold start;
+    memory: a few lists of one entry per request.
 
     Examples
     --------
@@ -735,9 +747,10 @@ def simulate_serving(
     env = simpy.Environment()
     req = _Requests(requests)
     counter = _Counter(max_events)
-    fleet = _Fleet(env, model, req, counter, router, float(plan.cold_start_hours), horizon_hours)
-    env.process(_route(fleet, plan.replicas_per_hour.tolist(), horizon_hours))
+    fleet = _Fleet(model, req, counter, router, float(plan.cold_start_hours), horizon_hours)
+    env.process(_route(env, fleet, plan.replicas_per_hour.tolist(), horizon_hours))
     env.run(until=horizon_hours)
+    fleet.advance(horizon_hours)
     for replica in fleet.replicas:
         replica.close(horizon_hours)
     return _trace(req, fleet, counter, horizon_hours)
