@@ -530,7 +530,8 @@ class _Fleet:
         arrivals, contexts = req.arrival_hours, req.contexts
         if self.least_loaded:
             for replica in self.serving:
-                replica.advance(hours)
+                if replica.end < hours:  # most are mid-iteration: skip the call
+                    replica.advance(hours)
         i, n = first, len(arrivals)
         while i < n and arrivals[i] == hours:
             if contexts[i] > capacity:
