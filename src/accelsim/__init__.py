@@ -38,6 +38,7 @@ from accelsim.scenario import (
     load_scenario,
 )
 from accelsim.study import (
+    FleetSizing,
     MorrisResult,
     SensitivityResult,
     SobolResult,
@@ -48,6 +49,7 @@ from accelsim.study import (
     sensitivity,
     serving_capacity,
     simulate,
+    size_fleet,
     sweep,
 )
 
@@ -63,6 +65,7 @@ __all__ = [
     "Comparison",
     "Exponential",
     "Fixed",
+    "FleetSizing",
     "Goals",
     "JobStream",
     "LogNormal",
@@ -93,5 +96,6 @@ __all__ = [
     "sensitivity",
     "serving_capacity",
     "simulate",
+    "size_fleet",
     "sweep",
 ]

@@ -9,7 +9,11 @@ Costs of a shared fleet are the costs of holding it: every pool is held from del
 the horizon (cloud pools are rented for that time, used or not; idle reserved capacity is
 first-class), on-prem pools pay amortisation, hosting and operations for those hours, and
 energy is charged on allocated chip-hours (idle draw is not modelled, an underestimate).
-Engineering and delay costs are not modelled for streams, so they are not reported.
+Engineering and delay costs are not modelled for streams, so they are not reported. Queue
+wait is priced when the user values it: ``queue_wait_job_hours`` (the area under the number
+of waiting jobs over the window, so jobs still queued at the horizon count up to it) times
+``wait_usd_per_job_hour`` (unset = 0) is ``wait_cost_usd``, part of ``tco_usd``; a training
+run sharing a fleet prices its own queue wait the same way.
 
 **A training run on the DES engine** (a ``background``, several pools, or ``engine="des"``)
 is one gang job, :data:`HERO_JOB_ID`, holding every chip of the first pool and allowed on
@@ -62,7 +66,7 @@ from accelsim.engines import _analytic as analytic
 from accelsim.engines import des
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines._offers import spot_preemption_prior
-from accelsim.engines._pricing import pool_energy_kwh, price_pool, price_training
+from accelsim.engines._pricing import pool_energy_kwh, price_pool, price_training, wait_cost_usd
 from accelsim.engines.des import (
     TRACE_COLUMNS,
     DesResult,
@@ -382,6 +386,10 @@ def _window_row(result: DesResult) -> dict[str, float]:
         "jobs_queued_at_horizon": float(result.jobs_queued_at_horizon),
         "mean_wait_hours": result.mean_wait_hours,
         "p95_wait_hours": result.p95_wait_hours,
+        # The area under the number of waiting jobs over the window: every job's wait in
+        # it, jobs still queued at the horizon up to the horizon and requeued ones included.
+        "queue_wait_job_hours": result.mean_queue_length
+        * (result.horizon_hours - result.warmup_hours),
         "mean_jct_hours": result.mean_jct_hours,
         "utilization": result.utilization,
     }
@@ -452,7 +460,8 @@ def simulate_block(
 def _price_fleet(
     scenario: Scenario, cat: Catalog, draws: InputDraws, data: dict[str, FloatArray]
 ) -> dict[str, FloatArray]:
-    """Cost of holding every pool to the horizon, and energy of its allocated hours."""
+    """Cost of holding every pool to the horizon, energy of its allocated hours, and the
+    window's queue wait (``queue_wait_job_hours``) at ``wait_usd_per_job_hour``."""
     total = {
         k: np.zeros(draws.runs) for k in ("hardware_cost_usd", "energy_cost_usd", "energy_kwh")
     }
@@ -480,7 +489,8 @@ def _price_fleet(
     if all(p.provider is not None for p in scenario.fleet):
         out["hardware_cost_usd"] = total["hardware_cost_usd"]
         out["energy_cost_usd"] = total["energy_cost_usd"]
-        out["tco_usd"] = out["hardware_cost_usd"] + out["energy_cost_usd"]
+        out["wait_cost_usd"] = wait_cost_usd(scenario, draws, data["queue_wait_job_hours"])
+        out["tco_usd"] = out["hardware_cost_usd"] + out["energy_cost_usd"] + out["wait_cost_usd"]
         completed = data["jobs_completed"]
         with np.errstate(divide="ignore", invalid="ignore"):
             out["usd_per_completed_job"] = np.where(

@@ -7,6 +7,10 @@ of the purchase price over the hours the chips are held for this scenario (or th
 their life the pool's ``term_share`` reserves), hosting per provisioned kW-month, operations
 per chip-year, and electricity at the site's PUE. An unpriced pool (``provider=None``)
 reports energy only.
+
+Waiting is priced too when the user values it (``Assumptions.wait_usd_per_job_hour``, unset
+= 0): :func:`wait_cost_usd` turns job-hours of queue wait into the ``wait_cost_usd`` line of
+the TCO.
 """
 
 from __future__ import annotations
@@ -121,6 +125,21 @@ def price_pool(
     }
 
 
+def wait_cost_usd(scenario: Scenario, draws: InputDraws, job_hours: FloatArray) -> FloatArray:
+    """Cost of ``job_hours`` of queue wait at ``Assumptions.wait_usd_per_job_hour``. [USD]
+
+    The price is a user valuation, not a catalog prior: unset, it is 0 (recorded as the
+    input ``assumptions.wait_usd_per_job_hour`` like every other). A free hour costs
+    nothing however many there are (no ``inf * 0``).
+    """
+    price = draws.get(
+        "assumptions.wait_usd_per_job_hour", scenario.assumptions.wait_usd_per_job_hour, 0.0
+    )
+    with np.errstate(invalid="ignore"):
+        out: FloatArray = np.where(price > 0, np.asarray(job_hours, dtype=float) * price, 0.0)
+    return out
+
+
 def price_training(
     scenario: Scenario, cat: Catalog, usage: dict[str, FloatArray], draws: InputDraws
 ) -> dict[str, FloatArray]:
@@ -164,7 +183,10 @@ def price_training(
         + out["engineering_cost_usd"]
         + out["delay_cost_usd"]
     )
+    if "queue_wait_days" in usage:  # a training run sharing a fleet: one job, waiting
+        out["wait_cost_usd"] = wait_cost_usd(scenario, draws, 24.0 * usage["queue_wait_days"])
+        out["tco_usd"] = out["tco_usd"] + out["wait_cost_usd"]
     return out
 
 
-__all__ = ["pool_energy_kwh", "price_pool", "price_training"]
+__all__ = ["pool_energy_kwh", "price_pool", "price_training", "wait_cost_usd"]

@@ -18,11 +18,13 @@ from accelsim.study._sensitivity import (
 )
 from accelsim.study._serving import serving_capacity
 from accelsim.study._simulate import DEFAULT_RUNS, compare, simulate
+from accelsim.study._sizing import FleetSizing, size_fleet
 from accelsim.study._sweep import SweepResult, sweep
 
 __all__ = [
     "DEFAULT_RUNS",
     "ExecutorLike",
+    "FleetSizing",
     "MorrisResult",
     "SensitivityResult",
     "SobolResult",
@@ -35,5 +37,6 @@ __all__ = [
     "sensitivity_table",
     "serving_capacity",
     "simulate",
+    "size_fleet",
     "sweep",
 ]
