@@ -137,6 +137,15 @@ def test_chunked_prefill_decodes_running_sequences_alongside() -> None:
     assert trace.completed.all()
 
 
+def test_an_arrival_exactly_at_a_boundary_joins_there() -> None:
+    """Ties: the router acts before the boundary at its instant, so a request arriving at
+    the very end of the first iteration is prefilled in the second, with the first decode."""
+    cost = _cost()
+    boundary = _f(cost, 0, 10, 0, 5.0) / H  # the DES's own expression for that end [h]
+    trace = _run(_stream([0.0, boundary], [10, 10], [50, 2]), cost=cost, chunk=16)
+    assert trace.ttft_s[1] == pytest.approx(_f(cost, 1, 10, 11, 5.0), rel=1e-9)
+
+
 def test_prefill_first_pauses_decoding_for_the_prompt() -> None:
     """With chunk 0 the iteration that prefills a new prompt decodes nothing."""
     cost = _cost()
