@@ -336,7 +336,10 @@ class _Replica:
         steps = self.decoding[0][0] - self.decode_steps
         self.begun, self.run_batch, self.run_kv = now, self.decode_batch, self.kv_tokens
         self.run_steps = steps
-        self.end = self._run_end(steps)
+        seconds = self.stretch(self.run_batch, self.run_kv, steps)
+        if not seconds > 0.0:
+            raise _bad_iteration(seconds, self.run_batch, 0)
+        self.end = now + seconds / _SECONDS_PER_HOUR  # = self._run_end(steps), same floats
         # every iteration counts as an event, up to the one the horizon cuts
         over = self.end >= self.horizon_hours
         counter.events += self._boundary(self.horizon_hours) if over else steps
@@ -354,9 +357,23 @@ class _Replica:
         return self.begun + self.stretch(self.run_batch, self.run_kv, steps) / _SECONDS_PER_HOUR
 
     def _boundary(self, hours: float) -> int:
-        """The run's first iteration (from 1) that ends at or after ``hours``: O(log k)."""
-        ends = range(1, self.run_steps + 1)
-        return bisect.bisect_left(ends, hours, key=self._run_end) + 1
+        """The run's first iteration (from 1) that ends at or after ``hours``.
+
+        Iterations lengthen along a run (KV grows), so the cumulative time is convex and the
+        chord from the run's start to its end guesses the answer to within an iteration or
+        two: two closed-form evaluations check it; bisection (O(log k)) covers a miss.
+        """
+        steps, run_end = self.run_steps, self._run_end
+        ends = range(1, steps + 1)
+        share = (hours - self.begun) / (self.end - self.begun)
+        guess = min(max(math.ceil(steps * share), 1), steps)
+        if run_end(guess) >= hours:
+            if guess == 1 or run_end(guess - 1) < hours:
+                return guess
+            return bisect.bisect_left(ends, hours, 0, guess - 2, key=run_end) + 1
+        if guess == steps or run_end(guess + 1) >= hours:
+            return guess + 1
+        return bisect.bisect_left(ends, hours, guess + 1, steps, key=run_end) + 1
 
     def _end_run(self, steps: int, now: float) -> None:
         """Account ``steps`` decode-only iterations ending at ``now``; complete sequences."""
