@@ -89,17 +89,83 @@ def test_littles_law_fixed_point_holds() -> None:
     assert float(again) == pytest.approx(float(lat.tpot_p50_s), rel=1e-9)
 
 
-def test_prefill_queue_mean_wait_is_pollaczek_khinchine() -> None:
-    """The TTFT mean is the M/D/1 mean wait plus service; the oracle is P-K, rho S/(2(1-rho))."""
-    cost = _cost(overhead=0.001)
-    rate, inp, out = 1.0, 2000.0, 1.0
-    lat = sv.latency_under_load(cost, rate, inp, out, 1000)
-    t = float(lat.tpot_p50_s)
-    rho = float(lat.prefill_utilization)
-    service = rho / rate
-    assert 0 < rho < 1
-    pk = rho * service / (2 * (1 - rho))
-    assert float(lat.ttft_mean_s) == pytest.approx(pk + service + t, rel=1e-9)
+def _bisected_iteration(cost: sv.IterationCost, rate: float, inp: float, out: float) -> float:
+    """The fixed point T = iteration_seconds(1 + λ·out·T, λ·in·T, ...) by 200 bisection steps."""
+    ctx = inp + out / 2.0
+
+    def excess(t: float) -> float:
+        batch = 1.0 + rate * out * t
+        return float(sv.iteration_seconds(cost, batch, rate * inp * t, batch * ctx, inp / 2)) - t
+
+    lo, hi = 0.0, 1.0
+    while excess(hi) > 0.0:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if excess(mid) > 0.0 else (lo, mid)
+    return hi
+
+
+@pytest.mark.parametrize("active", [70e9, 14e9, 3e9])  # dense, and MoE weight shares 0.2, 0.04
+@pytest.mark.parametrize("rate", [0.05, 1.0, 5.0])
+def test_fixed_point_matches_bisection(active: float, rate: float) -> None:
+    """Closed form per roofline side (Newton for the MoE share) against a 200-step bisection."""
+    cost = _cost(chips=4, overhead=0.002, active=active)
+    lat = sv.latency_under_load(cost, rate, 1000.0, 300.0, 1e6)
+    assert not lat.saturated
+    assert float(lat.tpot_p50_s) == pytest.approx(
+        _bisected_iteration(cost, rate, 1000.0, 300.0), rel=1e-12
+    )
+
+
+def test_poisson_quantile_is_exact() -> None:
+    """The CDF-checked quantile equals scipy.stats.poisson.ppf everywhere, tails included."""
+    from scipy import stats
+
+    mean = np.concatenate([np.geomspace(1e-12, 1e4, 400), [0.5, 1.0, 7.0, 100.0]])
+    for q in (0.5, 0.9, 0.99, 0.999999):
+        got = sv._poisson_quantile(np.asarray(q), mean)
+        assert np.array_equal(got, stats.poisson.ppf(q, mean))
+
+
+@pytest.mark.parametrize(("chunk", "pieces"), [(0, 1), (4096, 1), (700, 3)])
+def test_light_load_ttft_is_the_prompts_own_prefill(chunk: int, pieces: int) -> None:
+    """λ → 0: no iteration in progress, no queue, nobody decoding: TTFT is the prompt's
+    own iterations, ``(k − 1)`` full chunks and the last piece (closed forms)."""
+    cost = _cost(chips=2, overhead=0.002)
+    inp = 2000.0
+    lat = sv.latency_under_load(cost, 1e-14, inp, 300.0, 1000, prefill_chunk_tokens=chunk)
+    piece = inp if chunk == 0 else min(inp, chunk)
+    last = inp - (pieces - 1) * piece
+    full = float(sv.iteration_seconds(cost, 0, chunk, 0, inp / 2)) if pieces > 1 else 0.0
+    alone = (pieces - 1) * full + float(sv.iteration_seconds(cost, 0, last, 0, last / 2))
+    for value in (lat.ttft_mean_s, lat.ttft_p50_s, lat.ttft_tail_s):
+        assert float(value) == pytest.approx(alone, rel=1e-5)
+
+
+def test_ttft_mean_adds_half_an_iteration_when_prefill_is_free() -> None:
+    """Busy replica, prompt work ~0: an arrival waits the residual of a fixed iteration, T/2
+    on average (length bias of a constant), then its own iteration: mean ``T/2 + D``."""
+    cost = _cost(chips=2, overhead=0.002)
+    rate, inp, out = 2.0, 1.0, 2000.0
+    lat = sv.latency_under_load(cost, rate, inp, out, 1e6, prefill_chunk_tokens=512)
+    batch = float(lat.decode_batch)
+    busy = 1.0 - math.exp(-(batch + rate * float(lat.tpot_p50_s)))
+    decode = float(sv.iteration_seconds(cost, batch, 0, batch * (inp + out / 2), 0))
+    own = float(sv.iteration_seconds(cost, batch, inp, batch * (inp + out / 2), inp / 2))
+    assert busy > 1 - 1e-9
+    assert float(lat.ttft_mean_s) == pytest.approx(decode / 2 + own, rel=1e-3)
+
+
+def test_prompt_length_variability_lengthens_the_tail() -> None:
+    """Same mean prompt, more variance (M/G/1 instead of M/D/1): a later TTFT tail."""
+    cost = _cost(chips=2, overhead=0.002)
+    fixed = sv.latency_under_load(cost, 1.0, 2000.0, 300.0, 1000)
+    spread = sv.latency_under_load(
+        cost, 1.0, 2000.0, 300.0, 1000, input_variance=2000.0**2, input_third_moment=2e10
+    )
+    assert float(spread.ttft_tail_s) > float(fixed.ttft_tail_s)
+    assert float(spread.ttft_mean_s) >= float(fixed.ttft_mean_s)
 
 
 def test_saturation_is_flagged_with_finite_values() -> None:

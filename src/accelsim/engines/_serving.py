@@ -51,10 +51,12 @@ SECONDS_PER_HOUR = 3600.0
 HOURS_PER_DAY = 24.0
 HOURS_PER_MONTH = 730.5
 """A mean Gregorian month, 365.25 · 24 / 12 hours: the unit of ``growth_per_month``."""
-LOAD_NODES = np.array([0.002, 0.15, 0.35, 0.55, 0.7, 0.8, 0.88, 0.94, 0.98])
+LOAD_NODES = np.array([0.002, 0.04, 0.1, 0.2, 0.35, 0.55, 0.7, 0.8, 0.88, 0.94, 0.98])
 """Per-replica loads, as shares of the saturated rate, where the latency table is evaluated:
-denser towards saturation, where latency bends upwards. The first node stands for a
-vanishing load (the SLO is infeasible when it fails there)."""
+denser towards saturation, where latency bends upwards, and at light load, where TTFT
+rises steeply as the replica goes from idle (no iteration in progress at an arrival) to
+always busy (0.04: a batch of a few sequences). The first node stands for a vanishing
+load (the SLO is infeasible when it fails there)."""
 BURST_POINTS = 8
 """Equiprobable quantiles of the gamma burst multiplier integrated per hour (burstiness > 1)."""
 METRIC_PERCENTILE = 0.99
@@ -81,6 +83,10 @@ class ServingSetup:
     """24 hourly multipliers (ones when flat). [ratio]"""
     input_mean: float
     """Mean prompt length per request, after rounding and clipping. [tokens]"""
+    input_variance: float
+    """Variance of the per-request prompt length, after rounding and clipping. [tokens²]"""
+    input_third_moment: float
+    """Third central moment of the per-request prompt length. [tokens³]"""
     output_mean: float
     """Mean output length per request, after rounding and clipping. [tokens]"""
     max_tokens: float
@@ -105,11 +111,15 @@ def token_lengths(value: Dist, uniforms: FloatArray, max_tokens: float) -> Float
     return np.asarray(np.clip(lengths, 1.0, max_tokens), dtype=float)
 
 
-def _length_mean(value: Dist, max_tokens: float) -> float:
+def _length_moments(value: Dist, max_tokens: float) -> tuple[float, float, float]:
+    """Mean, variance and third central moment of the per-request length law."""
     if isinstance(value, Fixed):
-        return float(np.clip(np.rint(value.value), 1.0, max_tokens))
+        return float(np.clip(np.rint(value.value), 1.0, max_tokens)), 0.0, 0.0
     u = (np.arange(_LENGTH_GRID) + 0.5) / _LENGTH_GRID
-    return float(token_lengths(value, u, max_tokens).mean())
+    lengths = token_lengths(value, u, max_tokens)
+    mean = float(lengths.mean())
+    centred = lengths - mean
+    return mean, float(np.mean(centred**2)), float(np.mean(centred**3))
 
 
 def serving_setup(scenario: Scenario, cat: Catalog | None = None) -> ServingSetup:
@@ -139,6 +149,9 @@ def serving_setup(scenario: Scenario, cat: Catalog | None = None) -> ServingSetu
         max_tokens = math.inf
     horizon = work.horizon_days * HOURS_PER_DAY
     profile = np.ones(24) if work.daily_profile is None else np.array(work.daily_profile)
+    input_mean, input_variance, input_third = _length_moments(
+        as_dist(work.input_tokens), max_tokens
+    )
     return ServingSetup(
         work=work,
         chip=chip,
@@ -147,8 +160,10 @@ def serving_setup(scenario: Scenario, cat: Catalog | None = None) -> ServingSetu
         horizon_hours=horizon,
         hours=math.ceil(horizon - 1e-9),
         profile=profile,
-        input_mean=_length_mean(as_dist(work.input_tokens), max_tokens),
-        output_mean=_length_mean(as_dist(work.output_tokens), max_tokens),
+        input_mean=input_mean,
+        input_variance=input_variance,
+        input_third_moment=input_third,
+        output_mean=_length_moments(as_dist(work.output_tokens), max_tokens)[0],
         max_tokens=max_tokens,
         weight_bytes=work.weight_bytes(),
         kv_bytes_per_token=kv_bytes,
@@ -261,11 +276,20 @@ def latency_table(setup: ServingSetup, replica: Replica) -> LatencyTable:
     cost_col = _column(replica.cost)
     limit = np.maximum(replica.batch_limit, 1.0)[:, None]
     inp, out = setup.input_mean, setup.output_mean
-    tail = physics.latency_under_load(cost_col, loads, inp, out, limit, METRIC_PERCENTILE)
+    prompts = {
+        "prefill_chunk_tokens": float(setup.work.prefill_chunk_tokens),
+        "input_variance": setup.input_variance,
+        "input_third_moment": setup.input_third_moment,
+    }
+    tail = physics.latency_under_load(
+        cost_col, loads, inp, out, limit, METRIC_PERCENTILE, **prompts
+    )
     slo = (
         tail
         if setup.percentile == METRIC_PERCENTILE
-        else physics.latency_under_load(cost_col, loads, inp, out, limit, setup.percentile)
+        else physics.latency_under_load(
+            cost_col, loads, inp, out, limit, setup.percentile, **prompts
+        )
     )
     margin = np.minimum(1.0 - slo.ttft_tail_s / setup.ttft_s, 1.0 - slo.tpot_tail_s / setup.tpot_s)
     margin = np.where(slo.saturated, -1.0, margin)
