@@ -67,7 +67,9 @@ def test_fast_path_and_des_agree() -> None:
     for m in ("chip_hours", "replicas_peak", "replicas_mean"):
         assert np.allclose(des[m], fast[m], rtol=1e-12), m
 
-    expected_requests = rate * s.workload.horizon_days * 86400.0
+    work = s.workload
+    assert isinstance(work, acs.Serving)
+    expected_requests = rate * work.horizon_days * 86400.0
     ratio = des["utilization"] / fast["utilization"]
     assert (np.abs(ratio - 1.0) <= 5.0 / np.sqrt(expected_requests) + 0.01).all()
     assert stats.ks_2samp(des["utilization"], fast["utilization"]).pvalue > 1e-3
@@ -75,7 +77,7 @@ def test_fast_path_and_des_agree() -> None:
     tpot = np.median(des["tpot_p50_ms"] / fast["tpot_p50_ms"])
     assert abs(tpot - 1.0) <= 0.15, tpot
 
-    windows = s.workload.horizon_days * 24 * 60 / s.workload.burst_window_minutes
+    windows = work.horizon_days * 24 * 60 / work.burst_window_minutes
     per_window = expected_requests / windows
     for metric, model, sampling in (
         ("ttft_p50_ms", 0.05, 0.5 / np.sqrt(per_window)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,3 +65,29 @@ def test_slo_capacity_within_saturation_and_flagged(eff, inp, out, ttft, tpot) -
     assert 0.0 <= cap.rate_rps <= cap.saturated_rps * (1 + 1e-12)
     if not cap.feasible:
         assert cap.rate_rps == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(effs, overheads, rates, lengths, lengths, st.sampled_from([0, 256, 2048]),
+       st.floats(0.0, 4.0), st.floats(0.02, 1.0))  # fmt: skip
+def test_prompt_law_and_chunks_keep_latency_finite_and_ordered(  # type: ignore[no-untyped-def]
+    eff, overhead, rate, inp, out, chunk, cv, active_share
+) -> None:
+    cost = sv.iteration_cost(
+        active_params=8e9 * active_share, total_params=8e9, layers=32, d_model=4096,
+        weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=2, peak_tflops=989.0,
+        hbm_tbps=3.35, interconnect_gbps=900.0, efficiency=eff, overhead_seconds=overhead,
+    )  # fmt: skip
+    var = (cv * inp) ** 2
+    lat = sv.latency_under_load(
+        cost, rate, inp, out, 512, prefill_chunk_tokens=chunk,
+        input_variance=var, input_third_moment=3.0 * cv * var ** 1.5,
+    )  # fmt: skip
+    for value in (lat.ttft_p50_s, lat.ttft_tail_s, lat.ttft_mean_s, lat.tpot_tail_s):
+        assert np.all(np.isfinite(value))
+    assert np.all(lat.ttft_tail_s >= lat.ttft_p50_s)
+    if not lat.saturated:  # the fixed point holds (closed form / Newton)
+        t = float(lat.tpot_p50_s)
+        batch = 1.0 + rate * out * t
+        again = sv.iteration_seconds(cost, batch, rate * inp * t, batch * (inp + out / 2), inp / 2)
+        assert float(again) == pytest.approx(t, rel=1e-9)
