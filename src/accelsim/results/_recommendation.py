@@ -20,6 +20,11 @@ options left out and by how much each misses ("tpu meets the deadline in 62% of 
 90%); P90 time to train 141 d vs 120 d"). When no option meets the goals the recommendation
 says so (``meets_goals`` false, not ``decided``) and names the closest option: the one
 meeting all goals in the most runs (ties: the lower median TCO, then the order given).
+
+Serving options carry their own goal: the SLO of their scenario. When every option is a
+serving study that knows its scenario (:attr:`Result.scenario`), ``slo_attainment >=`` the
+strictest ``SLO.attainment`` among them is added to the goals (at the goals' confidence,
+0.9 by default): an endpoint that misses its latency target is not an option, however cheap.
 """
 
 from __future__ import annotations
@@ -120,8 +125,25 @@ def recommend(results: Mapping[str, Result], goals: Goals | None = None) -> Reco
         raise ValueError("a recommendation needs at least one option")
     if any("tco_usd" not in r.data for r in results.values()):
         raise ValueError("a recommendation needs the tco_usd metric in every result")
+    slo = _serving_slo(results)
+    if slo is not None:
+        goals = (
+            slo
+            if goals is None
+            else goals.model_copy(
+                update={"slo_attainment": goals.slo_attainment or slo.slo_attainment}
+            )
+        )
     if goals is not None:
-        return _recommend_with_goals(results, goals)
+        base = _recommend_with_goals(results, goals)
+        if slo is None:
+            return base
+        return replace(base, rationale=(_slo_words(results, goals), *base.rationale))
+    return _recommend_on_cost(results)
+
+
+def _recommend_on_cost(results: Mapping[str, Result]) -> Recommendation:
+    """The cost rule alone (module docstring), over every option given."""
     names = list(results)
     if len(names) == 1:
         return Recommendation(names[0], ("only one option was compared",))
@@ -168,6 +190,36 @@ def recommend(results: Mapping[str, Result], goals: Goals | None = None) -> Reco
     return Recommendation(best, tuple(reasons), runner, p, decided)
 
 
+def _serving_slo(results: Mapping[str, Result]) -> Goals | None:
+    """The serving scenarios' own SLO as a goal: an endpoint that misses its latency target
+    is not an option, however cheap. None unless every option is a serving study that
+    knows its scenario. The attainment is the strictest the options ask for."""
+    targets = []
+    for res in results.values():
+        work = None if res.scenario is None else res.scenario.workload
+        slo = getattr(work, "slo", None)
+        if slo is None or "slo_attainment" not in res.data:
+            return None
+        targets.append(float(slo.attainment))
+    return Goals(slo_attainment=max(targets))
+
+
+def _slo_words(results: Mapping[str, Result], goals: Goals) -> str:
+    slos = {
+        (s.ttft_ms, s.tpot_ms, s.percentile)
+        for r in results.values()
+        if r.scenario is not None and (s := getattr(r.scenario.workload, "slo", None))
+    }
+    bounds = "; ".join(
+        f"TTFT <= {ttft:g} ms and TPOT <= {tpot:g} ms at P{pc:g}" for ttft, tpot, pc in sorted(slos)
+    )
+    return (
+        f"Serving SLO ({bounds}) is a goal: an option must serve at least "
+        f"{pct(goals.slo_attainment or 0.0)} of requests within it in at least "
+        f"{pct(goals.confidence)} of runs."
+    )
+
+
 def _recommend_with_goals(results: Mapping[str, Result], goals: Goals) -> Recommendation:
     """The cost rule over the options meeting every goal at the confidence (module docstring)."""
     names = list(results)
@@ -198,7 +250,7 @@ def _recommend_with_goals(results: Mapping[str, Result], goals: Goals) -> Recomm
         best = feasible[0]
         only = f"{_label(best, results[best])} is the only option that meets the goals."
         return Recommendation(best, (head, *excluded, only))
-    base = recommend({k: results[k] for k in feasible})
+    base = _recommend_on_cost({k: results[k] for k in feasible})
     return replace(base, rationale=(head, *excluded, *base.rationale))
 
 

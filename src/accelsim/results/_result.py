@@ -15,6 +15,7 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.results._format import Z95, Table, format_error, format_value
+from accelsim.scenario import Scenario
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,6 +89,9 @@ class Result:
     """The drawn uncertain inputs by name, aligned with the metric samples."""
     extras: Mapping[str, Any] = field(default_factory=dict)
     """Engine-specific outputs (per-job records, time series) when asked for."""
+    scenario: Scenario | None = None
+    """The validated scenario the study ran (None for results built by hand): reports and
+    recommendations read what the user set (assumptions, a serving SLO) from it."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Result):
@@ -100,6 +104,7 @@ class Result:
             and _same(self.data, other.data)
             and _same(self.inputs, other.inputs)
             and _same(self.extras, other.extras)
+            and self.scenario == other.scenario
         )
 
     def __hash__(self) -> int:

@@ -60,6 +60,7 @@ def serving_capacity(scenario: Scenario, *, runs: int = 1000, seed: SeedLike = N
         seed_entropy=entropy,
         engine="serving_capacity",
         inputs={k: v.copy() for k, v in draws.drawn.items()},
+        scenario=scenario,
     )
 
 

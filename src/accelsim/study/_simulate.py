@@ -644,6 +644,7 @@ def simulate(
         info=run_info(scenario, cat) if isinstance(scenario.workload, TrainingRun) else None,
         inputs=inputs,
         extras={**merge_kept(kept), **extras},
+        scenario=scenario,
     )
 
 
