@@ -87,6 +87,8 @@ class ServingSetup:
     """Variance of the per-request prompt length, after rounding and clipping. [tokens²]"""
     input_third_moment: float
     """Third central moment of the per-request prompt length. [tokens³]"""
+    input_fourth_moment: float
+    """Fourth central moment of the per-request prompt length. [tokens⁴]"""
     output_mean: float
     """Mean output length per request, after rounding and clipping. [tokens]"""
     max_tokens: float
@@ -111,15 +113,21 @@ def token_lengths(value: Dist, uniforms: FloatArray, max_tokens: float) -> Float
     return np.asarray(np.clip(lengths, 1.0, max_tokens), dtype=float)
 
 
-def _length_moments(value: Dist, max_tokens: float) -> tuple[float, float, float]:
-    """Mean, variance and third central moment of the per-request length law."""
+def _length_moments(value: Dist, max_tokens: float) -> tuple[float, float, float, float]:
+    """Mean and second to fourth central moments of the per-request length law."""
     if isinstance(value, Fixed):
-        return float(np.clip(np.rint(value.value), 1.0, max_tokens)), 0.0, 0.0
+        return float(np.clip(np.rint(value.value), 1.0, max_tokens)), 0.0, 0.0, 0.0
     u = (np.arange(_LENGTH_GRID) + 0.5) / _LENGTH_GRID
     lengths = token_lengths(value, u, max_tokens)
     mean = float(lengths.mean())
     centred = lengths - mean
-    return mean, float(np.mean(centred**2)), float(np.mean(centred**3))
+    squared = centred**2
+    return (
+        mean,
+        float(squared.mean()),
+        float(np.mean(squared * centred)),
+        float(np.mean(squared**2)),
+    )
 
 
 def serving_setup(scenario: Scenario, cat: Catalog | None = None) -> ServingSetup:
@@ -149,7 +157,7 @@ def serving_setup(scenario: Scenario, cat: Catalog | None = None) -> ServingSetu
         max_tokens = math.inf
     horizon = work.horizon_days * HOURS_PER_DAY
     profile = np.ones(24) if work.daily_profile is None else np.array(work.daily_profile)
-    input_mean, input_variance, input_third = _length_moments(
+    input_mean, input_variance, input_third, input_fourth = _length_moments(
         as_dist(work.input_tokens), max_tokens
     )
     return ServingSetup(
@@ -163,6 +171,7 @@ def serving_setup(scenario: Scenario, cat: Catalog | None = None) -> ServingSetu
         input_mean=input_mean,
         input_variance=input_variance,
         input_third_moment=input_third,
+        input_fourth_moment=input_fourth,
         output_mean=_length_moments(as_dist(work.output_tokens), max_tokens)[0],
         max_tokens=max_tokens,
         weight_bytes=work.weight_bytes(),
@@ -280,6 +289,7 @@ def latency_table(setup: ServingSetup, replica: Replica) -> LatencyTable:
         "prefill_chunk_tokens": float(setup.work.prefill_chunk_tokens),
         "input_variance": setup.input_variance,
         "input_third_moment": setup.input_third_moment,
+        "input_fourth_moment": setup.input_fourth_moment,
     }
     tail = physics.latency_under_load(
         cost_col, loads, inp, out, limit, METRIC_PERCENTILE, **prompts
@@ -674,6 +684,10 @@ def replica_capacity(
         setup.ttft_s,
         setup.tpot_s,
         setup.percentile,
+        prefill_chunk_tokens=float(setup.work.prefill_chunk_tokens),
+        input_variance=setup.input_variance,
+        input_third_moment=setup.input_third_moment,
+        input_fourth_moment=setup.input_fourth_moment,
     )
     per_chip = setup.output_mean / setup.chips_per_replica
     runs = draws.runs

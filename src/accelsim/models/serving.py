@@ -967,6 +967,11 @@ def slo_capacity_rps(
     ttft_s: ArrayLike,
     tpot_s: ArrayLike,
     percentile: ArrayLike = 0.99,
+    *,
+    prefill_chunk_tokens: ArrayLike = 0.0,
+    input_variance: ArrayLike = 0.0,
+    input_third_moment: ArrayLike = 0.0,
+    input_fourth_moment: ArrayLike | None = None,
 ) -> SloCapacity:
     """Largest Poisson rate one replica serves with TTFT and TPOT within bounds at a percentile.
 
@@ -984,6 +989,9 @@ def slo_capacity_rps(
         SLO bounds on time to first token and time per output token. [s]
     percentile : array_like, optional
         Percentile the bounds apply at (MLPerf: 0.99). [fraction]
+    prefill_chunk_tokens, input_variance, input_third_moment, input_fourth_moment : optional
+        The scheduler's prefill chunk and the prompt-length law's central moments, as in
+        :func:`latency_under_load`. [tokens], [tokens²], [tokens³], [tokens⁴]
 
     Returns
     -------
@@ -1005,7 +1013,18 @@ def slo_capacity_rps(
     tpot_bound = _f(tpot_s)
 
     def meets(rate: FloatArray) -> BoolArray:
-        lat = latency_under_load(cost, rate, inp, out, limit, percentile)
+        lat = latency_under_load(
+            cost,
+            rate,
+            inp,
+            out,
+            limit,
+            percentile,
+            prefill_chunk_tokens=prefill_chunk_tokens,
+            input_variance=input_variance,
+            input_third_moment=input_third_moment,
+            input_fourth_moment=input_fourth_moment,
+        )
         ok = (~lat.saturated) & (lat.ttft_tail_s <= ttft_bound) & (lat.tpot_tail_s <= tpot_bound)
         return np.asarray(ok, dtype=np.bool_)
 
