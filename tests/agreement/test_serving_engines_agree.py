@@ -34,7 +34,10 @@ import numpy as np
 from scipy import stats
 
 import accelsim as acs
+from accelsim import catalog as _catalog
 from accelsim.engines import simulate_serving_block, simulate_serving_fast
+
+CAT = _catalog.builtin_catalog()
 
 RUNS = 24
 
@@ -59,8 +62,8 @@ def _scenario() -> acs.Scenario:
 def test_fast_path_and_des_agree() -> None:
     s = _scenario()
     root = np.random.SeedSequence(2024)
-    fast, fast_draws = simulate_serving_fast(s, root, 0, RUNS)
-    des, des_draws = simulate_serving_block(s, root, 0, RUNS)
+    fast, fast_draws = simulate_serving_fast(s, root, 0, RUNS, cat=CAT)
+    des, des_draws = simulate_serving_block(s, root, 0, RUNS, cat=CAT)
     rate = fast_draws.drawn["workload.rate_rps"]
     assert (des_draws.drawn["workload.rate_rps"] == rate).all()
 

@@ -9,7 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import accelsim as acs
+from accelsim import catalog as _catalog
 from accelsim.engines import simulate_serving_fast
+
+CAT = _catalog.builtin_catalog()
 
 SERVING_METRICS = (
     "usd_per_million_output_tokens",
@@ -51,7 +54,7 @@ def _scenario(**changes: Any) -> acs.Scenario:
 
 
 def _run(s: acs.Scenario, runs: int = 64) -> dict[str, np.ndarray]:
-    data, _ = simulate_serving_fast(s, np.random.SeedSequence(7), 0, runs)
+    data, _ = simulate_serving_fast(s, np.random.SeedSequence(7), 0, runs, cat=CAT)
     return data
 
 
@@ -136,9 +139,10 @@ def test_follow_demand_uses_fewer_chip_hours_than_a_fixed_pool() -> None:
 
 def test_same_seed_same_metrics_whatever_the_chunking() -> None:
     s = _scenario(rate_rps=acs.Uniform(low=5, high=50))
-    whole, _ = simulate_serving_fast(s, np.random.SeedSequence(3), 0, 40)
+    whole, _ = simulate_serving_fast(s, np.random.SeedSequence(3), 0, 40, cat=CAT)
     parts = [
-        simulate_serving_fast(s, np.random.SeedSequence(3), a, b)[0] for a, b in ((0, 17), (17, 40))
+        simulate_serving_fast(s, np.random.SeedSequence(3), a, b, cat=CAT)[0]
+        for a, b in ((0, 17), (17, 40))
     ]
     for m in SERVING_METRICS:
         assert (np.concatenate([p[m] for p in parts]) == whole[m]).all(), m

@@ -120,3 +120,30 @@ def test_spot_preemption_prior_is_the_offers_in_both_engines(
     des = acs.simulate(_training("spot"), runs=4, seed=2, engine="des").inputs[name]
     np.testing.assert_array_equal(analytic, np.full(4, 2.0e-4))
     np.testing.assert_array_equal(des, analytic)
+
+
+@pytest.mark.slow
+def test_a_serving_study_prices_with_the_users_sheet_on_processes(
+    user_catalog: catalog.Catalog,
+) -> None:
+    """Serving too: the fast path prices chip-hours with the study's catalog in every worker
+    (its engine takes the catalog as an argument and has no process-global fallback)."""
+    svc = acs.Serving(
+        model="llama-3.1-8b",
+        precision="fp8",
+        rate_rps=5.0,
+        input_tokens=500,
+        output_tokens=100,
+        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+        horizon_days=2,
+    )
+    s = acs.Scenario(name="serve", workload=svc, fleet=[acs.Pool(chip="h100-sxm", count=8,
+                     provider="acme")])  # fmt: skip
+    in_process = acs.simulate(s, runs=40, seed=5, chunk_runs=20)
+    processes = acs.simulate(s, runs=40, seed=5, chunk_runs=20, executor="processes")
+    assert_same(in_process, processes)
+    np.testing.assert_allclose(
+        in_process.samples("hardware_cost_usd"),
+        ACME_USD_PER_CHIP_HOUR * in_process.samples("chip_hours"),
+        rtol=1e-12,
+    )

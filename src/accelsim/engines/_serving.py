@@ -72,6 +72,8 @@ class ServingSetup:
     """The fixed facts of a serving scenario (not uncertain), resolved once per chunk."""
 
     work: Serving
+    cat: Catalog
+    """The study's catalog: prices and priors come from it, never from a process global."""
     chip: Chip
     chips_per_replica: int
     replicas_pool: int
@@ -130,13 +132,14 @@ def _length_moments(value: Dist, max_tokens: float) -> tuple[float, float, float
     )
 
 
-def serving_setup(scenario: Scenario, cat: Catalog | None = None) -> ServingSetup:
-    """Resolve a serving scenario's model, replica layout, horizon and token means."""
+def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
+    """Resolve a serving scenario's model, replica layout, horizon and token means against
+    the study's catalog ``cat`` (which travels with the study to every worker)."""
     work = scenario.workload
     if not isinstance(work, Serving):
         raise TypeError(f"scenario {scenario.name!r} has a {work.kind} workload, not serving")
     pool = scenario.fleet[0]
-    chip = cat.chip(pool.chip) if cat is not None else catalog.chip(pool.chip)
+    chip = cat.chip(pool.chip)
     chips = work.replica_chips(chip, pool.count)
     preset = work.preset
     kv_precision = work.kv_precision or work.precision
@@ -162,6 +165,7 @@ def serving_setup(scenario: Scenario, cat: Catalog | None = None) -> ServingSetu
     )
     return ServingSetup(
         work=work,
+        cat=cat,
         chip=chip,
         chips_per_replica=chips,
         replicas_pool=pool.count // chips,
@@ -590,7 +594,7 @@ def serving_metrics(
     serving_power = priors.model_copy(
         update={"power_fraction_of_tdp": serving.power_fraction_of_tdp}
     )
-    kwh = pool_energy_kwh(pool, draws, scenario, serving_power, chip_hours)
+    kwh = pool_energy_kwh(pool, draws, scenario, serving_power, chip_hours, cat=setup.cat)
     factor = draws.get(
         "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
     )
@@ -605,6 +609,7 @@ def serving_metrics(
         chip_hours=chip_hours,
         held_hours=constant(setup.horizon_hours, runs),
         kwh=kwh,
+        cat=setup.cat,
     )
     wage = draws.get(
         "assumptions.engineer_usd_per_hour",
@@ -635,17 +640,14 @@ def simulate_serving_fast(
     start: int,
     stop: int,
     *,
-    cat: Catalog | None = None,
-    priors: Priors | None = None,
-    serving: ServingPriors | None = None,
+    cat: Catalog,
 ) -> tuple[dict[str, FloatArray], InputDraws]:
     """Metrics of the runs ``[start, stop)`` of a serving scenario by the fast path.
 
-    ``cat``, ``priors`` and ``serving`` default to the active catalog and the shipped
-    priors. Returns the metric arrays by name and the input draws.
+    Chips, prices and priors come from ``cat``, the study's catalog. Returns the metric
+    arrays by name and the input draws.
     """
-    priors = catalog.priors() if priors is None else priors
-    serving = catalog.serving_priors() if serving is None else serving
+    priors, serving = cat.priors, cat.serving_priors
     setup = serving_setup(scenario, cat)
     draws = InputDraws(root=root, start=start, stop=stop)
     replica = draw_replica(setup, scenario, draws, serving)
@@ -659,8 +661,7 @@ def replica_capacity(
     start: int,
     stop: int,
     *,
-    cat: Catalog | None = None,
-    serving: ServingPriors | None = None,
+    cat: Catalog,
 ) -> tuple[dict[str, FloatArray], InputDraws]:
     """One replica's capacity per run: saturated and within the SLO (exact bisection).
 
@@ -671,7 +672,7 @@ def replica_capacity(
     ``feasible`` (1: the SLO is met at some rate; 0: the model or one sequence does not fit,
     or no rate meets the SLO, and the SLO figures are 0).
     """
-    serving = catalog.serving_priors() if serving is None else serving
+    serving = cat.serving_priors
     setup = serving_setup(scenario, cat)
     draws = InputDraws(root=root, start=start, stop=stop)
     replica = draw_replica(setup, scenario, draws, serving)

@@ -28,9 +28,8 @@ import dataclasses
 
 import numpy as np
 
-from accelsim import catalog
 from accelsim._typing import FloatArray
-from accelsim.catalog import Catalog, Priors, ServingPriors
+from accelsim.catalog import Catalog
 from accelsim.dists import as_dist
 from accelsim.engines._inputs import InputDraws
 from accelsim.engines._serving import (
@@ -144,14 +143,12 @@ def simulate_serving_block(
     start: int,
     stop: int,
     *,
-    cat: Catalog | None = None,
-    priors: Priors | None = None,
-    serving: ServingPriors | None = None,
+    cat: Catalog,
     max_events: int = 50_000_000,
 ) -> tuple[dict[str, FloatArray], InputDraws]:
-    """Metrics of the runs ``[start, stop)`` of a serving scenario by the request DES."""
-    priors = catalog.priors() if priors is None else priors
-    serving = catalog.serving_priors() if serving is None else serving
+    """Metrics of the runs ``[start, stop)`` of a serving scenario by the request DES, with
+    chips, prices and priors from ``cat``, the study's catalog."""
+    priors, serving = cat.priors, cat.serving_priors
     setup = serving_setup(scenario, cat)
     work = setup.work
     draws = InputDraws(root=root, start=start, stop=stop)

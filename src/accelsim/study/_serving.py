@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from accelsim.catalog import Catalog, active
 from accelsim.engines import replica_capacity
 from accelsim.results import Result
 from accelsim.scenario import Scenario, Serving
 from accelsim.seeding import SeedLike, as_seed_sequence
 
 
-def serving_capacity(scenario: Scenario, *, runs: int = 1000, seed: SeedLike = None) -> Result:
+def serving_capacity(
+    scenario: Scenario,
+    *,
+    runs: int = 1000,
+    seed: SeedLike = None,
+    catalog: Catalog | None = None,
+) -> Result:
     """Capacity of one replica of a serving scenario, per Monte Carlo run.
 
     Draws the serving priors (efficiency, iteration overhead, memory share, max batch) as
@@ -30,6 +37,8 @@ def serving_capacity(scenario: Scenario, *, runs: int = 1000, seed: SeedLike = N
         Monte Carlo runs (>= 1).
     seed : int, SeedSequence or None
         Root seed; the same seed gives the same draws.
+    catalog : Catalog, optional
+        Chips and priors to use; by default the active catalog (``accelsim.catalog.load``).
 
     Examples
     --------
@@ -52,7 +61,9 @@ def serving_capacity(scenario: Scenario, *, runs: int = 1000, seed: SeedLike = N
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
     root = as_seed_sequence(seed)
-    data, draws = replica_capacity(scenario, root, 0, runs)
+    data, draws = replica_capacity(
+        scenario, root, 0, runs, cat=active() if catalog is None else catalog
+    )
     entropy = root.entropy if isinstance(root.entropy, int) else None
     return Result(
         scenario_name=scenario.name,
