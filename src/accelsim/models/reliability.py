@@ -44,8 +44,10 @@ _SEGMENT_SNAP = 1e-12
 # 0.56 * rho / (sigma^3 sqrt(K)), with rho / sigma^3 <= 3 for an exponential truncated to any
 # interval: <= 0.026 at K = 4096, and the lost time is only one part of the run's time.
 _EXACT_LOSSES_MAX = 4096
-# A run expecting more interruptions than this never finishes in any practical sense
-# (numpy's negative binomial also refuses such means); it is reported as inf hours.
+# Above this many expected interruptions (numpy's negative binomial refuses such means, and
+# counts near int64's range would overflow), a run is drawn from the rare-success limit of
+# the model (:func:`_sample_rare_success`) instead of failure by failure: a failing segment's
+# extra time is exponential in that limit, so the cost per run is bounded whatever the rate.
 _HOPELESS_INTERRUPTIONS = 1e12
 # A negative binomial count of mean at most _INVERSION_MEAN_MAX (failed restarts, mostly 0) is
 # drawn by inversion from 0, one uniform each, a few steps of its probability recursion:
@@ -342,7 +344,7 @@ def sample_completion_hours(
     restart_hours: ArrayLike,
     rate_per_hour: ArrayLike,
     size: int | tuple[int, ...] | None = None,
-) -> tuple[FloatArray, IntArray]:
+) -> tuple[FloatArray, FloatArray]:
     """Draw the wall-clock time and interruption count of independent runs, exactly.
 
     Same model as :func:`expected_completion_hours`; each element of the broadcast inputs
@@ -364,8 +366,10 @@ def sample_completion_hours(
     -------
     completion_hours : FloatArray
         Wall-clock time to finish the work, failures included. [h]
-    interruptions : IntArray
-        Interruptions suffered, in work, writes and restarts. [count]
+    interruptions : FloatArray
+        Interruptions suffered, in work, writes and restarts, as float64 (whole numbers below
+        1e12; above, ``lambda * T``, the count's mean given ``T``, never an overflowed
+        integer). [count]
 
     Notes
     -----
@@ -380,7 +384,10 @@ def sample_completion_hours(
     limit of their sum instead (Kolmogorov distance <= 0.026 by Berry-Esseen). Then ``T = n
     (tau + C) + [r > 0] (r + C) + K R + losses`` and the count is ``K + J``. Cost: one uniform
     per interruption, ~4.7 ns per interruption all in: ~360,000 runs/s of a 60-day
-    16,384-chip job (~580 interruptions per run) on one core. Oracles:
+    16,384-chip job (~580 interruptions per run) on one core. A run expecting more than 1e12
+    interruptions is drawn from the rare-success limit instead (:func:`_sample_rare_success`,
+    a handful of draws per run): its time is finite unless its mean overflows float64 (then
+    ``inf``, which the engines censor at their horizon). Oracles:
     :func:`expected_completion_hours` (mean within 5 SE) and an event-by-event simulation
     (two-sample KS), in the validation tests.
 
@@ -389,9 +396,9 @@ def sample_completion_hours(
     >>> rng = np.random.default_rng(0)
     >>> hours, count = sample_completion_hours(rng, 100.0, 2.0, 0.1, 0.2, 0.05, size=4)
     >>> hours.shape, count.dtype.name, bool((hours >= 105.0).all())
-    ((4,), 'int64', True)
+    ((4,), 'float64', True)
     >>> sample_completion_hours(rng, 10.0, 2.0, 0.1, 0.5, 0.0)  # no failures: exact
-    (array(10.5), array(0))
+    (array(10.5), array(0.))
     """
     inputs = [
         _f(a) for a in (work_hours, interval_hours, write_hours, restart_hours, rate_per_hour)
@@ -411,7 +418,7 @@ def sample_completion_hours(
         expected_fails = (full * full_odds + has_partial * partial_odds) * (1.0 + restart_odds)
     hopeless = ~(expected_fails <= _HOPELESS_INTERRUPTIONS)
     any_hopeless = bool(hopeless.any())
-    if any_hopeless:  # drawn as failure-free, then reported as inf
+    if any_hopeless:  # drawn as failure-free here, then from the rare-success limit
         for x in (full_odds, partial_odds, restart_odds, *exponents):
             x[hopeless] = 0.0
     full_fails = _negative_binomial(rng, full, full_odds, exponents[0])
@@ -432,11 +439,53 @@ def sample_completion_hours(
     hours += lost[:runs]
     hours += lost[runs : 2 * runs]
     hours += lost[2 * runs :]
-    count = work_fails + restart_fails
+    count = (work_fails + restart_fails).astype(float)
     if any_hopeless:
-        hours[hopeless] = np.inf
-        count[hopeless] = np.iinfo(np.int64).max
+        at = np.flatnonzero(hopeless)
+        hours[at], count[at] = _sample_rare_success(
+            rng, full[at], interval[at], partial[at], write[at], restart[at], rate[at]
+        )
     return hours.reshape(shape), count.reshape(shape)
+
+
+def _sample_rare_success(
+    rng: np.random.Generator,
+    full: FloatArray,
+    interval_hours: FloatArray,
+    partial_hours: FloatArray,
+    write_hours: FloatArray,
+    restart_hours: FloatArray,
+    rate_per_hour: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Time and count of runs far too failure-prone to draw failure by failure.
+
+    A segment of length ``L`` (work and write) fails at its first attempt with probability
+    ``q = 1 - exp(-lambda L)``; given that, its extra time (losses and restarts until it
+    succeeds) has mean ``(g - L) / q``, ``g`` the segment's mean time (module docstring).
+    In the limit of this regime -- success so rare that many attempts fail (``p -> 0``), or
+    restarts so long that one failure's recovery dominates -- that extra time is exponential
+    (a geometric sum of iid times is exponential as its success probability tends to 0,
+    Renyi's theorem), so the run's time is ``n L + r L' + Gamma(m, (g - L) / q) + ...`` with
+    ``m ~ Binomial(n, q)`` failing segments: exact in mean, a few draws per run. The count is
+    its mean given the time, ``lambda T`` (every event of the Poisson process interrupts
+    something). A mean that overflows float64 gives ``inf`` (the engines censor it).
+    Oracle: the exact sampler in the overlap of both regimes (tests/unit/test_reliability.py).
+    """
+    hours = np.zeros(full.size)
+    restart_factor = np.exp(np.minimum(rate_per_hour * restart_hours, 709.0))
+    for n, work in ((full, interval_hours), ((partial_hours > 0.0).astype(float), partial_hours)):
+        length = np.where(n > 0, work + write_hours, 0.0)
+        q = -np.expm1(-rate_per_hour * length)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            mean = restart_factor * _mean_attempt_time(length, rate_per_hour)
+            extra = np.where(q > 0.0, (mean - length) / np.where(q > 0.0, q, 1.0), 0.0)
+        failing = rng.binomial(np.minimum(n, 2.0**62).astype(np.int64), q)
+        shape = np.where(failing > 0, failing, 1).astype(float)
+        with np.errstate(over="ignore", invalid="ignore"):
+            drawn = np.where(failing > 0, rng.standard_gamma(shape) * extra, 0.0)
+        hours += n * length + np.where(np.isnan(drawn), np.inf, drawn)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return hours, rate_per_hour * hours
 
 
 def checkpoint_segments(
