@@ -1,0 +1,66 @@
+"""LLM serving on one replica: memory, iteration time, throughput and latency under load.
+
+Pure, vectorised formulas (arrays in, arrays out, broadcast by numpy; no SimPy, no I/O, no
+RNG). A *replica* is the group of ``chips`` that holds one copy of the weights (tensor or
+expert parallel) and runs continuous batching: every iteration decodes one token for each
+running sequence and prefills a chunk of new prompt tokens.
+
+One formula, :func:`iteration_seconds`, gives the time of such an iteration. Everything else
+is built on it, so the request-level DES (one call per iteration, plain floats) and the
+analytic fast path (arrays of runs) share it. :func:`iteration_cost` turns a replica's
+hardware, model and uncertain efficiency into an :class:`IterationCost` of per-run
+coefficients once; each iteration then costs a handful of multiplications.
+
+Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbps`` [TB/s],
+``interconnect_gbps`` [GB/s] as in :class:`accelsim.catalog.Chip`.
+
+The formulas live in three private modules, re-exported here: ``_iteration`` (iteration
+time, decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput) and
+``_load`` (latency under load, SLO capacity).
+"""
+
+from __future__ import annotations
+
+from accelsim.models.serving._iteration import (
+    IterationCost,
+    decode_stretch_seconds,
+    iteration_cost,
+    iteration_seconds,
+    scalar_decode_stretch_seconds,
+    scalar_iteration_seconds,
+)
+from accelsim.models.serving._load import (
+    LoadLatency,
+    SloCapacity,
+    latency_under_load,
+    slo_capacity_rps,
+)
+from accelsim.models.serving._memory import (
+    batch_limit,
+    kv_bytes_per_token,
+    kv_bytes_per_token_from_values,
+    kv_capacity_tokens,
+    offline_tokens_per_s,
+    throughput_at_batch,
+    weight_bytes,
+)
+
+__all__ = [
+    "IterationCost",
+    "LoadLatency",
+    "SloCapacity",
+    "batch_limit",
+    "decode_stretch_seconds",
+    "iteration_cost",
+    "iteration_seconds",
+    "kv_bytes_per_token",
+    "kv_bytes_per_token_from_values",
+    "kv_capacity_tokens",
+    "latency_under_load",
+    "offline_tokens_per_s",
+    "scalar_decode_stretch_seconds",
+    "scalar_iteration_seconds",
+    "slo_capacity_rps",
+    "throughput_at_batch",
+    "weight_bytes",
+]

@@ -1,0 +1,388 @@
+"""Iteration time of one serving replica: the formula every serving result is built on.
+
+Part of :mod:`accelsim.models.serving` (import the names from there).
+:func:`iteration_cost` turns a replica's hardware, model and uncertain efficiency into an
+:class:`IterationCost` of per-run coefficients once; :func:`iteration_seconds` (arrays) and
+:func:`scalar_iteration_seconds` (plain floats, for the DES) give the time of one iteration,
+the decode-stretch functions that of a run of decode-only iterations.
+
+Units: seconds [s], bytes [B]; ``peak_tflops`` [TFLOP/s], ``hbm_tbps`` [TB/s],
+``interconnect_gbps`` [GB/s] as in :class:`accelsim.catalog.Chip`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsim._typing import ArrayLike, FloatArray
+
+_TERA = 1e12
+_GIGA = 1e9
+
+
+def _f(x: ArrayLike) -> FloatArray:
+    return np.asarray(x, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class IterationCost:
+    """Per-run coefficients of one replica's iteration time (built by :func:`iteration_cost`).
+
+    Every field is a float64 array of the broadcast shape of the inputs (shape ``()`` for
+    scalar inputs); ``float(field)`` or indexing gives the plain floats a DES uses.
+    """
+
+    seconds_per_flop: FloatArray
+    """Achieved compute time per FLOP of the replica: 1 / (chips · peak · efficiency). [s]"""
+    seconds_per_byte: FloatArray
+    """Achieved memory time per byte read: 1 / (chips · bandwidth · efficiency). [s]"""
+    flops_per_token: FloatArray
+    """Dense-layer FLOPs per processed token, 2 · active parameters. [FLOP]"""
+    attention_flops_per_context_token: FloatArray
+    """Attention FLOPs per (query token, cached token) pair, 4 · layers · d_model. [FLOP]"""
+    weight_bytes: FloatArray
+    """Bytes of all weights of the replica. [B]"""
+    active_fraction: FloatArray
+    """Share of the weights one token reads: active / total parameters (1 for dense). [fraction]"""
+    kv_bytes_per_token: FloatArray
+    """KV-cache bytes per cached token. [B]"""
+    comm_seconds_per_token: FloatArray
+    """Tensor-parallel all-reduce time per processed token (0 on one chip). [s]"""
+    overhead_seconds: FloatArray
+    """Fixed time per iteration: kernel launches, scheduling, sampling, collective latency. [s]"""
+
+
+def iteration_cost(
+    *,
+    active_params: ArrayLike,
+    total_params: ArrayLike,
+    layers: ArrayLike,
+    d_model: ArrayLike,
+    weight_bytes: ArrayLike,
+    kv_bytes_per_token: ArrayLike,
+    chips: ArrayLike,
+    peak_tflops: ArrayLike,
+    hbm_tbps: ArrayLike,
+    interconnect_gbps: ArrayLike,
+    efficiency: ArrayLike,
+    overhead_seconds: ArrayLike,
+    activation_bytes: ArrayLike = 2.0,
+) -> IterationCost:
+    """Coefficients of :func:`iteration_seconds` for one replica (vectorised over runs).
+
+    Parameters
+    ----------
+    active_params, total_params : array_like
+        Parameters used per token and in total (equal for a dense model). [count]
+    layers : array_like
+        Transformer layers. [count]
+    d_model : array_like
+        Hidden size. [count]
+    weight_bytes : array_like
+        Bytes of all weights (:func:`weight_bytes`). [B]
+    kv_bytes_per_token : array_like
+        KV-cache bytes per token (:func:`kv_bytes_per_token`). [B]
+    chips : array_like
+        Chips in the replica (tensor / expert parallel group). [count]
+    peak_tflops : array_like
+        Dense peak per chip at the precision the matmuls run in. [TFLOP/s]
+    hbm_tbps : array_like
+        Memory bandwidth per chip. [TB/s]
+    interconnect_gbps : array_like
+        Scale-up bandwidth per chip, bidirectional aggregate as in the catalog; must be > 0
+        when ``chips > 1``. [GB/s]
+    efficiency : array_like
+        Achieved fraction of the roofline, in (0, 1] (uncertain; catalog prior). [fraction]
+    overhead_seconds : array_like
+        Fixed time per iteration. [s]
+    activation_bytes : array_like, optional
+        Bytes per activation value in the all-reduces (2: bf16). [B]
+
+    Returns
+    -------
+    IterationCost
+        Coefficients, each broadcast over the inputs.
+
+    Notes
+    -----
+    The tensor-parallel term is two all-reduces per layer of ``tokens · d_model ·
+    activation_bytes`` each, ring algorithm: every chip sends and receives ``2(t−1)/t`` of
+    the buffer over one direction of its link (half the bidirectional figure).
+    """
+    t = _f(chips)
+    link_bytes_per_s = np.maximum(_f(interconnect_gbps), 1e-300) * _GIGA / 2.0
+    ring = 2.0 * (t - 1.0) / t
+    comm = _f(layers) * 2.0 * _f(d_model) * _f(activation_bytes) * ring / link_bytes_per_s
+    eff = _f(efficiency)
+    parts = np.broadcast_arrays(
+        1.0 / (t * _f(peak_tflops) * _TERA * eff),
+        1.0 / (t * _f(hbm_tbps) * _TERA * eff),
+        2.0 * _f(active_params),
+        4.0 * _f(layers) * _f(d_model),
+        _f(weight_bytes),
+        _f(active_params) / _f(total_params),
+        _f(kv_bytes_per_token),
+        comm,
+        _f(overhead_seconds),
+    )
+    return IterationCost(*(np.array(p, dtype=np.float64) for p in parts))
+
+
+def iteration_seconds(
+    cost: IterationCost,
+    decode_batch: ArrayLike,
+    prefill_tokens: ArrayLike,
+    kv_tokens: ArrayLike,
+    prefill_context_tokens: ArrayLike = 0.0,
+) -> FloatArray:
+    """Time of one continuous-batching iteration: the one formula every engine calls.
+
+    Applies to a replica that decodes ``decode_batch`` sequences (one token each) holding
+    ``kv_tokens`` cached tokens in total and, in the same iteration, prefills
+    ``prefill_tokens`` prompt tokens (chunked prefill). Works on floats and arrays alike.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients (:func:`iteration_cost`).
+    decode_batch : array_like
+        Sequences decoded in this iteration. [count]
+    prefill_tokens : array_like
+        Prompt tokens prefilled in this iteration. [tokens]
+    kv_tokens : array_like
+        Cached tokens the decoding sequences attend to, summed over them. [tokens]
+    prefill_context_tokens : array_like, optional
+        Mean number of tokens each prefilled token attends to (about half the prompt when a
+        whole prompt is prefilled at once). [tokens]
+
+    Returns
+    -------
+    FloatArray
+        Iteration time. [s]
+
+    Notes
+    -----
+    With ``n = decode_batch + prefill_tokens`` tokens processed::
+
+        flops = 2·N_active·n + 4·L·d·(kv_tokens + prefill_tokens·prefill_context_tokens)
+        bytes = W·(1 − (1 − N_active/N)^n) + kv_bytes·kv_tokens
+        time  = max(flops·s_flop, bytes·s_byte) + comm·n + overhead
+
+    The roofline is the max of compute and memory time, each divided by one efficiency.
+    ``W·(1 − (1 − a)^n)`` is the expected weight bytes read when each token touches a share
+    ``a`` of the weights at random: all of them for a dense model (``a = 1``), ``a·W`` for a
+    single MoE token, approaching ``W`` as the batch grows. Attention FLOPs use ``d_model``
+    for the query width (exact for MHA/GQA with ``heads · head_dim = d_model``).
+    Oracles: batch-1 decode of a dense model is ``W / bandwidth / efficiency + overhead``;
+    a large prefill is ``2·N·tokens / peak / efficiency + overhead``.
+
+    Examples
+    --------
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.0)
+    >>> round(float(iteration_seconds(c, 1, 0, 0)) * 1e3, 3)  # 16 GB at 3.35 TB/s
+    4.776
+    """
+    decode = _f(decode_batch)
+    prefill = _f(prefill_tokens)
+    kv = _f(kv_tokens)
+    n = decode + prefill
+    flops = cost.flops_per_token * n + cost.attention_flops_per_context_token * (
+        kv + prefill * _f(prefill_context_tokens)
+    )
+    touched = 1.0 - np.power(1.0 - cost.active_fraction, n)
+    memory_bytes = cost.weight_bytes * touched + cost.kv_bytes_per_token * kv
+    roofline = np.maximum(flops * cost.seconds_per_flop, memory_bytes * cost.seconds_per_byte)
+    return _f(roofline + cost.comm_seconds_per_token * n + cost.overhead_seconds)
+
+
+def scalar_iteration_seconds(cost: IterationCost) -> Callable[[float, float, float, float], float]:
+    """:func:`iteration_seconds` of one run as a plain-float function, for the DES inner loop.
+
+    The same formula, term by term in the same order, on Python floats: it returns exactly
+    (bit for bit) what :func:`iteration_seconds` returns for the same inputs, in about a
+    twentieth of the time (no numpy call per iteration).
+
+    Parameters
+    ----------
+    cost : IterationCost
+        Coefficients of one run (every field of shape ``()`` or size 1).
+
+    Returns
+    -------
+    callable
+        ``f(decode_batch, prefill_tokens, kv_tokens, prefill_context_tokens) -> seconds``,
+        arguments as in :func:`iteration_seconds` ([count], [tokens], [tokens], [tokens]),
+        result [s].
+
+    Examples
+    --------
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.0)
+    >>> scalar_iteration_seconds(c)(1.0, 0.0, 0.0, 0.0) == float(iteration_seconds(c, 1, 0, 0))
+    True
+    """
+    flops_per_token = float(cost.flops_per_token)
+    attention = float(cost.attention_flops_per_context_token)
+    untouched = 1.0 - float(cost.active_fraction)
+    weight = float(cost.weight_bytes)
+    kv_bytes = float(cost.kv_bytes_per_token)
+    s_flop = float(cost.seconds_per_flop)
+    s_byte = float(cost.seconds_per_byte)
+    comm = float(cost.comm_seconds_per_token)
+    overhead = float(cost.overhead_seconds)
+
+    def seconds(decode: float, prefill: float, kv: float, prefill_context: float) -> float:
+        n = decode + prefill
+        flops = flops_per_token * n + attention * (kv + prefill * prefill_context)
+        memory_bytes = weight * (1.0 - untouched**n) + kv_bytes * kv
+        compute_s = flops * s_flop
+        memory_s = memory_bytes * s_byte
+        roofline = compute_s if compute_s >= memory_s else memory_s
+        return roofline + comm * n + overhead
+
+    return seconds
+
+
+def _affine_sum(first: FloatArray, slope: FloatArray, lo: ArrayLike, hi: ArrayLike) -> FloatArray:
+    """``sum(first + slope·i for i in range(lo, hi))``, in closed form (``lo <= hi``)."""
+    low, high = _f(lo), _f(hi)
+    return _f((high - low) * first + slope * ((high * (high - 1.0) - low * (low - 1.0)) / 2.0))
+
+
+def decode_stretch_seconds(
+    cost: IterationCost, decode_batch: ArrayLike, kv_tokens: ArrayLike, iterations: ArrayLike
+) -> FloatArray:
+    """Time of ``iterations`` decode-only iterations of a fixed batch, in closed form.
+
+    Applies between two state changes of a replica (admission, completion, prefill): the
+    same ``decode_batch`` sequences decode one token each per iteration, so iteration ``i``
+    (from 0) holds ``kv_tokens + decode_batch·i`` cached tokens. Equals the sum of
+    :func:`iteration_seconds` over the stretch, at a cost independent of its length.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients (:func:`iteration_cost`).
+    decode_batch : array_like
+        Sequences decoded in every iteration of the stretch (>= 1). [count]
+    kv_tokens : array_like
+        Cached tokens the decoding sequences attend to in the first iteration. [tokens]
+    iterations : array_like
+        Iterations in the stretch (>= 0, whole). [count]
+
+    Returns
+    -------
+    FloatArray
+        Total time of the stretch. [s]
+
+    Notes
+    -----
+    With ``n = decode_batch`` fixed, iteration ``i``'s compute time ``c0 + c1·i`` and memory
+    time ``m0 + m1·i`` are affine in ``i`` (the MoE weight share ``1 − (1 − a)^n`` is
+    constant), and so is their gap, so the roofline ``max`` switches side at most once, at
+    ``i* = (m0 − c0) / (c1 − m1)``. The stretch is the sum of one affine term on each side
+    of ``i*`` plus ``iterations · (comm·n + overhead)``; each affine sum is
+    ``(hi − lo)·p0 + p1·(hi(hi − 1) − lo(lo − 1))/2``. Oracle: the sum of
+    :func:`iteration_seconds` over the stretch, equal to float rounding (a few units of
+    2**-53 relative: every term and the closed form are sums of positive products).
+
+    Examples
+    --------
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.001)
+    >>> each = sum(float(iteration_seconds(c, 8, 0, 800 + 8 * i)) for i in range(100))
+    >>> bool(abs(float(decode_stretch_seconds(c, 8, 800, 100)) / each - 1.0) < 1e-12)
+    True
+    """
+    batch, kv, steps = _f(decode_batch), _f(kv_tokens), _f(iterations)
+    compute0 = (cost.flops_per_token * batch + cost.attention_flops_per_context_token * kv) * (
+        cost.seconds_per_flop
+    )
+    compute1 = cost.attention_flops_per_context_token * batch * cost.seconds_per_flop
+    touched = 1.0 - np.power(1.0 - cost.active_fraction, batch)
+    memory0 = (cost.weight_bytes * touched + cost.kv_bytes_per_token * kv) * cost.seconds_per_byte
+    memory1 = cost.kv_bytes_per_token * batch * cost.seconds_per_byte
+    gap0, gap1 = compute0 - memory0, compute1 - memory1
+    compute_first = gap0 >= 0.0  # iteration 0 is compute-bound (ties go to compute, as there)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = -gap0 / gap1  # where the gap changes sign
+        # iterations before the switch: compute stays while gap >= 0, memory while gap < 0
+        switch = np.where(compute_first, np.floor(root) + 1.0, np.ceil(root))
+    stays = np.where(compute_first, gap1 >= 0.0, gap1 <= 0.0)
+    leading = np.where(stays, steps, np.clip(switch, 0.0, steps))
+    first0, first1 = (
+        np.where(compute_first, compute0, memory0),
+        np.where(compute_first, compute1, memory1),
+    )
+    then0, then1 = (
+        np.where(compute_first, memory0, compute0),
+        np.where(compute_first, memory1, compute1),
+    )
+    roofline = _affine_sum(first0, first1, 0.0, leading) + _affine_sum(then0, then1, leading, steps)
+    return _f(roofline + steps * (cost.comm_seconds_per_token * batch + cost.overhead_seconds))
+
+
+def scalar_decode_stretch_seconds(cost: IterationCost) -> Callable[[int, int, int], float]:
+    """:func:`decode_stretch_seconds` of one run as a plain-float function, for the DES.
+
+    The same closed form on Python floats (no numpy call per stretch).
+
+    Parameters
+    ----------
+    cost : IterationCost
+        Coefficients of one run (every field of shape ``()`` or size 1).
+
+    Returns
+    -------
+    callable
+        ``f(decode_batch, kv_tokens, iterations) -> seconds``, arguments as in
+        :func:`decode_stretch_seconds` ([count], [tokens], [count]), result [s].
+
+    Examples
+    --------
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.001)
+    >>> f = scalar_decode_stretch_seconds(c)
+    >>> bool(abs(f(8, 800, 100) / float(decode_stretch_seconds(c, 8, 800, 100)) - 1) < 1e-15)
+    True
+    """
+    flops_per_token = float(cost.flops_per_token)
+    attention = float(cost.attention_flops_per_context_token)
+    untouched = 1.0 - float(cost.active_fraction)
+    weight = float(cost.weight_bytes)
+    kv_bytes = float(cost.kv_bytes_per_token)
+    s_flop = float(cost.seconds_per_flop)
+    s_byte = float(cost.seconds_per_byte)
+    comm = float(cost.comm_seconds_per_token)
+    overhead = float(cost.overhead_seconds)
+
+    def seconds(decode: int, kv: int, iterations: int) -> float:
+        compute0 = (flops_per_token * decode + attention * kv) * s_flop
+        compute1 = attention * decode * s_flop
+        memory0 = (weight * (1.0 - untouched**decode) + kv_bytes * kv) * s_byte
+        memory1 = kv_bytes * decode * s_byte
+        gap0, gap1 = compute0 - memory0, compute1 - memory1
+        if gap0 >= 0.0:  # compute-bound first, until the gap turns negative
+            leading = iterations if gap1 >= 0.0 else math.floor(-gap0 / gap1) + 1
+            first0, first1, then0, then1 = compute0, compute1, memory0, memory1
+        else:  # memory-bound first, until the gap reaches 0
+            leading = iterations if gap1 <= 0.0 else math.ceil(-gap0 / gap1)
+            first0, first1, then0, then1 = memory0, memory1, compute0, compute1
+        leading = min(max(leading, 0), iterations)
+        before = leading * first0 + first1 * (leading * (leading - 1) / 2.0)
+        after = (iterations - leading) * then0 + then1 * (
+            (iterations * (iterations - 1) - leading * (leading - 1)) / 2.0
+        )
+        roofline = before + after
+        return roofline + iterations * (comm * decode + overhead)
+
+    return seconds

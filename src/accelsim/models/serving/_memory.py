@@ -1,0 +1,245 @@
+"""Memory and capacity of one serving replica: weights, KV cache, batch limit, throughput.
+
+Part of :mod:`accelsim.models.serving` (import the names from there): weight and KV-cache
+bytes, the KV capacity left by the weights, the batch limit it allows, and the steady-state
+(offline) throughput at that batch. Units: bytes [B], tokens, counts, tokens/s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accelsim._typing import ArrayLike, FloatArray
+from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
+
+
+def weight_bytes(params: ArrayLike, bytes_per_param: ArrayLike) -> FloatArray:
+    """Bytes of model weights.
+
+    Parameters
+    ----------
+    params : array_like
+        Total parameters (all experts of a mixture of experts). [count]
+    bytes_per_param : array_like
+        Storage per parameter: 2 for bf16, 1 for fp8/int8, 0.5 for fp4. [B]
+
+    Returns
+    -------
+    FloatArray
+        Weight bytes. [B]
+
+    Examples
+    --------
+    >>> float(weight_bytes(70e9, 1.0))
+    70000000000.0
+    """
+    return _f(params) * _f(bytes_per_param)
+
+
+def kv_bytes_per_token(
+    layers: ArrayLike, kv_heads: ArrayLike, head_dim: ArrayLike, bytes_per_value: ArrayLike
+) -> FloatArray:
+    """Bytes of KV cache one token occupies across all layers (keys and values).
+
+    Parameters
+    ----------
+    layers : array_like
+        Transformer layers that keep a KV cache. [count]
+    kv_heads : array_like
+        Key/value heads per layer (GQA groups; equal to the query heads for MHA). [count]
+    head_dim : array_like
+        Dimension of one head. [count]
+    bytes_per_value : array_like
+        Bytes per cached value (2 for bf16, 1 for fp8). [B]
+
+    Returns
+    -------
+    FloatArray
+        KV-cache bytes per token. [B]
+
+    Notes
+    -----
+    ``2 · L · h_kv · d_head · b``: one key and one value vector per KV head and layer. Oracle:
+    the closed form for Llama-3.1-70B at bf16, ``2·80·8·128·2 = 327,680`` B. For MLA
+    (DeepSeek-V3/R1) the cache holds one latent per layer instead; pass the per-layer values
+    through :func:`kv_bytes_per_token_from_values`.
+
+    Examples
+    --------
+    >>> float(kv_bytes_per_token(80, 8, 128, 2))
+    327680.0
+    """
+    return 2.0 * _f(layers) * _f(kv_heads) * _f(head_dim) * _f(bytes_per_value)
+
+
+def kv_bytes_per_token_from_values(
+    layers: ArrayLike, values_per_token_per_layer: ArrayLike, bytes_per_value: ArrayLike
+) -> FloatArray:
+    """KV-cache bytes per token from the cached values per layer (MLA latents, windows).
+
+    Parameters
+    ----------
+    layers : array_like
+        Transformer layers. [count]
+    values_per_token_per_layer : array_like
+        Values cached per token and layer, keys and values together (DeepSeek-V3 MLA: the
+        512-value latent plus the 64-value decoupled RoPE key = 576). [count]
+    bytes_per_value : array_like
+        Bytes per cached value. [B]
+
+    Returns
+    -------
+    FloatArray
+        KV-cache bytes per token. [B]
+
+    Examples
+    --------
+    >>> float(kv_bytes_per_token_from_values(61, 576, 1))
+    35136.0
+    """
+    return _f(layers) * _f(values_per_token_per_layer) * _f(bytes_per_value)
+
+
+def kv_capacity_tokens(
+    hbm_bytes_per_replica: ArrayLike,
+    weight_bytes: ArrayLike,
+    kv_bytes_per_token: ArrayLike,
+    memory_share: ArrayLike,
+) -> FloatArray:
+    """Tokens of KV cache one replica holds.
+
+    Parameters
+    ----------
+    hbm_bytes_per_replica : array_like
+        Device memory of all chips of the replica. [B]
+    weight_bytes : array_like
+        Bytes of the weights (one copy, sharded over the replica). [B]
+    kv_bytes_per_token : array_like
+        KV-cache bytes per token (> 0). [B]
+    memory_share : array_like
+        Share of device memory the serving engine may use for weights and KV cache together
+        (vLLM's ``gpu_memory_utilization``); the rest holds activations, workspace and the
+        runtime. [fraction]
+
+    Returns
+    -------
+    FloatArray
+        KV-cache capacity [tokens]. Zero or negative means the weights do not fit: the caller
+        must report the replica infeasible, never use the number.
+
+    Notes
+    -----
+    ``(share · HBM − W) / kv_bytes``. Oracle: the closed form.
+
+    Examples
+    --------
+    >>> float(kv_capacity_tokens(160e9, 70e9, 163840.0, 0.9))
+    451660.15625
+    """
+    usable = _f(memory_share) * _f(hbm_bytes_per_replica) - _f(weight_bytes)
+    return usable / _f(kv_bytes_per_token)
+
+
+def batch_limit(
+    kv_capacity_tokens: ArrayLike,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    max_batch: ArrayLike,
+) -> FloatArray:
+    """Largest number of concurrent sequences a replica runs: KV cache or scheduler cap.
+
+    Parameters
+    ----------
+    kv_capacity_tokens : array_like
+        KV-cache capacity (:func:`kv_capacity_tokens`). [tokens]
+    input_tokens, output_tokens : array_like
+        Mean prompt and output lengths. [tokens]
+    max_batch : array_like
+        Scheduler cap on running sequences (vLLM ``max_num_seqs``). [count]
+
+    Returns
+    -------
+    FloatArray
+        ``floor(min(capacity / (input + output), max_batch))``, at least 0 [count]; 0 means
+        not even one sequence of full length fits (infeasible).
+
+    Examples
+    --------
+    >>> float(batch_limit(451660.0, 222.0, 290.0, 256))
+    256.0
+    """
+    per_sequence = _f(input_tokens) + _f(output_tokens)
+    fit = np.floor(np.maximum(_f(kv_capacity_tokens), 0.0) / per_sequence)
+    return _f(np.minimum(fit, np.floor(_f(max_batch))))
+
+
+def throughput_at_batch(
+    cost: IterationCost, batch: ArrayLike, input_tokens: ArrayLike, output_tokens: ArrayLike
+) -> FloatArray:
+    """Output tokens per second of a replica running ``batch`` sequences in steady state.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients.
+    batch : array_like
+        Concurrent sequences. [count]
+    input_tokens, output_tokens : array_like
+        Mean prompt and output lengths (> 0). [tokens]
+
+    Returns
+    -------
+    FloatArray
+        Output tokens per second of the replica. [tokens/s]
+
+    Notes
+    -----
+    Steady state of continuous batching: every iteration decodes ``B`` tokens and, since a
+    sequence finishes every ``output`` iterations on average, prefills
+    ``B · input / output`` prompt tokens (each attending to ``input / 2`` on average);
+    the decoding sequences hold ``B · (input + output / 2)`` cached tokens on average.
+    Throughput = ``B / iteration_seconds``. Oracle: at batch 1 with ``input → 0`` it is the
+    inverse of the batch-1 decode time.
+    """
+    b = _f(batch)
+    inp = _f(input_tokens)
+    out = _f(output_tokens)
+    seconds = iteration_seconds(cost, b, b * inp / out, b * (inp + out / 2.0), inp / 2.0)
+    return _f(b / seconds)
+
+
+def offline_tokens_per_s(
+    cost: IterationCost,
+    kv_capacity_tokens: ArrayLike,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    max_batch: ArrayLike,
+) -> FloatArray:
+    """Saturated (offline) output tokens per second of a replica, no latency bound.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients.
+    kv_capacity_tokens : array_like
+        KV-cache capacity. [tokens]
+    input_tokens, output_tokens : array_like
+        Mean prompt and output lengths (> 0). [tokens]
+    max_batch : array_like
+        Scheduler cap on running sequences. [count]
+
+    Returns
+    -------
+    FloatArray
+        Output tokens per second of the replica at :func:`batch_limit` [tokens/s]; 0 where
+        the batch limit is 0 (the model or one sequence does not fit: infeasible).
+
+    Notes
+    -----
+    MLPerf Offline issues every query at t = 0, so the replica runs at its batch limit.
+    """
+    limit = batch_limit(kv_capacity_tokens, input_tokens, output_tokens, max_batch)
+    batch = np.maximum(limit, 1.0)
+    return _f(
+        np.where(limit >= 1.0, throughput_at_batch(cost, batch, input_tokens, output_tokens), 0.0)
+    )
