@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -42,11 +43,36 @@ SchedulerName = Literal["fifo", "backfill", "smallest_first", "priority", "prior
 _STATE_BYTES_PER_PARAM = 16.0
 _GIB = 2.0**30
 _MFU_MIN = 1e-3
+TRAINING_HORIZON_DAYS = 3 * 365.25
+"""Default :attr:`TrainingRun.horizon_days`: 3 years, a judgement (see there). [d]"""
+# Physical ranges of the boundary (pattern 6): far outside practice, well inside float64, so
+# that every metric stays finite. The largest published runs are ~5e25 FLOP, ~2e12 active
+# parameters, ~4e13 tokens and ~1e5 chips.
+_MAX_CHIPS = 10_000_000
+_MAX_PARAMS = 1e15
+_MAX_TOKENS = 1e17
+_MAX_TRAINING_FLOPS = 1e32
+# The shortest training sequence assumed when seq_len is unset (BERT's and GPT-2's contexts
+# are 512 and 1,024 tokens): a data-parallel replica needs one whole sequence per step.
+_MIN_SEQUENCE_TOKENS = 512
+# One minute: a checkpoint every second would spend the run writing checkpoints.
+_MIN_CHECKPOINT_INTERVAL_HOURS = 1.0 / 60.0
+# A tenth of one person's time: fewer engineers would stretch engineering days to no end.
+_MIN_ENGINEERS = 0.1
+# A mean inter-arrival below 3.6 s means millions of jobs a day: a units mistake.
+_MIN_MEAN_INTERARRIVAL_HOURS = 1e-3
+_MAX_HORIZON_DAYS = 3660.0
 
 
 class _Model(BaseModel):
+    # strict: YAML's `true` is not a count and a quoted "7e9" is not a number (pattern 6);
+    # an int is still accepted where a float is asked.
     model_config = ConfigDict(
-        frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False
+        frozen=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+        allow_inf_nan=False,
+        strict=True,
     )
 
 
@@ -63,6 +89,10 @@ def _check_range(
     if value is None:
         return
     lo, hi = _support(value)
+    if hi == math.inf and high < math.inf and not isinstance(value, int | float):
+        # An unbounded law (LogNormal, Exponential) is judged by its 1 - 1e-9 quantile: a
+        # study draws far fewer values, and any draw is finite.
+        hi = float(value.ppf(1.0 - 1e-9))
     # An open bound is reached only by a point mass: a continuous law whose support starts
     # at the bound (LogNormal at 0) draws it with probability zero.
     atomic = isinstance(value, int | float | Fixed | Choice)
@@ -73,6 +103,12 @@ def _check_range(
             f"{name} must lie in {bracket}{low:g}, {high:g}], but it can take values in "
             f"[{lo:g}, {hi:g}]"
         )
+
+
+def _runs_natively(framework: str, chip_id: str) -> bool:
+    """A framework's code runs on a chip's stack without a port (the catalog's fit table)."""
+    stack = catalog.chip(chip_id).software_stack
+    return catalog.priors().framework_fit.table[framework][stack] != "ported"  # type: ignore[index]
 
 
 def training_state_gib(params: float) -> float:
@@ -88,14 +124,14 @@ class TrainingRun(_Model):
     """One training run: a model of ``params`` parameters trained on ``tokens`` tokens."""
 
     kind: Literal["training"] = "training"
-    params: float = Field(gt=0)
+    params: float = Field(gt=0, le=_MAX_PARAMS)
     """Model parameters [count]; for a mixture of experts, the parameters active per token
     (they set the FLOPs, 6 x params x tokens)."""
-    total_params: float | None = Field(default=None, gt=0)
+    total_params: float | None = Field(default=None, gt=0, le=_MAX_PARAMS)
     """All parameters of a mixture of experts, every expert included [count]. Unset: a dense
     model. When set, the run's training state (memory) counts every parameter, and its MFU
     prior is the mixture-of-experts one (``priors.mfu_ceiling_moe``)."""
-    tokens: float = Field(gt=0)
+    tokens: float = Field(gt=0, le=_MAX_TOKENS)
     """Training tokens [count]."""
     framework: Framework = "pytorch"
     """The framework the code base is written in; decides porting hours per chip stack."""
@@ -105,16 +141,22 @@ class TrainingRun(_Model):
     """Arithmetic precision whose peak FLOP/s the MFU refers to."""
     sharding: Sharding = "fsdp"
     """How training state is sharded across chips (for the memory fit check)."""
-    flops: float | None = Field(default=None, gt=0)
+    flops: float | None = Field(default=None, gt=0, le=_MAX_TRAINING_FLOPS)
     """Total training FLOPs, overriding 6·N·D [FLOP]."""
-    layers: int | None = Field(default=None, gt=0)
+    layers: int | None = Field(default=None, gt=0, le=10_000_000)
     """Transformer layers, to add the attention term to the FLOPs [count]."""
-    seq_len: int | None = Field(default=None, gt=0)
+    seq_len: int | None = Field(default=None, gt=0, le=10_000_000)
     """Sequence length, to add the attention term to the FLOPs [tokens]."""
-    d_model: int | None = Field(default=None, gt=0)
+    d_model: int | None = Field(default=None, gt=0, le=10_000_000)
     """Model width, to add the attention term to the FLOPs [count]."""
     global_batch_tokens: Uncertain | None = None
     """Global batch size [tokens]; unset = catalog prior. Drives the scaling model."""
+    horizon_days: float = Field(default=TRAINING_HORIZON_DAYS, gt=0, le=36_525)
+    """Longest training (first step to last) counted [d]. A run that would take longer is
+    not finished (``finished`` = 0) and its time, chip-hours and costs are censored at the
+    horizon: at least this much, never a made-up number. Default 3 years (a judgement: no
+    one plans a training run beyond that). Not ``Scenario.horizon_days``, the window over
+    which a shared fleet is measured."""
 
     @model_validator(mode="after")
     def _total_at_least_active(self) -> TrainingRun:
@@ -140,6 +182,19 @@ class TrainingRun(_Model):
                 f"the attention FLOPs term needs layers, seq_len and d_model together; "
                 f"missing {', '.join(missing)}"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _finite_work(self) -> TrainingRun:
+        flops = 6.0 * self.params * self.tokens
+        if self.layers is not None and self.seq_len is not None and self.d_model is not None:
+            flops += 12.0 * self.layers * self.seq_len * self.d_model * self.tokens
+        if self.flops is None and not flops <= _MAX_TRAINING_FLOPS:
+            raise ValueError(
+                f"the run needs {flops:.3g} FLOP (6·params·tokens plus attention), above "
+                f"the bound {_MAX_TRAINING_FLOPS:.0e}: check the units of params and tokens"
+            )
+        _check_range("global_batch_tokens", self.global_batch_tokens, 0, self.tokens, low_open=True)
         return self
 
 
@@ -173,8 +228,15 @@ class JobStream(_Model):
         # Continuous laws such as Exponential have 0 in their support but draw it with
         # probability zero, so times are checked on [0, inf); a job needs at least one chip.
         _check_range("interarrival_hours", self.interarrival_hours, 0, math.inf, low_open=False)
+        mean_gap = as_dist(self.interarrival_hours).expected_value()
+        if not mean_gap >= _MIN_MEAN_INTERARRIVAL_HOURS:
+            raise ValueError(
+                f"interarrival_hours must have a mean >= {_MIN_MEAN_INTERARRIVAL_HOURS:g} h "
+                f"(3.6 s), but its mean is {mean_gap:.3g} h"
+            )
         _check_range("chips", self.chips, 1, math.inf, low_open=False)
-        _check_range("duration_hours", self.duration_hours, 0, math.inf, low_open=False)
+        # A job of zero duration is no job (a continuous law from 0 draws 0 with probability 0).
+        _check_range("duration_hours", self.duration_hours, 0, math.inf, low_open=True)
         return self
 
 
@@ -198,6 +260,21 @@ class Trace(_Model):
     skip_zero: bool = False
     """Skip rows with zero chips or zero duration (CPU-only or instantly failed jobs, common
     in public traces) instead of reporting them as bad rows."""
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _path_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, Path) else value
+
+    @field_validator("chip_types")
+    @classmethod
+    def _known_chip_types(cls, mapping: dict[str, str] | None) -> dict[str, str] | None:
+        for label, chip_id in (mapping or {}).items():
+            try:
+                catalog.chip(chip_id)
+            except AccelsimError as exc:
+                raise ValueError(f"chip_types[{label!r}]: {exc}") from None
+        return mapping
 
 
 ServingPrecision = Literal["bf16", "fp8", "int8", "fp4"]
@@ -426,7 +503,7 @@ class Pool(_Model):
 
     chip: str
     """Chip id from the catalog, e.g. ``"h100-sxm"`` or ``"tpu-v5p"``."""
-    count: int = Field(gt=0)
+    count: int = Field(gt=0, le=_MAX_CHIPS)
     """Chips in the pool [count]."""
     provider: str | None
     """Price sheet id: ``gcp``, ``aws``, ``azure``, a neocloud, or ``on_prem``. ``None``
@@ -449,6 +526,16 @@ class Pool(_Model):
 
     @model_validator(mode="after")
     def _offered(self) -> Pool:
+        if self.term_share is not None and self.pricing in ("on_demand", "spot"):
+            raise ValueError(
+                f"term_share applies to commit_1y, commit_3y and on_prem pools; a "
+                f"{self.pricing} pool pays for the hours it holds: remove term_share"
+            )
+        if self.term_share == 0 and self.pricing.startswith("commit"):
+            raise ValueError(
+                f"term_share=0 charges none of the {self.pricing} term, yet the committed "
+                f"price needs the commitment: use a share in (0, 1] or pricing on_demand"
+            )
         if self.provider is None:
             return self
         try:
@@ -456,6 +543,26 @@ class Pool(_Model):
         except AccelsimError as exc:
             raise ValueError(str(exc)) from None
         return self
+
+
+# Upper ends of the non-negative assumptions: beyond these a value is a units mistake
+# (a chip failing or preempted more than once an hour, a ten-year lead time...).
+_ASSUMPTION_HIGH = {
+    "failure_rate_per_chip_hour": 1.0,
+    "spot_preemptions_per_hour": 1.0,
+    "restart_hours": 1e4,
+    "repair_hours": 1e5,
+    "spot_return_hours": 1e5,
+    "lead_time_days": 3660.0,
+    "porting_hours": 1e7,
+    "optimization_hours": 1e7,
+    "engineer_usd_per_hour": 1e5,
+    "electricity_usd_per_kwh": 100.0,
+    "delay_usd_per_day": 1e12,
+    "wait_usd_per_job_hour": 1e9,
+    "architecture_changes": 1e4,
+    "emission_kg_per_kwh": 10.0,
+}
 
 
 class Assumptions(_Model):
@@ -518,14 +625,16 @@ class Assumptions(_Model):
         _check_range("mfu", self.mfu, _MFU_MIN, 1, low_open=False)
         _check_range("badput_fraction", self.badput_fraction, 0, 0.99, low_open=False)
         _check_range("pue", self.pue, 1, 5, low_open=False)
-        _check_range("engineers", self.engineers, 0, math.inf, low_open=True)
+        _check_range("engineers", self.engineers, _MIN_ENGINEERS, 1e5, low_open=False)
         _check_range(
-            "checkpoint_interval_hours", self.checkpoint_interval_hours, 0, math.inf, low_open=True
+            "checkpoint_interval_hours",
+            self.checkpoint_interval_hours,
+            _MIN_CHECKPOINT_INTERVAL_HOURS,
+            1e5,
+            low_open=False,
         )
         # A checkpoint write always takes time; zero would make the optimal interval zero.
-        _check_range(
-            "checkpoint_write_hours", self.checkpoint_write_hours, 0, math.inf, low_open=True
-        )
+        _check_range("checkpoint_write_hours", self.checkpoint_write_hours, 0, 1e3, low_open=True)
         nonneg = (
             "failure_rate_per_chip_hour",
             "restart_hours",
@@ -543,7 +652,8 @@ class Assumptions(_Model):
             "emission_kg_per_kwh",
         )
         for name in nonneg:
-            _check_range(name, getattr(self, name), 0, math.inf, low_open=False)
+            high = _ASSUMPTION_HIGH.get(name, math.inf)
+            _check_range(name, getattr(self, name), 0, high, low_open=False)
         return self
 
 
@@ -566,9 +676,9 @@ class Scenario(_Model):
     training run's clock (the decision) at ``warmup_days``, so it meets a busy cluster."""
     scheduler: SchedulerName = "fifo"
     """Queue policy of the shared-cluster engine."""
-    horizon_days: float | None = Field(default=None, gt=0)
+    horizon_days: float | None = Field(default=None, gt=0, le=_MAX_HORIZON_DAYS)
     """Simulated time for a job stream, a trace or a background [d]."""
-    warmup_days: float = Field(default=0.0, ge=0)
+    warmup_days: float = Field(default=0.0, ge=0, le=_MAX_HORIZON_DAYS)
     """Initial period excluded from stream metrics; with a background, the time the
     background runs before the training run's decision [d]."""
     description: str = ""
@@ -588,8 +698,10 @@ class Scenario(_Model):
                 "horizon_days is required with a background: it is the time over which the "
                 "shared fleet's metrics are measured"
             )
+        self._check_applies(work)
         if isinstance(work, TrainingRun):
             self._check_fits(work)
+            self._check_layout(work)
             for pool in self.fleet:
                 chip = catalog.chip(pool.chip)
                 if work.precision != "bf16" and getattr(chip, f"{work.precision}_tflops") is None:
@@ -623,6 +735,17 @@ class Scenario(_Model):
                         catalog.chip(p.chip).slice_sizes or catalog.chip(p.chip).slice_multiple
                     )
                 ]
+                mix = (
+                    stream.framework
+                    if isinstance(stream.framework, dict)
+                    else {stream.framework: 1.0}
+                )
+                for framework in (f for f, weight in mix.items() if weight > 0):
+                    if not any(_runs_natively(framework, p.chip) for p in self.fleet):
+                        raise ValueError(
+                            f"{where}.framework: no pool runs {framework} code without a "
+                            f"port; add a pool whose chip stack fits"
+                        )
                 if stream.whole_domains and unsliced:
                     # A TPU's scale-up domain is its whole pod: without the chip's valid slice
                     # shapes, rounding to domains would hand every job a pod.
@@ -632,6 +755,62 @@ class Scenario(_Model):
                         f"pod): set whole_domains: false or give the chip slice_sizes"
                     )
         return self
+
+    def _check_applies(self, work: Any) -> None:
+        """A field that does not apply to this scenario is an error, never silently ignored."""
+        a = self.assumptions
+        if not any(p.pricing == "spot" for p in self.fleet):
+            for name in ("spot_preemptions_per_hour", "spot_return_hours"):
+                if getattr(a, name) is not None:
+                    raise ValueError(
+                        f"assumptions.{name} applies to spot pools and the fleet has none: "
+                        f"remove it or use pricing spot"
+                    )
+        if isinstance(work, TrainingRun) and self.background is None:
+            if self.warmup_days:
+                raise ValueError(
+                    "warmup_days applies to job streams, traces and a background; a training "
+                    "run alone has no warm-up: remove it"
+                )
+            if self.scheduler != "fifo":
+                raise ValueError(
+                    f"scheduler={self.scheduler!r} applies to a shared fleet (a job stream, "
+                    f"a trace or a background); a training run alone has no queue"
+                )
+
+    def _check_layout(self, work: TrainingRun) -> None:
+        """The run's sharding fits the first pool, and its batch feeds every replica."""
+        pool = self.fleet[0]
+        chip = catalog.chip(pool.chip)
+        params, chips = work.state_params, pool.count
+        # ZeRO figure 1 (Rajbhandari et al. 2020): bf16 weights 2, gradients 2, Adam 12 bytes.
+        replicated, sharded = {
+            "none": (16.0, 0.0),
+            "zero1": (4.0, 12.0),
+            "zero2": (2.0, 14.0),
+        }.get(work.sharding, (0.0, 16.0))
+        need_gib = params * (replicated + sharded / chips) / _GIB
+        if need_gib > chip.hbm_gib:
+            raise ValueError(
+                f"workload.sharding={work.sharding!r}: the training state needs "
+                f"{need_gib:,.0f} GiB per chip but {chip.id} has {chip.hbm_gib:g} GiB of HBM; "
+                f"use zero3/fsdp or more chips"
+            )
+        if work.global_batch_tokens is None:
+            return
+        # Fewest chips per replica: one scale-up domain, or the chips holding the state.
+        per_replica = max(
+            min(chip.scale_up_domain_chips, chips), math.ceil(need_gib / chip.hbm_gib), 1
+        )
+        replicas = max(chips // per_replica, 1)
+        sequence = work.seq_len or _MIN_SEQUENCE_TOKENS
+        smallest = _support(work.global_batch_tokens)[0]
+        if smallest < sequence * replicas:
+            raise ValueError(
+                f"workload.global_batch_tokens can be {smallest:.3g}, less than one sequence "
+                f"({sequence} tokens) per data-parallel replica ({replicas:,} replicas of "
+                f"{per_replica} x {chip.id}): raise it to >= {sequence * replicas:.3g}"
+            )
 
     def _check_fits(self, work: TrainingRun) -> None:
         need_gib = training_state_gib(work.state_params)
@@ -710,6 +889,8 @@ class Scenario(_Model):
         data = self.model_dump(mode="python")
         node: Any = data
         keys = path.split(".")
+        if isinstance(value, np.generic):  # a grid from numpy: its Python number (strict types)
+            value = value.item()
         try:
             for key in keys[:-1]:
                 node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})

@@ -266,6 +266,7 @@ def test_whole_domains_on_a_tpu_without_slice_shapes_is_rejected() -> None:
         interarrival_hours=acs.Exponential(mean=1.0),
         chips=4,
         duration_hours=1.0,
+        framework="jax",  # a PyTorch stream on a TPU-only fleet could not start
         whole_domains=True,
     )
     assert acs.catalog.chip("tpu-v7").slice_sizes is None

@@ -98,10 +98,12 @@ def _check_mode(low: float, mode: float, high: float) -> None:
 class _Dist(BaseModel):
     """Shared behaviour: validation settings, sampling by inverse transform, the method set."""
 
+    # strict: a parameter written `true` or "0.4" is an error, as a bare number is (Uncertain).
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
         allow_inf_nan=False,
+        strict=True,
         use_attribute_docstrings=True,
         json_schema_extra=_schema_extra,
     )
