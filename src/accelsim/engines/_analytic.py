@@ -314,19 +314,19 @@ def engineering_phases(inputs: TrainingInputs) -> dict[str, FloatArray]:
     }
 
 
-CompletionSampler = Callable[..., tuple[FloatArray, IntArray]]
+CompletionSampler = Callable[..., tuple[FloatArray, FloatArray | IntArray]]
 """``(rng, work, interval, write, restart, rate) -> (hours, interruptions)`` per run."""
 
 
 def _per_block_completion(
     completion: CompletionSampler, draws: InputDraws, *params: FloatArray
-) -> tuple[FloatArray, IntArray]:
+) -> tuple[FloatArray, FloatArray | IntArray]:
     """``completion`` on each block's runs with the block's own ``"failures"`` stream."""
     pieces = draws.block_rngs("failures")
     if len(pieces) == 1:
         return completion(pieces[0][1], *params)
     hours = np.empty(draws.runs)
-    count = np.empty(draws.runs, dtype=np.int64)
+    count = np.empty(draws.runs)
     for runs, rng in pieces:
         hours[runs], count[runs] = completion(rng, *(p[runs] for p in params))
     return hours, count
@@ -338,6 +338,7 @@ def training_hours(
     chips: int,
     draws: InputDraws,
     completion: CompletionSampler,
+    horizon_hours: float = np.inf,
 ) -> dict[str, FloatArray]:
     """Training time with failures, checkpoint/restart and badput, per run. [h]
 
@@ -345,6 +346,7 @@ def training_hours(
     :func:`~accelsim.models.reliability.interruption_rate_per_hour`; the checkpoint interval
     is the user's, else Daly's optimum (one segment, a final save only, with no
     interruptions at all); ``completion`` samples each block's runs from its own stream.
+    A run longer than ``horizon_hours`` is censored there (:func:`censor_at_horizon`).
     """
     rate = reliability.interruption_rate_per_hour(
         float(chips), inputs.failure_rate_per_chip_hour, inputs.preemptions_per_chip_hour
@@ -358,11 +360,47 @@ def training_hours(
     hours, interruptions = _per_block_completion(
         completion, draws, compute_hours, interval, write, inputs.restart_hours, rate
     )
+    out = censor_at_horizon(
+        np.asarray(hours, dtype=float) / (1.0 - inputs.badput_fraction),
+        np.asarray(interruptions, dtype=float),
+        rate * (1.0 - inputs.badput_fraction),
+        horizon_hours,
+    )
+    out["checkpoint_interval_hours"] = interval
+    out["rate_per_hour"] = rate
+    return out
+
+
+def censor_at_horizon(
+    hours: FloatArray, interruptions: FloatArray, rate_per_hour: FloatArray, horizon_hours: float
+) -> dict[str, FloatArray]:
+    """Runs that end after the horizon are not finished: their time is the horizon.
+
+    A censored run reports ``horizon_hours`` of training (it is at least that long) and the
+    interruptions expected up to then: every event of the interruption process during the
+    run interrupts something, so by the horizon there are on average ``rate * horizon``
+    (``rate_per_hour`` is per hour of training, badput included). ``finished`` is 1 or 0.
+    """
+    finished = hours <= horizon_hours  # inf (a mean beyond float64) is not finished
     return {
-        "training_hours": np.asarray(hours, dtype=float) / (1.0 - inputs.badput_fraction),
-        "interruptions": np.asarray(interruptions, dtype=float),
-        "checkpoint_interval_hours": interval,
+        "training_hours": np.where(finished, hours, horizon_hours),
+        "interruptions": np.where(finished, interruptions, rate_per_hour * horizon_hours),
+        "finished": finished.astype(float),
     }
+
+
+def _expected_goodput(
+    inputs: TrainingInputs, compute_hours: FloatArray, reliable: dict[str, FloatArray]
+) -> FloatArray:
+    """``W / E[T]`` with badput: the goodput of a run censored before it ended. [fraction]"""
+    expected = reliability.goodput_fraction(
+        compute_hours,
+        reliable["checkpoint_interval_hours"],
+        inputs.checkpoint_write_hours,
+        inputs.restart_hours,
+        reliable["rate_per_hour"],
+    )
+    return np.nan_to_num(expected, nan=0.0) * (1.0 - inputs.badput_fraction)
 
 
 def simulate_training(
@@ -393,18 +431,26 @@ def simulate_training(
     flops = training_flops(work, draws.runs)
     compute_h = perf.compute_hours(flops, float(pool.count), chip.peak_tflops(work.precision), mfu)
     eng = engineering_phases(inputs)
-    reliable = training_hours(inputs, compute_h, pool.count, draws, completion)
+    horizon_h = work.horizon_days * _HOURS_PER_DAY
+    reliable = training_hours(inputs, compute_h, pool.count, draws, completion, horizon_h)
     # usage: capacity wait and porting overlap; no queue on a dedicated fleet
     lead_days = inputs.lead_time_days
     queue_days = constant(0.0, draws.runs)
     before_days = np.maximum(lead_days, eng["porting_days"]) + queue_days
     training_h = reliable["training_hours"]
     training_days, compute_days = training_h / _HOURS_PER_DAY, compute_h / _HOURS_PER_DAY
+    finished = reliable["finished"] > 0
+    goodput = np.where(
+        finished, compute_h / training_h, _expected_goodput(inputs, compute_h, reliable)
+    )
     usage: dict[str, FloatArray] = {
         "time_to_train_days": before_days + training_days,
         "training_days": training_days,
         "compute_days": compute_days,
-        "failure_overhead_days": training_days - compute_days,
+        # an unfinished run: the share of its horizon lost, at the expected goodput
+        "failure_overhead_days": np.where(
+            finished, training_days - compute_days, training_days * (1.0 - goodput)
+        ),
         "wait_days": lead_days + queue_days,
         "lead_time_days": lead_days,
         "porting_days": eng["porting_days"],
@@ -415,7 +461,8 @@ def simulate_training(
         "held_hours": (before_days - lead_days) * _HOURS_PER_DAY + training_h,
         "interruptions": reliable["interruptions"],
         "mfu": mfu,
-        "goodput": compute_h / training_h,
+        "goodput": goodput,
+        "finished": reliable["finished"],
         "checkpoint_interval_hours": reliable["checkpoint_interval_hours"],
         "training_flops": flops,
     }
