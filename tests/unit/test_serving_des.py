@@ -1,4 +1,4 @@
-"""Unit tests of the serving DES (engines/des/_serving.py) and its scalar iteration formula.
+"""Unit tests of the serving DES (engines/des/_serving*.py) and its scalar iteration formula.
 
 Tiny scenarios with hand-computed answers: every iteration's length comes from
 :func:`iteration_seconds`, so the expected latencies are sums of calls to it. The DES sums a

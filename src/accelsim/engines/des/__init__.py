@@ -26,12 +26,12 @@ from accelsim.engines.des._metrics import DesResult, PoolMetrics, TimeSeries, su
 from accelsim.engines.des._processes import Arrivals, Delivery, Strikes
 from accelsim.engines.des._records import EventRecord, JobRecord, Recorder
 from accelsim.engines.des._schedulers import SCHEDULERS, Scheduler, resolve_scheduler
-from accelsim.engines.des._serving import (
+from accelsim.engines.des._serving import simulate_serving
+from accelsim.engines.des._serving_types import (
     ReplicaModel,
     ReplicaPlan,
     RequestStream,
     ServingTrace,
-    simulate_serving,
 )
 from accelsim.engines.des._specs import JobSpec, PoolSpec, Sampler
 from accelsim.engines.des._streams import poisson_stream

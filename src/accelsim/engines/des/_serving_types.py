@@ -1,0 +1,97 @@
+"""The serving DES's contract types: one replica, the requests, the fleet plan, the trace.
+
+Inputs and output of :func:`accelsim.engines.des.simulate_serving` (rules in
+``accelsim.engines.des._serving``); re-exported by :mod:`accelsim.engines.des`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from accelsim._typing import BoolArray, FloatArray, IntArray
+from accelsim.models.serving import IterationCost
+
+_SECONDS_PER_HOUR = 3600.0
+_ROUTERS = ("least_loaded", "round_robin")
+
+Router = Literal["least_loaded", "round_robin"]
+
+
+@dataclass(frozen=True)
+class ReplicaModel:
+    """What one replica is: iteration coefficients, KV capacity, scheduler limits."""
+
+    cost: IterationCost
+    """Scalar (0-d) coefficients of :func:`~accelsim.models.serving.iteration_seconds`."""
+    kv_capacity_tokens: float
+    """KV-cache tokens one replica holds (> 0). [tokens]"""
+    max_batch: int
+    """Most sequences admitted at once, prefilling or decoding (>= 1). [count]"""
+    prefill_chunk_tokens: int
+    """Prompt tokens prefilled per iteration (chunked prefill); 0 = whole prompts,
+    prefill-first (no chunking). [tokens]"""
+
+
+@dataclass(frozen=True)
+class RequestStream:
+    """Requests drawn by the caller (the DES draws nothing)."""
+
+    arrival_hours: FloatArray
+    """Arrival times, float64, sorted ascending, within ``[0, horizon)``. [h]"""
+    input_tokens: IntArray
+    """Prompt lengths, int64 >= 1. [tokens]"""
+    output_tokens: IntArray
+    """Output lengths, int64 >= 1. [tokens]"""
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """Replicas wanted hour by hour, and how long a new one takes to serve."""
+
+    replicas_per_hour: IntArray
+    """Replicas wanted in each hour, int64 >= 0, length ``ceil(horizon_hours)``. [count]"""
+    cold_start_hours: float = 0.0
+    """Time from a scale-up decision to the new replica serving (>= 0). [h]"""
+
+
+@dataclass(frozen=True)
+class ServingTrace:
+    """Per-request latencies and fleet usage of one :func:`simulate_serving` run.
+
+    Every array has one entry per request. A request is exactly one of: completed;
+    in flight at the horizon (queued, admitted or decoding); rejected (never fits).
+    Latencies are 0 where they are not meaningful (never nan).
+    """
+
+    ttft_s: FloatArray
+    """Arrival to first output token (end of its last prefill iteration); 0 where not
+    ``first_token``. [s]"""
+    tpot_s: FloatArray
+    """(Completion − first token) / (output_tokens − 1); 0 for 1-token outputs and where not
+    ``completed``. [s]"""
+    e2e_s: FloatArray
+    """Arrival to completion; 0 where not ``completed``. [s]"""
+    first_token: BoolArray
+    """Got its first token before the horizon."""
+    completed: BoolArray
+    """Finished before the horizon."""
+    replica_hours: float
+    """Provisioned replica-hours, cold start and draining included. [h]"""
+    busy_replica_hours: float
+    """Replica-hours spent in iterations (an iteration cut by the horizon up to it). [h]"""
+    replicas_peak: int
+    """Most replicas provisioned at once. [count]"""
+    iterations: int
+    """Batch iterations begun before the horizon, all replicas. [count]"""
+    tokens_generated: IntArray
+    """Output tokens each request received before the horizon (its ``output_tokens`` where
+    ``completed``). [tokens]"""
+    rejected: BoolArray
+    """Never fits a replica (input + output > KV capacity): never queued, never served."""
+    output_tokens_total: int
+    """Output tokens emitted by all iterations, counted per iteration (equals
+    ``tokens_generated.sum()``; kept apart as a conservation check). [tokens]"""
+
+
+__all__ = ["ReplicaModel", "ReplicaPlan", "RequestStream", "ServingTrace"]
