@@ -297,12 +297,56 @@ def test_carry_broadcasts_over_runs() -> None:
 def test_scaling_yaml_entries_name_their_source() -> None:
     path = Path(perf.__file__).parents[1] / "catalog" / "data" / "scaling.yaml"
     doc = to_plain(load_yaml(path))
-    assert set(doc) == {"overlap"}
+    assert set(doc) == {
+        "overlap",
+        "layers_per_virtual_stage",
+        "micro_batch_sequences",
+        "layers_per_d_model",
+    }
     for entry in doc.values():
+        assert entry["note"]
+        if entry["assumption"]:
+            continue  # a stated judgement: its note says how it was chosen
         assert entry["sources"]
         assert all(s["url"].startswith("https://") and s["as_of"] for s in entry["sources"])
-        assert entry["note"]
     assert 0.0 <= catalog.scaling_defaults().overlap <= 1.0
+    assert catalog.scaling_defaults().layers_per_virtual_stage >= 1.0
+
+
+def test_bubble_is_megatrons_1f1b_and_interleaved_fraction() -> None:
+    """Oracle: Narayanan et al. (2021) sec. 2.2: (p-1)/m for 1F1B, divided by v interleaved."""
+    assert float(perf.pipeline_bubble_fraction(32, 8)) == pytest.approx(7 / 32)
+    assert float(perf.pipeline_bubble_fraction(32, 8, 4)) == pytest.approx(7 / 128)
+    assert float(perf.pipeline_bubble_fraction(5, 1)) == 0.0
+
+
+def test_bubble_grows_as_the_fixed_batch_spreads_over_more_replicas() -> None:
+    """At a fixed 4M-token batch of 4k-token micro-batches, PP 8 inside 64-chip replicas:
+    efficiency falls with chips even on a network so fast the all-reduce costs nothing,
+    and equals 1/(1 + (p-1)/m) with m = 1024 / replicas."""
+    kw = {"params": 70e9, "global_batch_tokens": 4 * 2**20, "mfu_local": 0.5, "overlap": 0.0}
+    fast = {"peak_tflops": 989, "scale_up_domain_chips": 8, "scale_up_gbps": 1e12}
+    chips = np.array([64.0, 512.0, 4096.0])
+    eff = perf.scaling_efficiency(
+        chips,
+        model_parallel_chips=64,
+        pipeline_chips=8,
+        micro_batch_tokens=4096,
+        scale_out_gbps=1e12,
+        **kw,
+        **fast,
+    )
+    m = 1024 / (chips / 64)
+    np.testing.assert_allclose(eff, 1 / (1 + 7 / m), rtol=1e-6)
+    assert np.all(np.diff(eff) < 0)
+
+
+def test_local_mfu_round_trips_with_a_pipeline() -> None:
+    kw = {"params": 175e9, "global_batch_tokens": 6e6, "overlap": 0.0, **H100}
+    pipe = {"pipeline_chips": 8, "micro_batch_tokens": 2048, "virtual_stages": 12}
+    mu = perf.local_mfu(0.4, 768, model_parallel_chips=32, **pipe, **kw)
+    back = mu * perf.scaling_efficiency(768, mfu_local=mu, model_parallel_chips=32, **pipe, **kw)
+    assert float(back) == pytest.approx(0.4, rel=1e-9)
 
 
 def test_carry_takes_the_reference_batch_and_layout_apart() -> None:

@@ -15,7 +15,9 @@ in time/factor, so its throughput is S(B)/time_to_train and its measured MFU is
     MFU = 6·N·S(B)·seq_len / (n · time_to_train · peak).
 
 The model carries the MFU of each series' smallest assessable scale to its larger scales
-(:func:`carry_mfu`, with each row's own batch and layout) and predicts the ratio
+(:func:`carry_mfu`, with each row's own batch and layout, its pipeline degree and micro-batch
+size read from the published config file's name, and one layer per interleaved chunk as
+``catalog/data/scaling.yaml`` states) and predicts the ratio
 MFU(n)/MFU(n_ref); the criterion (the issue's) is that it lies within ±10 % of the measured
 ratio. Peak is the FP8 dense peak (every
 submission here trains in FP8 or FP4); the ratio does not depend on which peak is used.
@@ -23,6 +25,7 @@ submission here trains in FP8 or FP4); the ratio does not depend on which peak i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +38,9 @@ from accelsim.models import perf
 
 DATA = Path(__file__).parent / "data"
 TOLERANCE = 0.10  # the issue's criterion: predicted efficiency within ±10 % of measured
+# Transformer layers of each benchmark's model: GPT-3 175B, arXiv:2005.14165 table 2.1;
+# Llama 3.1 405B and 8B, arXiv:2407.21783 table 3.
+LAYERS = {"gpt3": 96, "llama31_405b": 126, "llama31_8b": 32}
 
 # Series the model is not run on, with the reason; decided from the data alone (chip specs,
 # published configs), before any prediction: the chip must be in the reference chip table,
@@ -64,20 +70,16 @@ _DELL_8B = (
 )
 KNOWN_FAILURES = {
     ("v3.1|NVIDIA|gpt3|NVIDIA H100-SXM", 10240): (
-        "predicts 11 % more loss than measured: with 8 micro-batches per replica the exposed "
+        "predicts 15 % more loss than measured: with 8 micro-batches per replica the exposed "
         "DP traffic reaches 0.55 of compute, part of which NeMo hides behind the backward "
-        "pass; overlap = 0 charges all of it (borderline)"
+        "pass (overlap = 0 charges all of it), and the 8-stage pipeline's bubble (7/96 with "
+        "one layer per chunk) adds to it"
     ),
-    ("v3.1|NVIDIA|gpt3|NVIDIA H100-SXM", 10752): "as the 10,240-GPU row (-10.3 %)",
+    ("v3.1|NVIDIA|gpt3|NVIDIA H100-SXM", 10752): "as the 10,240-GPU row (-14.0 %)",
     ("v4.1|Oracle|gpt3|NVIDIA H100-SXM", 3072): (
         "19 % measured loss on doubling at the same batch and layout, against 7 % "
         "predicted and 1-7 % errors for NVIDIA's own H100 pairs at this scale: a "
         "fabric-specific cost (Oracle's RoCE cluster) that 400 Gb/s per GPU does not capture"
-    ),
-    ("v5.0|NVIDIA|llama31_405b|NVIDIA H100-SXM", 8192): (
-        "14 % measured loss at 1,024 nodes while DP traffic is ~5 % of compute: the loss "
-        "is per-step synchronisation and pipeline bubbles (24 micro-batches per replica "
-        "against 288 at 64 nodes), which the model does not carry"
     ),
     ("v5.1|Dell|llama31_8b|NVIDIA B200", 16): _DELL_8B,
     ("v5.1|Nebius|llama31_8b|NVIDIA B200", 16): (
@@ -85,6 +87,20 @@ KNOWN_FAILURES = {
         "the same series agrees (-2 %)"
     ),
 }
+
+
+def _pipeline(config_url: str) -> tuple[float, float]:
+    """(pipeline stages, micro-batch sequences) from a config file name.
+
+    NVIDIA's names spell the layout: ``..._NxGxMINIBSxTPxPP_mbsK.sh`` (GPT-3) or
+    ``...xtpTppPcpC...`` (Llama 3.1, micro-batch 1 in those recipes); others have no pipeline.
+    """
+    name = config_url.rsplit("/", 1)[-1]
+    if found := re.search(r"tp\d+pp(\d+)", name):
+        return float(found.group(1)), 1.0
+    if found := re.search(r"x\d+x(\d+)_mbs(\d+)", name):
+        return float(found.group(1)), float(found.group(2))
+    return 1.0, 1.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +169,8 @@ def agreement() -> list[Pair]:
         }
         tokens = rows["global_batch_seqs"].to_numpy(float) * b["seq_len"]
         layout = rows["model_parallel_chips"].to_numpy(float)
+        stages, micro = np.array([_pipeline(str(u)) for u in rows["config_url"]]).T
+        scaling = catalog.scaling_defaults()
         predicted = perf.carry_mfu(
             mfu[0],
             chips[0],
@@ -161,6 +179,10 @@ def agreement() -> list[Pair]:
             model_parallel_chips=layout,
             global_batch_tokens_ref=tokens[0],
             model_parallel_chips_ref=layout[0],
+            pipeline_chips=stages,
+            pipeline_chips_ref=stages[0],
+            micro_batch_tokens=micro * b["seq_len"],
+            virtual_stages=LAYERS[str(b.name)] / (stages * scaling.layers_per_virtual_stage),
             **network,
         )
         pairs += [
@@ -200,9 +222,10 @@ def test_predicted_efficiency_within_10_percent_of_measured(pairs: list[Pair]) -
 def test_coverage_of_the_criterion(pairs: list[Pair]) -> None:
     """At least 70 % of the assessable pairs meet ±10 %, and half of each benchmark's.
 
-    A regression floor set below the present share (21 of 28, so the listed failures are
-    allowed) and above what ignoring scaling achieves: a model with efficiency 1 everywhere
-    meets ±10 % on fewer than half of the same pairs, which the second assertion checks.
+    A regression floor set below the present share (22 of 28 with the pipeline bubble, 21
+    before it; so the listed failures are allowed) and above what ignoring scaling
+    achieves: a model with efficiency 1 everywhere meets ±10 % on fewer than half of the
+    same pairs, which the second assertion checks.
     """
     ok = [abs(p.error) <= TOLERANCE for p in pairs]
     assert len(pairs) >= 25

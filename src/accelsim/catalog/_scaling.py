@@ -15,6 +15,12 @@ class ScalingDefaults:
 
     overlap: float
     """Fraction of the gradient all-reduce hidden behind the backward pass. [fraction]"""
+    layers_per_virtual_stage: float = 1.0
+    """Transformer layers per interleaved-pipeline chunk. [layers]"""
+    micro_batch_sequences: float = 1.0
+    """Sequences per pipeline micro-batch. [sequences]"""
+    layers_per_d_model: float = 1.0 / 128.0
+    """Depth over width, to estimate layers from the parameter count. [ratio]"""
 
 
 @functools.cache
@@ -28,7 +34,12 @@ def scaling_defaults() -> ScalingDefaults:
     """
     resource = resources.files("accelsim").joinpath("catalog/data/scaling.yaml")
     doc = to_plain(load_yaml_text(resource.read_text(encoding="utf-8"), str(resource)))
-    return ScalingDefaults(overlap=float(doc["overlap"]["value"]))
+    return ScalingDefaults(
+        overlap=float(doc["overlap"]["value"]),
+        layers_per_virtual_stage=float(doc["layers_per_virtual_stage"]["value"]),
+        micro_batch_sequences=float(doc["micro_batch_sequences"]["value"]),
+        layers_per_d_model=float(doc["layers_per_d_model"]["value"]),
+    )
 
 
 __all__ = ["ScalingDefaults", "scaling_defaults"]

@@ -234,6 +234,44 @@ def draw_training_inputs(
     )
 
 
+# Sequence length assumed for the micro-batch when the scenario gives none (judgement: the
+# 4,096-token context of Llama 2, arXiv:2307.09288; only the pipeline bubble depends on it).
+_DEFAULT_SEQ_LEN = 4096.0
+# Largest tensor-parallel group on a GPU: one 8-GPU NVLink node, Megatron's practice
+# (Narayanan et al. 2021, section 3.3: tensor parallelism inside a node, pipeline across).
+_GPU_TENSOR_PARALLEL = 8.0
+
+
+def pipeline_layout(
+    work: TrainingRun, chip: Chip, model_parallel: FloatArray, cat: Catalog
+) -> dict[str, FloatArray | float]:
+    """Pipeline stages, micro-batch tokens and interleaving of the model-parallel group.
+
+    Tensor parallelism fills the group up to a node on GPUs (the whole scale-up domain on a
+    TPU, which shards over ICI without a pipeline inside a pod); the rest is pipeline stages,
+    each of ``layers / stages`` layers split into chunks of ``layers_per_virtual_stage``.
+    Layers are the scenario's, else N / (12 d²), else from the depth-to-width prior.
+    """
+    s = cat.scaling
+    if work.layers is not None:
+        layers = float(work.layers)
+    elif work.d_model is not None:
+        layers = max(1.0, work.params / (12.0 * float(work.d_model) ** 2))
+    else:
+        layers = (work.params * s.layers_per_d_model**2 / 12.0) ** (1.0 / 3.0)
+    domain = float(chip.scale_up_domain_chips)
+    cap = domain if chip.kind == "tpu" else min(domain, _GPU_TENSOR_PARALLEL)
+    tensor = np.minimum(model_parallel, max(cap, 1.0))
+    stages = np.minimum(np.ceil(model_parallel / tensor), max(layers, 1.0))
+    virtual = np.maximum(layers / (stages * s.layers_per_virtual_stage), 1.0)
+    seq = float(work.seq_len) if work.seq_len is not None else _DEFAULT_SEQ_LEN
+    return {
+        "pipeline_chips": stages,
+        "micro_batch_tokens": s.micro_batch_sequences * seq,
+        "virtual_stages": virtual,
+    }
+
+
 def run_mfu(
     inputs: TrainingInputs, work: TrainingRun, chip: Chip, chips: int, cat: Catalog
 ) -> FloatArray:
@@ -242,11 +280,13 @@ def run_mfu(
     The learning curve (:func:`accelsim.models.engineering.mfu_after_optimization`) gives
     the MFU the team reaches at the reference scale of the published runs behind the
     ceiling; :func:`accelsim.models.perf.carry_mfu` (validated against MLPerf scaling
-    series) carries it to the run's chip count. A smaller run keeps the reference MFU
-    (running smaller does not lift a code above its ceiling), and so does a draw the model
-    cannot carry (``carry_mfu`` is ``nan``: the reference is out of its reach). The run keeps the
+    series) carries it to the run's chip count, down as well as up (a smaller run does not
+    pay the reference runs' scaling losses; it never exceeds the local MFU). A draw the model
+    cannot carry keeps the reference MFU (``carry_mfu`` is ``nan``: the reference is out of
+    its reach). The run keeps the
     model-parallel group its training state needs (ZeRO-3 over the fewest chips that hold
-    it, every expert included), at its own global batch. For a mixture of experts the
+    it, every expert included), at its own global batch, with the pipeline bubble of
+    :func:`pipeline_layout`. For a mixture of experts the
     per-step traffic is modelled on the active parameters; the MoE ceiling carries its
     all-to-all cost at the reference scale.
     """
@@ -264,8 +304,11 @@ def run_mfu(
     model_parallel = perf.min_chips_to_fit(
         work.state_params, chip.hbm_gib, sharding="zero3", usable_fraction=_USABLE_HBM_FRACTION
     )
-    # From the reference scale up only: at chips_ref == chips carry_mfu is the identity.
-    chips_ref = np.minimum(m.reference_chips, chips)
+    # Carried up and down from the reference scale: the published MFUs behind the ceiling
+    # include their own scaling losses, which a smaller run does not pay (bounded by the
+    # local MFU). At chips_ref == chips carry_mfu is the identity.
+    chips_ref = m.reference_chips
+    mp_ref = np.minimum(model_parallel, chips_ref)
     carried = perf.carry_mfu(
         mfu_ref,
         chips_ref,
@@ -277,8 +320,10 @@ def run_mfu(
         scale_up_gbps=chip.interconnect_gbps,
         scale_out_gbps=chip.scale_out_gbps,
         model_parallel_chips=np.minimum(model_parallel, chips),
-        model_parallel_chips_ref=np.minimum(model_parallel, chips_ref),
+        model_parallel_chips_ref=mp_ref,
         overlap=cat.scaling.overlap,
+        pipeline_chips_ref=pipeline_layout(work, chip, mp_ref, cat)["pipeline_chips"],
+        **pipeline_layout(work, chip, np.minimum(model_parallel, chips), cat),
     )
     # carry_mfu is nan where the draw is inconsistent with the communication model (no local
     # MFU in (0, 1] reaches mfu_ref at the reference scale; ~0.2 % of LLaMA-65B's draws):
@@ -475,6 +520,7 @@ __all__ = [
     "TrainingInputs",
     "draw_training_inputs",
     "engineering_phases",
+    "pipeline_layout",
     "run_info",
     "run_mfu",
     "simulate_training",
