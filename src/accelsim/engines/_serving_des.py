@@ -1,7 +1,7 @@
 """The serving request DES path: the fast path's draws, every request simulated.
 
 The same :class:`~accelsim.engines._inputs.InputDraws` (same names, so the same values for a
-seed) build one replica per run (:func:`~accelsim.engines._serving.draw_replica`) and its
+seed) build one replica per run (:func:`~accelsim.engines._serving_setup.draw_replica`) and its
 hourly replica plan; then each run draws its requests from its own stream
 ``stream(root, "serving.requests", run)`` (independent of the chunking):
 
@@ -10,7 +10,7 @@ hourly replica plan; then each run draws its requests from its own stream
   ``burstiness - 1`` (none when 1); the window's count is Poisson and its arrival times
   uniform (a non-homogeneous Poisson stream, piecewise constant per window).
 - *Lengths*: drawn per request from ``input_tokens`` and ``output_tokens`` through
-  :func:`~accelsim.engines._serving.token_lengths` (rounded, clipped), the law whose mean
+  :func:`~accelsim.engines._serving_setup.token_lengths` (rounded, clipped), the law whose mean
   the fast path uses.
 
 :func:`accelsim.engines.des.simulate_serving` runs them; the trace becomes the usage that
@@ -32,18 +32,17 @@ from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
 from accelsim.dists import as_dist
 from accelsim.engines._inputs import InputDraws
-from accelsim.engines._serving import (
+from accelsim.engines._serving import serving_metrics
+from accelsim.engines._serving_setup import (
     SECONDS_PER_HOUR,
     Replica,
     ServingSetup,
     ServingUsage,
     draw_replica,
-    latency_table,
-    replicas_per_hour,
-    serving_metrics,
     serving_setup,
     token_lengths,
 )
+from accelsim.engines._serving_usage import latency_table, replicas_per_hour
 from accelsim.engines.des import (
     ReplicaModel,
     ReplicaPlan,

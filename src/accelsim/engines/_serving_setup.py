@@ -1,0 +1,261 @@
+"""Serving fast path, setup: the scenario's fixed figures and each run's drawn replica.
+
+Part of the serving engines (``accelsim.engines._serving`` describes the fast path):
+:func:`serving_setup` reads the workload, model and chip once; :func:`draw_replica` draws
+the replica's uncertain inputs and builds its physics per run. Also the usage record both
+serving engines fill (:class:`ServingUsage`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsim import catalog
+from accelsim._typing import BoolArray, FloatArray
+from accelsim.catalog import Catalog, Chip, ServingPriors
+from accelsim.dists import Dist, Fixed, as_dist
+from accelsim.engines._inputs import InputDraws
+from accelsim.models import serving as physics
+from accelsim.scenario import Scenario, Serving
+
+SECONDS_PER_HOUR = 3600.0
+HOURS_PER_DAY = 24.0
+HOURS_PER_MONTH = 730.5
+"""A mean Gregorian month, 365.25 · 24 / 12 hours: the unit of ``growth_per_month``."""
+
+
+_LENGTH_GRID = 1 << 14
+"""Midpoints of a uniform grid whose ppf values give the mean per-request length."""
+
+
+@dataclass(frozen=True)
+class ServingSetup:
+    """The fixed facts of a serving scenario (not uncertain), resolved once per chunk."""
+
+    work: Serving
+    cat: Catalog
+    """The study's catalog: prices and priors come from it, never from a process global."""
+    chip: Chip
+    chips_per_replica: int
+    replicas_pool: int
+    """Replicas the pool holds: its count // chips per replica. [count]"""
+    horizon_hours: float
+    hours: int
+    """Hourly steps, ``ceil(horizon_hours)`` (the last may be partial). [count]"""
+    profile: FloatArray
+    """24 hourly multipliers (ones when flat). [ratio]"""
+    input_mean: float
+    """Mean prompt length per request, after rounding and clipping. [tokens]"""
+    input_variance: float
+    """Variance of the per-request prompt length, after rounding and clipping. [tokens²]"""
+    input_third_moment: float
+    """Third central moment of the per-request prompt length. [tokens³]"""
+    input_fourth_moment: float
+    """Fourth central moment of the per-request prompt length. [tokens⁴]"""
+    output_mean: float
+    """Mean output length per request, after rounding and clipping. [tokens]"""
+    max_tokens: float
+    """Longest prompt or output a request can have (the preset's context). [tokens]"""
+    weight_bytes: float
+    kv_bytes_per_token: float
+    active_params: float
+    total_params: float
+    layers: float
+    d_model: float
+    peak_tflops: float
+    ttft_s: float
+    tpot_s: float
+    percentile: float
+    """The SLO's percentile as a fraction. [fraction]"""
+    windows_per_hour: int
+
+
+def token_lengths(value: Dist, uniforms: FloatArray, max_tokens: float) -> FloatArray:
+    """Per-request lengths from uniforms: ``ppf``, rounded, clipped to [1, max_tokens]."""
+    lengths = np.rint(np.asarray(value.ppf(uniforms), dtype=float))
+    return np.asarray(np.clip(lengths, 1.0, max_tokens), dtype=float)
+
+
+def _length_moments(value: Dist, max_tokens: float) -> tuple[float, float, float, float]:
+    """Mean and second to fourth central moments of the per-request length law."""
+    if isinstance(value, Fixed):
+        return float(np.clip(np.rint(value.value), 1.0, max_tokens)), 0.0, 0.0, 0.0
+    u = (np.arange(_LENGTH_GRID) + 0.5) / _LENGTH_GRID
+    lengths = token_lengths(value, u, max_tokens)
+    mean = float(lengths.mean())
+    centred = lengths - mean
+    squared = centred**2
+    return (
+        mean,
+        float(squared.mean()),
+        float(np.mean(squared * centred)),
+        float(np.mean(squared**2)),
+    )
+
+
+def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
+    """Resolve a serving scenario's model, replica layout, horizon and token means against
+    the study's catalog ``cat`` (which travels with the study to every worker)."""
+    work = scenario.workload
+    if not isinstance(work, Serving):
+        raise TypeError(f"scenario {scenario.name!r} has a {work.kind} workload, not serving")
+    pool = scenario.fleet[0]
+    chip = cat.chip(pool.chip)
+    chips = work.replica_chips(chip, pool.count)
+    preset = work.preset
+    kv_precision = work.kv_precision or work.precision
+    kv_value_bytes = catalog.BYTES_PER_VALUE[kv_precision]
+    if preset is not None:
+        kv_bytes = preset.kv_bytes_per_token(kv_value_bytes)
+        active = preset.active_params
+        layers, d_model = float(preset.layers), float(preset.d_model)
+        max_tokens = float(preset.max_context)
+    else:
+        layers, d_model = float(work.layers or 0), float(work.d_model or 0)
+        kv_bytes = float(
+            physics.kv_bytes_per_token(
+                layers, work.kv_heads or 0, work.head_dim or 0, kv_value_bytes
+            )
+        )
+        active = work.active_params or work.total_params
+        max_tokens = math.inf
+    horizon = work.horizon_days * HOURS_PER_DAY
+    profile = np.ones(24) if work.daily_profile is None else np.array(work.daily_profile)
+    input_mean, input_variance, input_third, input_fourth = _length_moments(
+        as_dist(work.input_tokens), max_tokens
+    )
+    return ServingSetup(
+        work=work,
+        cat=cat,
+        chip=chip,
+        chips_per_replica=chips,
+        replicas_pool=pool.count // chips,
+        horizon_hours=horizon,
+        hours=math.ceil(horizon - 1e-9),
+        profile=profile,
+        input_mean=input_mean,
+        input_variance=input_variance,
+        input_third_moment=input_third,
+        input_fourth_moment=input_fourth,
+        output_mean=_length_moments(as_dist(work.output_tokens), max_tokens)[0],
+        max_tokens=max_tokens,
+        weight_bytes=work.weight_bytes(),
+        kv_bytes_per_token=kv_bytes,
+        active_params=float(active),
+        total_params=work.total_params,
+        layers=float(layers),
+        d_model=float(d_model),
+        peak_tflops=chip.peak_tflops(work.precision),
+        ttft_s=work.slo.ttft_ms / 1e3,
+        tpot_s=work.slo.tpot_ms / 1e3,
+        percentile=work.slo.percentile / 100.0,
+        windows_per_hour=round(60.0 / work.burst_window_minutes),
+    )
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica per run: coefficients, limits and rates (arrays over the chunk's runs)."""
+
+    cost: physics.IterationCost
+    kv_capacity_tokens: FloatArray
+    max_batch: FloatArray
+    batch_limit: FloatArray
+    saturated_rps: FloatArray
+    """Saturated request rate (offline throughput / output tokens); 0 where infeasible. [1/s]"""
+    feasible: BoolArray
+    """The weights and one mean-length sequence fit in the replica's memory."""
+
+
+def draw_replica(
+    setup: ServingSetup, scenario: Scenario, draws: InputDraws, serving: ServingPriors
+) -> Replica:
+    """Draw the replica's uncertain inputs and build its physics, per run."""
+    work, chip = setup.work, setup.chip
+    stack = chip.software_stack
+    if chip.id in serving.efficiency_by_chip:
+        name, prior = (
+            f"priors.serving.efficiency_by_chip.{chip.id}",
+            serving.efficiency_by_chip[chip.id],
+        )
+    else:
+        name, prior = f"priors.serving.efficiency.{stack}", serving.efficiency[stack]
+    # Efficiency is a share of the roofline: a draw of the prior's upper tail past 1 is 1.
+    efficiency = np.minimum(draws.get(name, None, prior.value), 1.0)
+    overhead = draws.get("priors.serving.overhead_seconds", None, serving.overhead_seconds.value)
+    chips = float(setup.chips_per_replica)
+    hbm = chip.hbm_gib * 2.0**30 * chips
+    if work.kv_share is None:
+        share = draws.get("priors.serving.memory_share", None, serving.memory_share.value)
+    else:
+        kv_share = draws.get("workload.kv_share", work.kv_share, work.kv_share)
+        share = (setup.weight_bytes + kv_share * (hbm - setup.weight_bytes)) / hbm
+    if work.max_batch is None:
+        max_batch = np.floor(
+            draws.get(f"priors.serving.max_batch.{stack}", None, serving.max_batch[stack].value)
+        )
+    else:
+        max_batch = draws.fixed("workload.max_batch", float(work.max_batch))
+    iteration = physics.iteration_cost(
+        active_params=setup.active_params,
+        total_params=setup.total_params,
+        layers=setup.layers,
+        d_model=setup.d_model,
+        weight_bytes=setup.weight_bytes,
+        kv_bytes_per_token=setup.kv_bytes_per_token,
+        chips=chips,
+        peak_tflops=setup.peak_tflops,
+        hbm_tbps=chip.hbm_tbps,
+        interconnect_gbps=chip.interconnect_gbps,
+        efficiency=efficiency,
+        overhead_seconds=overhead,
+    )
+    capacity = physics.kv_capacity_tokens(hbm, setup.weight_bytes, setup.kv_bytes_per_token, share)
+    inp, out = setup.input_mean, setup.output_mean
+    limit = physics.batch_limit(capacity, inp, out, max_batch)
+    saturated = physics.offline_tokens_per_s(iteration, capacity, inp, out, max_batch) / out
+    return Replica(
+        cost=iteration,
+        kv_capacity_tokens=np.asarray(capacity, dtype=float),
+        max_batch=np.asarray(max_batch, dtype=float),
+        batch_limit=limit,
+        saturated_rps=saturated,
+        feasible=np.asarray(limit >= 1.0),
+    )
+
+
+@dataclass(frozen=True)
+class ServingUsage:
+    """What either engine measured per run, before pricing (arrays over runs)."""
+
+    demand_requests: FloatArray
+    """Requests that arrived within the horizon. [count]"""
+    served_requests: FloatArray
+    """Requests served (fast path: not shed; DES: completed). [count]"""
+    compliant_requests: FloatArray
+    """Requests that arrived in windows whose TTFT and TPOT percentiles met the SLO. [count]"""
+    replica_hours: FloatArray
+    """Provisioned replica-hours, cold starts included. [h]"""
+    replicas_peak: FloatArray
+    ttft_p50_s: FloatArray
+    ttft_p99_s: FloatArray
+    tpot_p50_s: FloatArray
+    tpot_p99_s: FloatArray
+    finished: BoolArray
+    """Feasible and every request that arrived was served."""
+
+
+__all__ = [
+    "HOURS_PER_DAY",
+    "HOURS_PER_MONTH",
+    "SECONDS_PER_HOUR",
+    "Replica",
+    "ServingSetup",
+    "ServingUsage",
+    "draw_replica",
+    "serving_setup",
+    "token_lengths",
+]
