@@ -295,3 +295,24 @@ def test_the_strictest_slo_attainment_of_the_options_is_the_goal() -> None:
     rec = Comparison({"loose": loose, "strict": strict}).recommendation
     assert rec.choice == "strict"
     assert "at least 99% of requests" in str(rec)
+
+
+def test_an_option_that_does_not_always_finish_is_named_with_the_reason() -> None:
+    """Two of four runs unfinished, each seeing 240 interruptions in 24 h: the note says 50 %
+    and "every 6 minutes"; the summary's first line states P(finish)."""
+    from accelsim.results import Result
+    from accelsim.results._recommendation import finish_notes
+
+    data = {
+        "tco_usd": np.array([1.0, 2.0, 3.0, 4.0]),
+        "finished": np.array([1.0, 0.0, 1.0, 0.0]),
+        "training_days": np.array([0.5, 1.0, 0.5, 1.0]),
+        "interruptions": np.array([3.0, 240.0, 2.0, 240.0]),
+    }
+    res = Result("spotty", data)
+    notes = finish_notes({"spotty": res, "steady": Result("steady", {"tco_usd": np.ones(4)})})
+    assert len(notes) == 1
+    assert "spotty does not finish within its horizon in 50% of runs" in notes[0]
+    assert "every 6 minutes" in notes[0]
+    assert "P(finish) 50.0%" in res.summary().splitlines()[0]
+    assert "P(finish)" not in Result("steady", {"finished": np.ones(4)}).summary()

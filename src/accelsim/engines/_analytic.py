@@ -400,7 +400,8 @@ def training_hours(
     interval = inputs.checkpoint_interval_hours
     if interval is None:
         failing = rate > 0
-        daly = reliability.daly_interval_hours(write, 1.0 / np.where(failing, rate, 1.0))
+        with np.errstate(over="ignore"):  # a subnormal rate: an infinite MTBF, no checkpoint
+            daly = reliability.daly_interval_hours(write, 1.0 / np.where(failing, rate, 1.0))
         interval = np.where(failing, daly, np.inf)
     hours, interruptions = _per_block_completion(
         completion, draws, compute_hours, interval, write, inputs.restart_hours, rate
@@ -411,7 +412,7 @@ def training_hours(
         rate * (1.0 - inputs.badput_fraction),
         horizon_hours,
     )
-    out["checkpoint_interval_hours"] = interval
+    out["checkpoint_interval_hours"] = interval  # inf: one segment, a final save only
     out["rate_per_hour"] = rate
     return out
 
@@ -508,7 +509,8 @@ def simulate_training(
         "mfu": mfu,
         "goodput": goodput,
         "finished": reliable["finished"],
-        "checkpoint_interval_hours": reliable["checkpoint_interval_hours"],
+        # no checkpoint before the end (an infinite interval): the whole work is one segment
+        "checkpoint_interval_hours": np.minimum(reliable["checkpoint_interval_hours"], compute_h),
         "training_flops": flops,
     }
     return usage, draws

@@ -184,6 +184,7 @@ def _recommend_on_cost(results: Mapping[str, Result]) -> Recommendation:
             f"familiarity with each stack."
         )
     reasons += _tail_note(best, res, runner, other)
+    reasons += finish_notes(results)
     reasons += _time_note(results, best, runner)
     reasons += _engineering_note(best, res, other)
     reasons += _practical_checks(best, res, runner, other)
@@ -275,6 +276,49 @@ def _tail_note(best: str, res: Result, runner: str, other: Result) -> list[str]:
         f"{format_value('tco_usd', other.quantile('tco_usd', 0.95))}), so weigh that tail "
         f"if one bad outcome matters more than the typical one."
     ]
+
+
+def _interval_words(hours: float) -> str:
+    """``"every 4 minutes"``, ``"every 2.5 hours"``: a mean time between interruptions."""
+    if hours < 1.0:
+        return f"every {hours * 60.0:.2g} minutes"
+    if hours < 48.0:
+        return f"every {hours:.2g} hours"
+    return f"every {hours / 24.0:.2g} days"
+
+
+def finish_notes(results: Mapping[str, Result]) -> list[str]:
+    """For each option that does not finish within its horizon in some runs: how often, and
+    why -- the mean time between interruptions those runs see (training hours over
+    interruptions, both counted up to the horizon), named as spot preemptions on a spot pool.
+    Their times and costs are censored at the horizon, so they are lower bounds."""
+    out = []
+    for name, res in results.items():
+        if "finished" not in res.data:
+            continue
+        unfinished = res.samples("finished") == 0
+        if not unfinished.any():
+            continue
+        share = float(np.mean(unfinished))
+        why = ""
+        if "interruptions" in res.data and "training_days" in res.data:
+            hours = 24.0 * res.samples("training_days")[unfinished]
+            count = res.samples("interruptions")[unfinished]
+            if np.all(count > 0):
+                gap = float(np.median(hours / count))
+                cause = (
+                    "spot preemptions and failures"
+                    if res.info is not None and res.info.pricing == "spot"
+                    else "failures"
+                )
+                scale = f" on {res.info.chips:,} chips" if res.info is not None else ""
+                why = f": {cause} interrupt it {_interval_words(gap)}{scale} (median)"
+        out.append(
+            f"{name} does not finish within its horizon in {_pct(share)} of runs{why}; in "
+            f"those runs its time and cost are counted up to the horizon only, so they are "
+            f"lower bounds."
+        )
+    return out
 
 
 def _time_note(results: Mapping[str, Result], best: str, runner: str) -> list[str]:

@@ -234,10 +234,16 @@ class Result:
             )
         how = f"{self.engine} engine" + ("" if self.design == "mc" else f", {self.design} design")
         head = f"{self.scenario_name}: {self.runs} run{'s' * (self.runs != 1)} ({how})"
+        if "finished" in self.data and (p := float(np.mean(self.data["finished"]))) < 1.0:
+            head += (
+                f"; P(finish) {p:.1%}: the other runs do not finish within the horizon, and "
+                f"their times and costs are censored there (at least the values shown)"
+            )
         return Table(("metric", "mean ± 95% MC error", "P5", "P50", "P95"), tuple(rows), head)
 
     def summary(self, metrics: Sequence[str] | None = None) -> str:
-        """A table: mean ± 95 % Monte Carlo error, P5, P50, P95 of each metric.
+        """A table: mean ± 95 % Monte Carlo error, P5, P50, P95 of each metric; the first line
+        states ``P(finish)`` when some runs do not finish within the horizon.
 
         The error is ``1.96 * std_error(metric)``, so it follows the design of the study
         (over pair means for ``"antithetic"``), which the first line names when not ``"mc"``.
