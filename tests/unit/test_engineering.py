@@ -214,3 +214,41 @@ def test_optimal_hours_large_hardware_asymptote() -> None:
     k = 1e12
     got = optimal_optimization_hours(k * 100.0 * 50.0, 50.0, 0.2, 100.0)
     assert got == pytest.approx(100.0 * np.log(0.8 * k), rel=1e-12)
+
+
+def test_effort_at_stake_is_zero_below_threshold_full_above_reference_and_monotone() -> None:
+    """Oracle: the stated rule h0·min(1, (S/S0)^e) for S >= S_min, else 0."""
+    stake = np.array([10.0, 999.0, 1e3, 1e4, 1e5, 1e6, 1e8])
+    from accelsim.models import engineering
+
+    got = engineering.effort_at_stake(
+        200.0, stake, reference_chip_hours=1e6, elasticity=0.5, threshold_chip_hours=1e3
+    )
+    np.testing.assert_allclose(got[:2], 0.0)
+    np.testing.assert_allclose(got[2:5], 200.0 * np.sqrt(stake[2:5] / 1e6))
+    np.testing.assert_allclose(got[5:], 200.0)
+    assert np.all(np.diff(got) >= 0)
+
+
+def test_a_small_fine_tune_is_hardware_led_and_a_large_run_pays_for_optimisation() -> None:
+    """Issue 14 item 7: a 7B fine-tune on 8 H100 gets no optimisation effort (below the
+    threshold), a 70B pretraining on 1,024 H100 keeps the prior's; the large run's
+    optimisation days come before its first step (time to train >= preparation + training)."""
+    import accelsim as acs
+
+    def run(params: float, tokens: float, n: int) -> acs.Result:
+        s = acs.Scenario(
+            name="x",
+            workload=acs.TrainingRun(params=params, tokens=tokens, framework="pytorch"),
+            fleet=[acs.Pool(chip="h100-sxm", count=n, provider="gcp", pricing="on_demand")],
+        )
+        return acs.simulate(s, runs=256, seed=3, engine="analytic")
+
+    small = run(7e9, 1e9, 8)
+    assert np.all(small.samples("engineering_cost_usd") == 0.0)
+    assert np.median(small.samples("hardware_cost_usd")) > 0.0
+    big = run(70e9, 2e12, 1024)
+    hours = big.samples("engineering_hours")
+    assert np.median(hours) > 50.0
+    ttt, train = big.samples("time_to_train_days"), big.samples("training_days")
+    assert np.mean(ttt - train > big.samples("lead_time_days") + 1e-9) > 0.05

@@ -145,6 +145,13 @@ class Priors(_Frozen):
     """Default optimisation hours a team invests for a production run. [engineer*h]"""
     porting_hours: dict[Fit, Prior]
     """Engineering hours before the first step on a stack. [engineer*h]"""
+    optimization_reference_chip_hours: Prior | None = None
+    """Chip-hours at stake for which ``optimization_hours`` holds in full; ``None``: effort
+    does not scale with the job. [chip*h]"""
+    optimization_stake_elasticity: Prior | None = None
+    """Exponent of optimisation effort in the chip-hours at stake. [dimensionless]"""
+    optimization_threshold_chip_hours: Prior | None = None
+    """Chip-hours at stake below which nobody optimises. [chip*h]"""
     reoptimization_hours_per_change: dict[Fit, Prior]
     """Re-optimisation hours per architecture change (prototype stage). [engineer*h]"""
     architecture_changes: Prior

@@ -7,9 +7,9 @@ failure-free compute), engineering (:func:`engineering_phases`), reliability
 (:func:`training_hours`) -- and :func:`simulate_training` assembles the **usage** (phases,
 chip-hours, held hours, interruptions); :mod:`accelsim.engines._pricing` prices it.
 
-Calendar phases, in order: capacity lead time (quota wait or procurement) and porting run in
-parallel; then the queue wait (none on a dedicated fleet); then training with failures and
-checkpoint/restart, sampled exactly by
+Calendar phases, in order: capacity lead time (quota wait or procurement) in parallel with
+porting then optimisation; then the queue wait (none on a dedicated fleet); then training
+with failures and checkpoint/restart, sampled exactly by
 :func:`accelsim.models.reliability.sample_completion_hours`, stretched by the badput that is
 not hardware failure.
 """
@@ -160,9 +160,39 @@ def _draw_reliability(
         "assumptions.failure_rate_per_chip_hour",
         a.failure_rate_per_chip_hour,
         p.failure_rate_per_chip_hour.value,
+    if a.optimization_hours is None:
+        hours = _hours_at_stake(scenario, cat, draws, info, ceiling * start, hours)
     )
     out["preemptions_per_chip_hour"] = (
         draws.get(
+def _hours_at_stake(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, mfu: FloatArray,
+    hours: FloatArray,
+) -> FloatArray:  # fmt: skip
+    """The prior's optimisation hours scaled to the chip-hours the run puts at stake.
+
+    The stake is the failure-free chip-hours at the un-optimised MFU ``mfu`` (the chip count
+    cancels); :func:`accelsim.models.engineering.effort_at_stake` does the rest. A priors
+    file without the stake priors keeps the hours as drawn.
+    """
+    p = cat.priors
+    ref = p.optimization_reference_chip_hours
+    eps, floor = p.optimization_stake_elasticity, p.optimization_threshold_chip_hours
+    if ref is None or eps is None or floor is None:
+        return hours
+    peak = cat.chip(info.chip).peak_tflops(scenario.training.precision) * 1e12
+    stake = training_flops(scenario.training, draws.runs) / (peak * mfu * 3600.0)
+    return engineering.effort_at_stake(
+        hours,
+        stake,
+        reference_chip_hours=draws.get("priors.optimization_reference_chip_hours", None, ref.value),
+        elasticity=draws.get("priors.optimization_stake_elasticity", None, eps.value),
+        threshold_chip_hours=draws.get(
+            "priors.optimization_threshold_chip_hours", None, floor.value
+        ),
+    )
+
+
             "assumptions.spot_preemptions_per_hour",
             a.spot_preemptions_per_hour,
             spot_preemption_prior(cat, pool),
@@ -342,7 +372,11 @@ def training_flops(work: TrainingRun, runs: int) -> FloatArray:
 
 
 def engineering_phases(inputs: TrainingInputs) -> dict[str, FloatArray]:
-    """Engineering hours (porting, optimisation, prototype re-optimisation) and their days."""
+    """Engineering hours (porting, optimisation, prototype re-optimisation) and their days.
+
+    ``preparation_days``: the calendar days of porting and optimisation, which precede the
+    first step (the run trains at the MFU the optimisation bought), overlapping the lead time.
+    """
     if inputs.architecture_changes is not None:
         assert inputs.reoptimization_hours_per_change is not None
         reopt = engineering.reoptimization_hours(
@@ -370,9 +404,12 @@ def _per_block_completion(
     pieces = draws.block_rngs("failures")
     if len(pieces) == 1:
         return completion(pieces[0][1], *params)
+    before = inputs.porting_hours + inputs.optimization_hours
     hours = np.empty(draws.runs)
     count = np.empty(draws.runs)
     for runs, rng in pieces:
+        # porting, then the optimisation whose MFU the run uses, before the first step
+        "preparation_days": engineering.calendar_days(before, team, week),
         hours[runs], count[runs] = completion(rng, *(p[runs] for p in params))
     return hours, count
 
@@ -482,7 +519,7 @@ def simulate_training(
     # usage: capacity wait and porting overlap; no queue on a dedicated fleet
     lead_days = inputs.lead_time_days
     queue_days = constant(0.0, draws.runs)
-    before_days = np.maximum(lead_days, eng["porting_days"]) + queue_days
+    before_days = np.maximum(lead_days, eng["preparation_days"]) + queue_days
     training_h = reliable["training_hours"]
     training_days, compute_days = training_h / _HOURS_PER_DAY, compute_h / _HOURS_PER_DAY
     finished = reliable["finished"] > 0

@@ -19,6 +19,7 @@ from accelsim._typing import ArrayLike, FloatArray
 
 __all__ = [
     "calendar_days",
+    "effort_at_stake",
     "mfu_after_optimization",
     "optimal_optimization_hours",
     "optimization_hours_for_mfu",
@@ -145,6 +146,52 @@ def optimization_hours_for_mfu(
         hours = -_f(hours_scale) * np.log1p(-gap_share)
     reached = ratio <= start
     return np.where(reached, 0.0, np.where(ratio >= 1.0, np.inf, hours))
+
+
+def effort_at_stake(
+    hours: ArrayLike,
+    stake_chip_hours: ArrayLike,
+    *,
+    reference_chip_hours: ArrayLike,
+    elasticity: ArrayLike,
+    threshold_chip_hours: ArrayLike,
+) -> FloatArray:
+    """Optimisation hours a team invests given what the run puts at stake.
+
+    Parameters
+    ----------
+    hours : array_like
+        Hours invested in a run of ``reference_chip_hours``. [engineer*h]
+    stake_chip_hours : array_like
+        Failure-free chip-hours of the run at its un-optimised MFU. [chip*h]
+    reference_chip_hours : array_like
+        Stake at which ``hours`` holds in full. [chip*h]
+    elasticity : array_like
+        Exponent of the effort in the stake, ≥ 0. [dimensionless]
+    threshold_chip_hours : array_like
+        Stake below which nobody optimises. [chip*h]
+
+    Returns
+    -------
+    ndarray
+        Hours, never more than ``hours``; 0 below the threshold. [engineer*h]
+
+    Notes
+    -----
+    .. math:: h = h_0 \\min\\!\\left(1, (S / S_0)^{\\epsilon}\\right) \\, [S \\ge S_{min}]
+
+    Oracle: ``hours`` at and above the reference, 0 below the threshold, monotone in S
+    (unit test). The priors behind the arguments are stated judgements (``priors.yaml``).
+
+    Examples
+    --------
+    >>> [float(effort_at_stake(200.0, s, reference_chip_hours=1e6, elasticity=0.5,
+    ...                        threshold_chip_hours=1e3)) for s in (1e2, 1e4, 1e6, 1e7)]
+    [0.0, 20.0, 200.0, 200.0]
+    """
+    stake = _f(stake_chip_hours)
+    share = np.minimum(1.0, (stake / _f(reference_chip_hours)) ** _f(elasticity))
+    return np.where(stake >= _f(threshold_chip_hours), _f(hours) * share, 0.0)
 
 
 def reoptimization_hours(
