@@ -170,6 +170,12 @@ class Priors(_Frozen):
     """Spot preemptions per chip-hour. [1/(chip*h)]"""
     spot_return_hours: Prior
     """Time until preempted spot capacity can be had again. [h]"""
+    spot_unit_chips: dict[Kind, Prior] = {}
+    """Chips per preemption unit (a VM, a TPU host), by chip kind; empty: 1 (every chip
+    alone). [chips]"""
+    spot_correlated_share: Prior | None = None
+    """Share of a unit's spot preemptions that come in bursts taking all of a job's units at
+    once; ``None``: 0 (independent units). [fraction]"""
     lead_time_days: dict[Pricing, Prior]
     """Quota, capacity or procurement wait before the first step, by pricing model. [d]"""
     engineers: Prior
@@ -204,6 +210,8 @@ class Priors(_Frozen):
         ):
             _require_keys(name, getattr(self, name), get_args(Fit))
         _require_keys("lead_time_days", self.lead_time_days, get_args(Pricing))
+        if self.spot_unit_chips:
+            _require_keys("spot_unit_chips", self.spot_unit_chips, get_args(Kind))
         return self
 
     def by_name(self) -> dict[str, Prior]:

@@ -26,7 +26,7 @@ from accelsim.catalog import Catalog, Chip, Fit, Kind, Pricing, Stack
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
 from accelsim.engines._offers import spot_preemption_prior
 from accelsim.models import engineering, perf, reliability
-from accelsim.scenario import Framework, Scenario, Stage, TrainingRun
+from accelsim.scenario import Framework, Pool, Scenario, Stage, TrainingRun
 
 _HOURS_PER_DAY = 24.0
 # Share of HBM that training state may fill; the rest holds activations and buffers. A
@@ -108,6 +108,19 @@ class TrainingInputs:
     checkpoint_interval_hours: FloatArray | None
     """The user's interval, or ``None`` for Daly's optimum."""
     badput_fraction: FloatArray
+    spot_unit_chips: float = 1.0
+    """Chips per spot preemption unit (VM or TPU host); 1 off spot. [chips]"""
+    spot_correlated_share: FloatArray | float = 0.0
+    """Share of a unit's preemptions in bursts that take all the job's units. [fraction]"""
+
+
+def spot_unit_chips(cat: Catalog, pool: Pool) -> float:
+    """Chips per spot preemption unit of ``pool`` (``priors.spot_unit_chips`` by chip kind);
+    1 off spot or without the prior. [chips]"""
+    units = cat.priors.spot_unit_chips
+    if pool.pricing != "spot" or not units:
+        return 1.0
+    return float(units[cat.chip(pool.chip).kind].value)  # type: ignore[arg-type]
 
 
 def _draw_mfu(
@@ -200,6 +213,10 @@ def _hours_at_stake(
         if pool.pricing == "spot"
         else draws.fixed("assumptions.spot_preemptions_per_hour", 0.0)
     )
+    if pool.pricing == "spot" and p.spot_correlated_share is not None:
+        out["spot_correlated_share"] = draws.get(
+            "priors.spot_correlated_share", None, p.spot_correlated_share.value
+        )
     out["checkpoint_write_hours"] = draws.get(
         "assumptions.checkpoint_write_hours",
         a.checkpoint_write_hours,
@@ -260,6 +277,7 @@ def draw_training_inputs(
         engineer_hours_per_week=week,
         lead_time_days=lead,
         badput_fraction=badput,
+        spot_unit_chips=spot_unit_chips(cat, scenario.fleet[0]),
         **reliability_inputs,  # type: ignore[arg-type]
     )
 
@@ -424,15 +442,22 @@ def training_hours(
 ) -> dict[str, FloatArray]:
     """Training time with failures, checkpoint/restart and badput, per run. [h]
 
-    Interruptions (failures and spot preemptions) arrive at
-    :func:`~accelsim.models.reliability.interruption_rate_per_hour`; the checkpoint interval
+    Interruptions arrive at :func:`~accelsim.models.reliability.interruption_rate_per_hour`
+    (failures) plus :func:`~accelsim.models.reliability.preemption_events_per_hour` (spot
+    preemptions per VM or TPU host, bursts counted once); the checkpoint interval
     is the user's, else Daly's optimum (one segment, a final save only, with no
     interruptions at all); ``completion`` samples each block's runs from its own stream.
     A run longer than ``horizon_hours`` is censored there (:func:`censor_at_horizon`).
     """
-    rate = reliability.interruption_rate_per_hour(
-        float(chips), inputs.failure_rate_per_chip_hour, inputs.preemptions_per_chip_hour
+    preemptions = reliability.preemption_events_per_hour(
+        float(chips),
+        inputs.spot_unit_chips,
+        inputs.preemptions_per_chip_hour,
+        inputs.spot_correlated_share,
     )
+    rate = reliability.interruption_rate_per_hour(
+        float(chips), inputs.failure_rate_per_chip_hour
+    ) + preemptions
     write = inputs.checkpoint_write_hours
     interval = inputs.checkpoint_interval_hours
     if interval is None:
