@@ -8,7 +8,7 @@ times in a row, see ``_best_runs_per_s``), interleaved and best of ``REPEATS`` r
 - the **pipeline**: ``acs.simulate`` of ``RUNS`` runs -- draw every input, engineering and
   calendar phases, failures (exact), usage and the cost breakdown -- in-process, so one
   chunk of 4 blocks taken in one vectorised pass
-  (``accelsim.study._simulate.ANALYTIC_CHUNK_BLOCKS``);
+  (``accelsim.study._chunks.ANALYTIC_CHUNK_BLOCKS``);
   the page faults of one more study after it are printed (a study that faults its memory
   in again pays ~3-4 us a page on this VM; accelsim no longer tunes the allocator for it);
 - its **failure sampler** alone (``sample_completion_hours``) on the pipeline's own drawn

@@ -31,7 +31,7 @@ from scipy import stats
 from accelsim import catalog
 from accelsim.engines._inputs import BLOCK_RUNS, input_uniforms
 from accelsim.seeding import as_seed_sequence, stream
-from accelsim.study._simulate import ANALYTIC_CHUNK_BLOCKS
+from accelsim.study._chunks import ANALYTIC_CHUNK_BLOCKS
 
 CHUNK = ANALYTIC_CHUNK_BLOCKS * BLOCK_RUNS
 REPEATS = 7

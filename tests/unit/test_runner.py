@@ -21,6 +21,7 @@ import accelsim as acs
 from accelsim.dists._types import Uniform
 from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, InputPlan, blocks, input_uniforms
 from accelsim.seeding import as_seed_sequence, stream
+from accelsim.study._chunks import ANALYTIC_CHUNK_BLOCKS
 from accelsim.study._runner import (
     Convergence,
     as_progress,
@@ -29,7 +30,6 @@ from accelsim.study._runner import (
     run_chunks,
     split_target,
 )
-from accelsim.study._simulate import ANALYTIC_CHUNK_BLOCKS
 
 LOW_USD, HIGH_USD, HOURS = 50.0, 150.0, 150.0
 

@@ -28,7 +28,7 @@ from tests.same_results import assert_same
 
 import accelsim as acs
 from accelsim.engines._inputs import BLOCK_RUNS
-from accelsim.study._simulate import ANALYTIC_CHUNK_BLOCKS
+from accelsim.study._chunks import ANALYTIC_CHUNK_BLOCKS
 from accelsim.study._store import MANIFEST, backend_of
 from accelsim.study._stores import open_store, stored_seed
 

@@ -6,6 +6,8 @@ the usage and gathers one array per metric. Chunks run in-process or on any
 whatever the executor. Stores keep finished chunks on disk for resuming.
 """
 
+from accelsim.study._chunks import DEFAULT_RUNS
+from accelsim.study._compare import compare
 from accelsim.study._runner import ExecutorLike, open_executor
 from accelsim.study._sensitivity import (
     MorrisResult,
@@ -17,7 +19,7 @@ from accelsim.study._sensitivity import (
     sensitivity_table,
 )
 from accelsim.study._serving import serving_capacity
-from accelsim.study._simulate import DEFAULT_RUNS, compare, simulate
+from accelsim.study._simulate import simulate
 from accelsim.study._sizing import FleetSizing, size_fleet
 from accelsim.study._sweep import SweepResult, sweep
 

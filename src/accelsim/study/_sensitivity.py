@@ -36,8 +36,9 @@ from accelsim.engines import InputDraws, price_training, simulate_training
 from accelsim.results import Z95, render_table
 from accelsim.scenario import Scenario, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence, stream
+from accelsim.study._chunks import _run_designed
 from accelsim.study._runner import ExecutorLike, open_executor
-from accelsim.study._simulate import _run_designed, simulate
+from accelsim.study._simulate import simulate
 
 UniformFunc = Callable[[FloatArray], FloatArray]
 """``func(u) -> y``: ``u`` of shape (inputs, points) in [0, 1], ``y`` of shape (points,)."""

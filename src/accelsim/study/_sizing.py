@@ -20,7 +20,7 @@ from accelsim._typing import FloatArray
 from accelsim.results import Z95, Table, format_error, format_value, table_html
 from accelsim.scenario import Scenario
 from accelsim.seeding import SeedLike
-from accelsim.study._simulate import DEFAULT_RUNS
+from accelsim.study._chunks import DEFAULT_RUNS
 from accelsim.study._sweep import SweepResult, sweep
 
 _HEADS = {

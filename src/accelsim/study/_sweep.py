@@ -19,8 +19,9 @@ from accelsim.catalog import active
 from accelsim.results import SUMMARY_STATS, Result, Table, goals_table, prob_meets
 from accelsim.scenario import Goals, Scenario
 from accelsim.seeding import SeedLike, as_seed_sequence
+from accelsim.study._chunks import DEFAULT_RUNS, _engine_for
 from accelsim.study._runner import ExecutorLike, open_executor
-from accelsim.study._simulate import DEFAULT_RUNS, _engine_for, simulate
+from accelsim.study._simulate import simulate
 
 if TYPE_CHECKING:
     import pandas as pd
