@@ -160,24 +160,11 @@ def _draw_mfu(
         "workload.global_batch_tokens", work.global_batch_tokens, p.global_batch_tokens.value
     )
     chips_ref = draws.get("priors.mfu_reference_chips", None, p.mfu_reference_chips.value)
+    if a.optimization_hours is None:
+        hours = _hours_at_stake(scenario, cat, draws, info, ceiling * start, hours)
     return MfuInputs(None, ceiling, start, scale, batch, chips_ref), hours
 
 
-def _draw_reliability(
-    scenario: Scenario, cat: Catalog, draws: InputDraws
-) -> dict[str, FloatArray | None]:
-    """The failure, preemption and checkpoint draws (fields of :class:`TrainingInputs`)."""
-    a, p, pool = scenario.assumptions, cat.priors, scenario.fleet[0]
-    out: dict[str, FloatArray | None] = {}
-    out["failure_rate_per_chip_hour"] = draws.get(
-        "assumptions.failure_rate_per_chip_hour",
-        a.failure_rate_per_chip_hour,
-        p.failure_rate_per_chip_hour.value,
-    if a.optimization_hours is None:
-        hours = _hours_at_stake(scenario, cat, draws, info, ceiling * start, hours)
-    )
-    out["preemptions_per_chip_hour"] = (
-        draws.get(
 def _hours_at_stake(
     scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, mfu: FloatArray,
     hours: FloatArray,
@@ -206,6 +193,19 @@ def _hours_at_stake(
     )
 
 
+def _draw_reliability(
+    scenario: Scenario, cat: Catalog, draws: InputDraws
+) -> dict[str, FloatArray | None]:
+    """The failure, preemption and checkpoint draws (fields of :class:`TrainingInputs`)."""
+    a, p, pool = scenario.assumptions, cat.priors, scenario.fleet[0]
+    out: dict[str, FloatArray | None] = {}
+    out["failure_rate_per_chip_hour"] = draws.get(
+        "assumptions.failure_rate_per_chip_hour",
+        a.failure_rate_per_chip_hour,
+        p.failure_rate_per_chip_hour.value,
+    )
+    out["preemptions_per_chip_hour"] = (
+        draws.get(
             "assumptions.spot_preemptions_per_hour",
             a.spot_preemptions_per_hour,
             spot_preemption_prior(cat, pool),
@@ -404,9 +404,12 @@ def engineering_phases(inputs: TrainingInputs) -> dict[str, FloatArray]:
         reopt = constant(0.0, inputs.porting_hours.size)
     hours = inputs.porting_hours + inputs.optimization_hours + reopt
     team, week = inputs.engineers, inputs.engineer_hours_per_week
+    before = inputs.porting_hours + inputs.optimization_hours
     return {
         "engineering_hours": hours,
         "porting_days": engineering.calendar_days(inputs.porting_hours, team, week),
+        # porting, then the optimisation whose MFU the run uses, before the first step
+        "preparation_days": engineering.calendar_days(before, team, week),
         "engineering_days": engineering.calendar_days(hours, team, week),
     }
 
@@ -422,12 +425,9 @@ def _per_block_completion(
     pieces = draws.block_rngs("failures")
     if len(pieces) == 1:
         return completion(pieces[0][1], *params)
-    before = inputs.porting_hours + inputs.optimization_hours
     hours = np.empty(draws.runs)
     count = np.empty(draws.runs)
     for runs, rng in pieces:
-        # porting, then the optimisation whose MFU the run uses, before the first step
-        "preparation_days": engineering.calendar_days(before, team, week),
         hours[runs], count[runs] = completion(rng, *(p[runs] for p in params))
     return hours, count
 
@@ -455,9 +455,10 @@ def training_hours(
         inputs.preemptions_per_chip_hour,
         inputs.spot_correlated_share,
     )
-    rate = reliability.interruption_rate_per_hour(
-        float(chips), inputs.failure_rate_per_chip_hour
-    ) + preemptions
+    rate = (
+        reliability.interruption_rate_per_hour(float(chips), inputs.failure_rate_per_chip_hour)
+        + preemptions
+    )
     write = inputs.checkpoint_write_hours
     interval = inputs.checkpoint_interval_hours
     if interval is None:
