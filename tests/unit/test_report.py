@@ -52,7 +52,7 @@ def test_question_recommendation_and_key_figures(
     text = _text(page)
     assert "GPU or TPU for training a 70B-parameter model on 2T tokens?" in text
     rec = cmp.recommendation
-    assert f"Recommendation: {rec.choice}" in text
+    assert f"Recommendation: {rec.headline}" in text
     for reason in rec.rationale:
         assert reason in text
     for name in cmp.options:
@@ -234,7 +234,7 @@ def test_serving_comparison_of_the_examples() -> None:
         assert f"Cost per 1M output tokens ${cost:,.3g}" in text
     assert '<section id="serving"' in page
     assert '<section id="time"' not in page
-    assert f"Recommendation: {cmp.recommendation.choice}" in text
+    assert f"Recommendation: {cmp.recommendation.headline}" in text
     assert "workload.rate_rps" in text  # the request rate is an input, with its spread
 
 
@@ -257,3 +257,21 @@ def test_report_writes_the_file_and_checks_scenario_names(tmp_path: Path) -> Non
         render_html(res, scenarios={"nope": s})
     text = _text(render_html(res))
     assert "pass scenarios=" in text  # without scenarios the page says what it cannot tell
+
+
+def test_no_option_is_badged_recommended_when_none_meets_the_goals() -> None:
+    """A comparison where no option meets its goals heads the page with "none meets the
+    goals (closest: ...)" and badges no card "recommended"."""
+    from accelsim.report import render_html
+
+    run = acs.TrainingRun(params=7e9, tokens=1e11)
+    a = acs.Scenario(name="a", workload=run, fleet=[acs.Pool(chip="h100-sxm", count=64,
+                     provider="aws")])  # fmt: skip
+    b = acs.Scenario(name="b", workload=run, fleet=[acs.Pool(chip="h100-sxm", count=32,
+                     provider="aws")])  # fmt: skip
+    cmp = acs.compare([a, b], runs=200, seed=3, goals=acs.Goals(deadline_days=0.01))
+    rec = cmp.recommendation
+    assert not rec.meets_goals
+    page = render_html(cmp, sensitivity=False)
+    assert f"none meets the goals (closest: {rec.choice})" in page
+    assert 'class="badge">recommended' not in page

@@ -157,7 +157,7 @@ def render_html(
                 name,
                 content.describe_option(res, named.get(name)),
                 content.key_figures(options, name, kind),
-                chosen=rec is not None and rec.choice == name,
+                chosen=rec is not None and rec.meets_goals and rec.choice == name,
             )
             for name, res in options.items()
         ],

@@ -72,22 +72,25 @@ def tco_breakdown(results: Mapping[str, Result]) -> Callable[[Axes], object]:
 
 
 PHASES: tuple[tuple[str, str], ...] = (
-    ("before_days", "lead time or porting (the longer)"),
+    ("before_days", "lead time, or porting and optimisation (the longer)"),
     ("queue_days", "queue"),
     ("compute_days", "training, failure-free"),
     ("failure_overhead_days", "failures and badput"),
 )
 """The phases of time to train in calendar order: they add up run by run to
-``time_to_train_days`` (the longer of capacity wait and porting, then the queue, then
-training, which is compute plus failure overhead)."""
+``time_to_train_days`` (the longer of capacity wait and the engineering before the first
+step -- porting, then optimisation -- then the queue, then training, which is compute plus
+failure overhead)."""
 
 
 def phase_samples(res: Result) -> dict[str, np.ndarray]:
     """Each phase of :data:`PHASES` for every run of a training result [d]."""
-    lead, porting = res.samples("lead_time_days"), res.samples("porting_days")
+    # The first phase is what is left of time to train once the queue and training are
+    # taken out: the longer of lead time and the engineering that precedes the first step.
+    queue = res.samples("wait_days") - res.samples("lead_time_days")
     return {
-        "before_days": np.maximum(lead, porting),
-        "queue_days": res.samples("wait_days") - lead,
+        "before_days": res.samples("time_to_train_days") - queue - res.samples("training_days"),
+        "queue_days": queue,
         "compute_days": res.samples("compute_days"),
         "failure_overhead_days": res.samples("failure_overhead_days"),
     }

@@ -66,14 +66,17 @@ class Recommendation:
     decided: bool = True
     meets_goals: bool = True
 
-    def __str__(self) -> str:
+    @property
+    def headline(self) -> str:
+        """The choice as the first line states it: the option, a close call, or none."""
         if not self.meets_goals:
-            head = f"none meets the goals (closest: {self.choice})"
-        elif self.decided:
-            head = self.choice
-        else:
-            head = f"{self.choice} (a close call on cost)"
-        lines = [f"Recommendation: {head}"]
+            return f"none meets the goals (closest: {self.choice})"
+        if self.decided:
+            return self.choice
+        return f"{self.choice} (a close call on cost)"
+
+    def __str__(self) -> str:
+        lines = [f"Recommendation: {self.headline}"]
         lines += [f"  - {reason}" for reason in self.rationale]
         return "\n".join(lines)
 
