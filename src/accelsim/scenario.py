@@ -299,7 +299,7 @@ class SLO(_Model):
     ``SLO(ttft_ms=2000, tpot_ms=100, percentile=99, attainment=0.99)`` reads: in each window
     (``Serving.burst_window_minutes``) the 99th percentile of time to first token is at most
     2 s and that of time per output token at most 100 ms, and at least 99 % of all requests
-    arrive in such windows (see :doc:`serving`).
+    arrive in such windows (see :doc:`/serving`).
     """
 
     ttft_ms: float = Field(gt=0)
