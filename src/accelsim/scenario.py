@@ -45,8 +45,6 @@ _GIB = 2.0**30
 _MFU_MIN = 1e-3
 TRAINING_HORIZON_DAYS = 3 * 365.25
 """Default :attr:`TrainingRun.horizon_days`: 3 years, a judgement (see there). [d]"""
-TRAINING_HORIZON_DAYS = 3 * 365.25
-"""Default :attr:`TrainingRun.horizon_days`: 3 years, a judgement (see there). [d]"""
 # Physical ranges of the boundary (pattern 6): far outside practice, well inside float64, so
 # that every metric stays finite. The largest published runs are ~5e25 FLOP, ~2e12 active
 # parameters, ~4e13 tokens and ~1e5 chips.
@@ -153,12 +151,6 @@ class TrainingRun(_Model):
     """Model width, to add the attention term to the FLOPs [count]."""
     global_batch_tokens: Uncertain | None = None
     """Global batch size [tokens]; unset = catalog prior. Drives the scaling model."""
-    horizon_days: float = Field(default=TRAINING_HORIZON_DAYS, gt=0, le=36_525)
-    """Longest training (first step to last) counted [d]. A run that would take longer is
-    not finished (``finished`` = 0) and its time, chip-hours and costs are censored at the
-    horizon: at least this much, never a made-up number. Default 3 years (a judgement: no
-    one plans a training run beyond that). Not ``Scenario.horizon_days``, the window over
-    which a shared fleet is measured."""
     horizon_days: float = Field(default=TRAINING_HORIZON_DAYS, gt=0, le=36_525)
     """Longest training (first step to last) counted [d]. A run that would take longer is
     not finished (``finished`` = 0) and its time, chip-hours and costs are censored at the
@@ -775,10 +767,10 @@ class Scenario(_Model):
                         f"remove it or use pricing spot"
                     )
         if isinstance(work, TrainingRun) and self.background is None:
-            if self.warmup_days:
+            if self.warmup_days and self.horizon_days is None:
                 raise ValueError(
-                    "warmup_days applies to job streams, traces and a background; a training "
-                    "run alone has no warm-up: remove it"
+                    "warmup_days applies with horizon_days (a measured window: a stream, a "
+                    "trace or a background); a training run alone has none: remove it"
                 )
             if self.scheduler != "fifo":
                 raise ValueError(

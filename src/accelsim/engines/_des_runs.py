@@ -41,7 +41,9 @@ stream read in time order), so it only extends the run: its hero equals that of 
 an unbounded horizon, and its first ``horizon_days`` equal the measured window. (Running
 until the hero ends would need a stop hook in :func:`accelsim.engines.des.run`; a replay
 costs at most one extra run per doubling.) A hero still unfinished after the last widening
-(starved, e.g. by ``smallest_first`` under a heavy stream) reports ``inf`` days.
+(starved, e.g. by ``smallest_first`` under a heavy stream) is unfinished (``finished`` 0):
+its queue wait runs to the last horizon simulated if it never started, and its training
+time is censored at the training run's own horizon.
 
 Costs of a hero scenario are the hero's own (its chip-hours, held hours, engineering and
 delay): the fleet's other costs belong to the background work.
@@ -52,6 +54,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -76,9 +79,10 @@ from accelsim.engines.des import (
     poisson_stream,
     read_trace,
 )
+from accelsim.engines.des._streams import MAX_JOBS
 from accelsim.errors import AccelsimError
 from accelsim.models import reliability
-from accelsim.scenario import JobStream, Pool, Scenario, Trace
+from accelsim.scenario import JobStream, Pool, Scenario, Trace, TrainingRun
 from accelsim.seeding import child, stream
 
 _HOURS_PER_DAY = 24.0
@@ -89,7 +93,7 @@ HERO_JOB_ID = 0
 HERO_PRIORITY = 1
 """Priority of the training run; background jobs keep theirs (0 unless set)."""
 MAX_WIDENINGS = 6
-"""Horizon doublings tried before a training run that has not ended reports ``inf``."""
+"""Horizon doublings tried before a training run that has not ended is censored."""
 
 JOB_DTYPE = np.dtype(
     [
@@ -119,6 +123,8 @@ class DesOptions:
     """Keep every job's record (memory grows with the jobs)."""
     resolution_hours: float | None = None
     """Width of the bins of the utilisation / queue time series, or ``None``. [h]"""
+    max_jobs_per_run: int = MAX_JOBS
+    """Most jobs a stream may submit in one run; more is an error naming the cap. [count]"""
 
 
 class _Kept:
@@ -213,6 +219,103 @@ def allowed_pools(scenario: Scenario, framework: str, cat: Catalog) -> tuple[int
             f"add a pool whose chip stack fits, or port the code (a TrainingRun)"
         )
     return allowed
+
+
+class OverloadWarning(UserWarning):
+    """A shared fleet offered at least as much work as it can do: waits grow with the horizon."""
+
+
+def _capacity(scenario: Scenario, cat: Catalog, pools: Sequence[int]) -> float:
+    """Chips x speed of the given pools (speed 1 = the first pool's chip). [chips]"""
+    first = cat.chip(scenario.fleet[0].chip).bf16_tflops
+    return sum(
+        scenario.fleet[i].count * cat.chip(scenario.fleet[i].chip).bf16_tflops / first
+        for i in pools
+    )
+
+
+def check_runnable(
+    scenario: Scenario, cat: Catalog, *, max_jobs_per_run: int = MAX_JOBS, warn: bool = True
+) -> None:
+    """Refuse, before any simulation, what the DES would fail on; warn of an overload.
+
+    Checks what needs the catalog or the file system, beyond the scenario's own validation:
+    a trace file that is missing or has bad rows, a trace job larger than every pool it may
+    run on, a stream expected to submit more than ``max_jobs_per_run`` jobs in a run. Warns
+    (:class:`OverloadWarning`) where the offered load of a stream or trace, its chips x
+    work per hour over the fleet's capacity (chips x speed), is >= 1: its queue then grows
+    without bound and its waits are those of the horizon chosen.
+
+    Raises
+    ------
+    AccelsimError
+        Naming the scenario, the cause and the limit.
+    """
+    work = scenario.workload
+    where = "workload"
+    if isinstance(work, TrainingRun):
+        if scenario.background is None:
+            return
+        work, where = scenario.background, "background"
+    if not isinstance(work, JobStream | Trace) or scenario.horizon_days is None:
+        return
+    horizon_h = scenario.horizon_days * _HOURS_PER_DAY
+    warmup_h = scenario.warmup_days * _HOURS_PER_DAY
+    name = scenario.name
+    if isinstance(work, JobStream):
+        mean_gap = as_dist(work.interarrival_hours).expected_value()
+        expected = horizon_h / mean_gap
+        if expected > max_jobs_per_run:
+            raise AccelsimError(
+                f"scenario {name!r}: {where} expects {expected:,.0f} jobs per run "
+                f"(horizon {horizon_h:g} h / mean inter-arrival {mean_gap:.3g} h), above the "
+                f"cap of {max_jobs_per_run:,}: shorten horizon_days or lengthen "
+                f"interarrival_hours"
+            )
+        mix = work.framework if isinstance(work.framework, dict) else {work.framework: 1.0}
+        pools = sorted(
+            {i for f, w in mix.items() if w > 0 for i in allowed_pools(scenario, f, cat)}
+        )
+        demand = (
+            as_dist(work.chips).expected_value() * as_dist(work.duration_hours).expected_value()
+        )
+        load = demand / mean_gap / _capacity(scenario, cat, pools)
+    else:
+        path = Path(work.path)
+        if not path.is_file():
+            raise AccelsimError(f"scenario {name!r}: {where}.path: no such trace file: {path}")
+        try:
+            jobs = _trace_jobs(scenario, work, cat)
+        except ValueError as exc:
+            raise AccelsimError(f"scenario {name!r}: {where}: {exc}") from None
+        counts = [p.count for p in scenario.fleet]
+        offered = 0.0
+        for job in jobs:
+            allowed = job.pools if job.pools is not None else range(len(counts))
+            most = max((counts[i] for i in allowed), default=0)
+            if job.chips > most:
+                raise AccelsimError(
+                    f"scenario {name!r}: {where}: trace job {job.job_id} asks for "
+                    f"{job.chips} chips, but the pools it may run on hold at most {most}; "
+                    f"it could never start"
+                )
+            if warmup_h <= job.submit_hours < horizon_h:
+                offered += job.chips * job.work_hours
+        if len(jobs) > max_jobs_per_run:
+            raise AccelsimError(
+                f"scenario {name!r}: {where} has {len(jobs):,} jobs, above the cap of "
+                f"{max_jobs_per_run:,} per run"
+            )
+        capacity = _capacity(scenario, cat, range(len(counts)))
+        load = offered / ((horizon_h - warmup_h) * capacity)
+    if warn and load >= 1.0:
+        warnings.warn(
+            f"scenario {name!r}: offered load {load:.2f} >= 1: the fleet cannot keep up with "
+            f"its {where}, so the queue grows to the horizon; waits count jobs still waiting "
+            f"there up to it (see jobs_waiting_at_horizon)",
+            OverloadWarning,
+            stacklevel=2,
+        )
 
 
 def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog) -> list[JobSpec]:
@@ -328,6 +431,7 @@ def _stream_jobs(
     run: int,
     until_hours: float,
     first_job_id: int = 0,
+    max_jobs: int = MAX_JOBS,
 ) -> Iterable[JobSpec]:
     """The jobs of a stream or trace in run ``run``, numbered from ``first_job_id``."""
     if isinstance(work, JobStream):
@@ -346,6 +450,7 @@ def _stream_jobs(
             until_hours=until_hours,
             template=template,
             first_job_id=first_job_id,
+            max_jobs=max_jobs,
         )
         if len(frameworks) == 1:
             return jobs
@@ -384,8 +489,11 @@ def _window_row(result: DesResult) -> dict[str, float]:
         "jobs_completed": float(result.jobs_completed),
         "jobs_running_at_horizon": float(result.jobs_running_at_horizon),
         "jobs_queued_at_horizon": float(result.jobs_queued_at_horizon),
+        # Jobs still waiting at the horizon count with their wait up to it (censored).
         "mean_wait_hours": result.mean_wait_hours,
         "p95_wait_hours": result.p95_wait_hours,
+        "jobs_waiting_at_horizon": float(result.jobs_waiting_at_horizon),
+        "offered_load": result.offered_load,
         # The area under the number of waiting jobs over the window: every job's wait in
         # it, jobs still queued at the horizon up to the horizon and requeued ones included.
         "queue_wait_job_hours": result.mean_queue_length
@@ -414,7 +522,9 @@ def _stream_run(
     pools = _pool_specs(scenario, cat, fleet, k)
     result = des.run(
         pools,
-        _stream_jobs(scenario, cat, scenario.workload, root, run, horizon_h),
+        _stream_jobs(
+            scenario, cat, scenario.workload, root, run, horizon_h, 0, options.max_jobs_per_run
+        ),
         scheduler=scenario.scheduler,
         horizon_hours=horizon_h,
         warmup_hours=scenario.warmup_days * _HOURS_PER_DAY,
@@ -443,6 +553,7 @@ def simulate_block(
 
     ``cat`` is the study's catalog and ``plan`` how it draws (a bare seed: plain Monte Carlo).
     """
+    check_runnable(scenario, cat, max_jobs_per_run=options.max_jobs_per_run, warn=start == 0)
     plan = as_plan(plan)
     draws = plan.draws(start, stop)
     fleet = _fleet_draws(scenario, cat, draws)
@@ -523,11 +634,14 @@ class _Hero:
         self.submit_hours = submit_hours
         self.fleet = fleet
         self.kept = _Kept(options)
+        self.max_jobs = options.max_jobs_per_run
         self.resolution_hours = options.resolution_hours
         days = scenario.horizon_days
         self.window_hours = None if days is None else days * _HOURS_PER_DAY
         self.warmup_hours = 0.0 if days is None else scenario.warmup_days * _HOURS_PER_DAY
-        self.queue_hours = np.full(submit_hours.size, math.inf)
+        self.queue_hours = np.zeros(submit_hours.size)
+        # Runs whose job had not ended by the last horizon simulated (starved): censored there.
+        self.unfinished = np.zeros(submit_hours.size, dtype=bool)
         self.rows: list[dict[str, float]] = []
 
     def _pools(self, k: int, rate_per_hour: float) -> list[PoolSpec]:
@@ -550,7 +664,14 @@ class _Hero:
             return [hero]
         run = self.start + k
         others = _stream_jobs(
-            self.scenario, self.cat, background, self.root, run, horizon_hours, HERO_JOB_ID + 1
+            self.scenario,
+            self.cat,
+            background,
+            self.root,
+            run,
+            horizon_hours,
+            HERO_JOB_ID + 1,
+            self.max_jobs,
         )
         return heapq.merge([hero], others, key=lambda j: (j.submit_hours, j.job_id))
 
@@ -622,11 +743,20 @@ class _Hero:
             physics = tuple(float(x[k]) for x in (work, interval, write, restart, rate))
             window, result = self._simulate(k, physics)
             record = _hero_record(result)
+            submit = float(self.submit_hours[k])
+            # A job not started by the last horizon simulated has waited at least until it.
+            end = result.horizon_hours
+            started = record is not None and math.isfinite(record.first_start_hours)
+            first = record.first_start_hours if record is not None and started else end
+            self.queue_hours[k] = max(first - submit, 0.0)
             if record is not None:
-                self.queue_hours[k] = record.first_start_hours - float(self.submit_hours[k])
                 count[k] = record.interruptions
-                if math.isfinite(record.end_hours):
-                    hours[k] = record.end_hours - record.first_start_hours
+            if record is not None and math.isfinite(record.end_hours):
+                hours[k] = record.end_hours - record.first_start_hours
+            else:
+                # inf: not ended; the analytic engine censors it at the training run's
+                # horizon (``TrainingRun.horizon_days``) and reports it unfinished.
+                self.unfinished[k] = True
             if self.window_hours is not None:
                 self.rows.append(_window_row(window))
                 self.kept.add(self.start + k, window)
@@ -669,6 +799,7 @@ def simulate_training_block(
     the DES as the completion sampler. Queue waits are then added to the calendar before
     pricing, so the delay cost sees them.
     """
+    check_runnable(scenario, cat, max_jobs_per_run=options.max_jobs_per_run, warn=start == 0)
     plan = as_plan(plan)
     before, pre_draws = analytic.simulate_training(scenario, cat, plan, start, stop)
     decision_h = 0.0 if scenario.horizon_days is None else scenario.warmup_days * _HOURS_PER_DAY
@@ -682,6 +813,9 @@ def simulate_training_block(
     usage["queue_wait_days"] = queue_days
     usage["wait_days"] = usage["wait_days"] + queue_days
     usage["time_to_train_days"] = usage["time_to_train_days"] + queue_days
+    if hero.unfinished.any():
+        finished = usage.get("finished", np.ones(queue_days.size))
+        usage["finished"] = np.where(hero.unfinished, 0.0, finished)
     data = {**usage, **price_training(scenario, cat, usage, draws), **hero.window_metrics()}
     return data, draws, hero.kept.arrays()
 
@@ -692,7 +826,9 @@ __all__ = [
     "JOB_DTYPE",
     "MAX_WIDENINGS",
     "DesOptions",
+    "OverloadWarning",
     "allowed_pools",
+    "check_runnable",
     "merge_kept",
     "simulate_block",
     "simulate_training_block",

@@ -167,6 +167,7 @@ class Cluster:
         rec.arrived += 1
         if spec.submit_hours >= self._warmup:
             rec.arrived_in_window += 1
+            rec.offered_chip_hours += spec.chips * spec.work_hours
         self._enqueue(job)
         if self._log is not None:
             self._event("arrive", -1, spec.job_id)
@@ -479,6 +480,18 @@ class Cluster:
             tally.busy.set(now, self.up[p] - self.free[p])
             tally.up.set(now, self.up[p])
         rec.queue.set(now, len(self._pending))
+        # A job still waiting for its first start has waited at least until the horizon:
+        # leaving it out would report less wait the more the fleet is overloaded.
+        for w in self._pending:
+            job = self._jobs[w.job_id]
+            if job.first_start != job.first_start and w.submitted_hours >= self._warmup:
+                rec.wait_hours.append(max(now - w.submitted_hours, 0.0))
+                rec.censored_waits += 1
+        # Likewise a job unfinished at the horizon has taken at least until the horizon.
+        for job in self._jobs.values():
+            if job.spec.submit_hours >= self._warmup:
+                rec.jct_censored_sum_hours += max(now - job.spec.submit_hours, 0.0)
+                rec.jct_censored_count += 1
         if rec.jobs is not None:
             rec.jobs.extend(
                 self._record(job, job.pool, job.alloc if job.pool >= 0 else 0, math.nan)

@@ -5,9 +5,16 @@ Definitions (the measurement window is ``[warmup_hours, horizon_hours)``):
 - *Counts* ``jobs_arrived``, ``jobs_completed``, ``jobs_running_at_horizon`` and
   ``jobs_queued_at_horizon`` cover the whole run, so ``arrived == completed + running +
   queued`` holds exactly.
-- *Wait*: first start minus submission, for jobs submitted in the window that started
-  before the horizon (jobs still waiting at the horizon are censored, not counted). *JCT*:
-  completion minus submission, for jobs submitted in the window that completed.
+- *Wait*: first start minus submission, for jobs submitted in the window; a job still
+  waiting for its first start at the horizon counts with its wait up to the horizon
+  (censored: a lower bound of its wait), so an overloaded fleet never reports less wait
+  than it imposes; ``jobs_waiting_at_horizon`` says how many waits are censored. With no
+  job submitted in the window the waits are 0. *JCT*: completion minus submission, for
+  jobs submitted in the window, an unfinished job counted to the horizon (censored alike);
+  0 with no job submitted in the window.
+- *Offered load*: chips x speed-1 work of the jobs submitted in the window, over the
+  window's capacity (every pool's chips x speed x window); >= 1 means the fleet cannot keep
+  up, and waits grow with the horizon.
 - *Available* chip-hours integrate the chips that are delivered and up (not down for repair
   or preemption) over the window; *allocated* chip-hours, the chips held by jobs (whole
   domains included); *useful* chip-hours, each job's chips times the compute it kept:
@@ -87,6 +94,10 @@ class DesResult:
     mean_wait_hours: float
     p95_wait_hours: float
     mean_jct_hours: float
+    jobs_waiting_at_horizon: int
+    """Jobs submitted in the window never started by the horizon (censored waits)."""
+    offered_load: float
+    """Offered work over capacity in the window (see the module docstring). [fraction]"""
     arrival_rate_per_hour: float
     """Jobs submitted in the window per hour of window. [1/h]"""
     mean_queue_length: float
@@ -162,9 +173,18 @@ def summarize(
         jobs_completed=rec.completed,
         jobs_running_at_horizon=running_at_horizon,
         jobs_queued_at_horizon=queued_at_horizon,
-        mean_wait_hours=float(waits.mean()) if waits.size else math.nan,
-        p95_wait_hours=float(np.quantile(waits, 0.95)) if waits.size else math.nan,
-        mean_jct_hours=_ratio(rec.jct_sum_hours, rec.jct_count),
+        mean_wait_hours=float(waits.mean()) if waits.size else 0.0,
+        p95_wait_hours=float(np.quantile(waits, 0.95)) if waits.size else 0.0,
+        mean_jct_hours=_ratio(
+            rec.jct_sum_hours + rec.jct_censored_sum_hours,
+            rec.jct_count + rec.jct_censored_count,
+        )
+        if rec.jct_count + rec.jct_censored_count
+        else 0.0,
+        jobs_waiting_at_horizon=rec.censored_waits,
+        offered_load=_ratio(
+            rec.offered_chip_hours, window * sum(spec.chips * spec.speed for spec in pools)
+        ),
         arrival_rate_per_hour=rec.arrived_in_window / window,
         mean_queue_length=rec.queue.area / window,
         utilization=_ratio(sum(p.allocated_chip_hours for p in per_pool), available),

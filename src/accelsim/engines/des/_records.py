@@ -192,8 +192,16 @@ class Recorder:
         self.arrived_in_window = 0
         self.completed = 0
         self.wait_hours = array("d")
+        # Jobs submitted in the window and never started by the horizon: their waits are in
+        # wait_hours, censored at the horizon.
+        self.censored_waits = 0
+        # Chips x speed-1 work of the jobs submitted in the window. [chip h]
+        self.offered_chip_hours = 0.0
         self.jct_sum_hours = 0.0
         self.jct_count = 0
+        # Jobs submitted in the window and unfinished at the horizon, counted to it.
+        self.jct_censored_sum_hours = 0.0
+        self.jct_censored_count = 0
         self.jobs: list[JobRecord] | None = [] if keep_jobs else None
         self.events: list[EventRecord] | None = [] if keep_events else None
 

@@ -13,10 +13,14 @@ from collections.abc import Iterator
 import numpy as np
 
 from accelsim.engines.des._specs import JobSpec, Sampler
+from accelsim.errors import AccelsimError
 from accelsim.seeding import stream
 
 BLOCK = 4096
 """Draws per block and attribute."""
+MAX_JOBS = 1_000_000
+"""Default cap on the jobs one stream submits in a run: a stated bound, not a sourced figure,
+so that no input (a vanishing inter-arrival time) can hang a study."""
 
 
 def _blocks(sampler: Sampler, rng: np.random.Generator, what: str) -> Iterator[np.ndarray]:
@@ -38,6 +42,7 @@ def poisson_stream(
     template: JobSpec | None = None,
     key: str = "jobs",
     first_job_id: int = 0,
+    max_jobs: int = MAX_JOBS,
 ) -> Iterator[JobSpec]:
     """Yield jobs whose inter-arrival times, sizes, work and priorities are drawn iid.
 
@@ -65,6 +70,9 @@ def poisson_stream(
         Names this stream among others under the same root.
     first_job_id : int
         Id of the first job; the next ones count up.
+    max_jobs : int
+        Most jobs to submit before ``until_hours``; one more raises
+        :class:`~accelsim.errors.AccelsimError` naming the cap. [count]
 
     Yields
     ------
@@ -104,6 +112,12 @@ def poisson_stream(
         for s, c, w, pr in zip(submit.tolist(), size_block, work_block, prio_block, strict=True):
             if s >= until_hours:
                 return
+            if job_id - first_job_id >= max_jobs:
+                raise AccelsimError(
+                    f"the job stream submitted {max_jobs:,} jobs by {s:.3g} h, before the "
+                    f"horizon at {until_hours:.3g} h: more than the cap of {max_jobs:,} jobs "
+                    f"per run; lengthen interarrival_hours or shorten horizon_days"
+                )
             yield JobSpec(
                 job_id,
                 s,
@@ -122,4 +136,4 @@ def poisson_stream(
         now = float(submit[-1])
 
 
-__all__ = ["BLOCK", "poisson_stream"]
+__all__ = ["BLOCK", "MAX_JOBS", "poisson_stream"]
