@@ -98,6 +98,7 @@ def test_a_starved_training_run_is_censored_and_unfinished() -> None:
     with pytest.warns(OverloadWarning):
         res = acs.simulate(s, runs=2, seed=3, progress=False)
     ttt = res.samples("time_to_train_days")
-    assert np.isfinite(ttt).all() and (ttt > 5.0).all()
+    assert np.isfinite(ttt).all()
+    assert (ttt > 5.0).all()
     np.testing.assert_array_equal(res.samples("finished"), [0.0, 0.0])
     assert all(math.isfinite(v) for m in res.metrics for v in res.samples(m))
