@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
@@ -20,7 +21,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO
 
+import numpy as np
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -28,10 +31,12 @@ from typer.core import TyperGroup
 
 from accelsim import catalog
 from accelsim._yaml import load_yaml, to_plain
+from accelsim.catalog import active as active_catalog
 from accelsim.demo import catalog_table, default_scenarios
+from accelsim.engines import check_runnable
 from accelsim.errors import AccelsimError
 from accelsim.results import SUMMARY_STATS, Result, Table, format_error, format_value
-from accelsim.scenario import Scenario, load_scenario
+from accelsim.scenario import Scenario, format_validation_error, load_scenario
 from accelsim.study import DEFAULT_RUNS, compare, open_executor, simulate, sweep
 
 if TYPE_CHECKING:
@@ -156,20 +161,67 @@ def _executor(workers: int | None) -> AbstractContextManager[Executor | None]:
     return open_executor("processes", workers=workers)
 
 
-def _number(value: float) -> float | None:
-    """A float for JSON: ``None`` (null) where it is not a number (a one-run standard error)."""
-    return None if math.isnan(value) else value
+def _json(doc: Any) -> str:
+    """Valid JSON (RFC 8259 has no NaN or Infinity): a non-finite number becomes null and its
+    path is listed under ``"non_finite"`` of its top-level object (of each object of a list),
+    a key absent when every number is finite."""
+
+    def clean(node: Any, path: str, paths: list[str]) -> Any:
+        if isinstance(node, dict):
+            sub = (f"{path}.{k}" if path else str(k) for k in node)
+            return {k: clean(v, p, paths) for (k, v), p in zip(node.items(), sub, strict=True)}
+        if isinstance(node, list | tuple):
+            return [clean(v, f"{path}.{i}" if path else str(i), paths) for i, v in enumerate(node)]
+        if isinstance(node, float | np.floating) and not math.isfinite(node):
+            paths.append(path)
+            return None
+        return node
+
+    def top(node: Any) -> Any:
+        paths: list[str] = []
+        out = clean(node, "", paths)
+        if paths and isinstance(out, dict):
+            out["non_finite"] = paths
+        return out
+
+    out = [top(d) for d in doc] if isinstance(doc, list) else top(doc)
+    return json.dumps(out, indent=2, allow_nan=False, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars and the like as Python numbers (``None`` when not finite)."""
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _check_metrics(s: Scenario, wanted: Sequence[str], option: str) -> None:
+    """Refuse an unknown metric before the study: the names come from a one-run probe."""
+    if not wanted:
+        return
+    known = simulate(s, runs=1, seed=0, progress=False).metrics
+    for name in wanted:
+        metric = name.split("@", 1)[0]
+        if metric not in known:
+            raise AccelsimError(
+                f"{option}: unknown metric {metric!r} for scenario {s.name!r}; known: "
+                f"{', '.join(known)}"
+            )
+
+
+def _check_runnable(s: Scenario) -> None:
+    """What the DES would fail on (trace files, job caps), before any simulation."""
+    check_runnable(s, active_catalog())
 
 
 def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
     """A result as a table, JSON summary, or CSV of every run (to stdout or ``file``)."""
     stream = sys.stdout if file is None else file
     if fmt == "json":
-        summary = {m: {k: _number(v) for k, v in res.stats(m).items()} for m in res.metrics}
+        summary = {m: res.stats(m) for m in res.metrics}
         out: dict[str, Any] = {"scenario": res.scenario_name, "runs": res.runs, "metrics": summary}
         if "precision" in res.extras:
             out["precision"] = res.extras["precision"]
-        print(json.dumps(out, indent=2, default=float), file=stream)
+        print(_json(out), file=stream)
     elif fmt == "csv":
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerow(["run", *res.metrics])
@@ -215,6 +267,8 @@ def catalog_(
     ] = 0.4,
 ) -> None:
     """The built-in chips, prices or priors, with their sources and dates."""
+    if not 0.0 < mfu <= 1.0:
+        raise AccelsimError(f"--mfu must lie in (0, 1], got {mfu:g}")
     if what is Listing.chips:
         _show(catalog_table(mfu=mfu))
         return
@@ -277,6 +331,7 @@ def validate(
     """Check scenario files; errors name the file, line and field path."""
     for path in scenarios:
         s = load_scenario(path)
+        _check_runnable(s)
         print(f"{path}: ok ({s.name}: {s.workload.kind} on {len(s.fleet)} pool(s))")
 
 
@@ -336,13 +391,18 @@ def run(
     """Simulate one scenario file: mean, Monte Carlo error and P5/P50/P95 of each metric."""
     fmt = _format(json_out, csv_out)
     n_runs = _runs(runs)
+    if out is not None and Path(out).suffix.lower() not in {".csv", ".json"}:
+        raise AccelsimError(f"--out takes a .csv or .json file, not {out!r}")
     s = load_scenario(scenario)
+    _check_runnable(s)
+    targets = _targets(target)
+    _check_metrics(s, list(targets or ()), "--target")
     with _executor(workers) as pool:
         res = simulate(
             s,
             runs=n_runs,
             seed=seed,
-            target=_targets(target),
+            target=targets,
             executor=pool,
             design=design,  # type: ignore[arg-type]  # simulate checks it and names the choices
             store=store,
@@ -360,6 +420,13 @@ def run(
         from accelsim import plot as plotting
 
         metric = "time_to_train_days" if "time_to_train_days" in res.metrics else "tco_usd"
+        finite = int(np.isfinite(res.samples(metric)).sum())
+        if finite < res.runs:
+            print(
+                f"accelsim: warning: {res.runs - finite} of {res.runs} runs have no finite "
+                f"{metric}; the plot shows {finite}" + (" (it is empty)" if not finite else ""),
+                file=sys.stderr,
+            )
         ax = plotting.ecdf(res, metric=metric)
         figure: Figure = ax.figure  # type: ignore[assignment]  # an Axes of a top-level figure
         figure.savefig(plot, dpi=120)
@@ -390,8 +457,7 @@ def compare_(
         doc = {
             "runs": runs,
             "options": {
-                name: {m: {k: _number(v) for k, v in r.stats(m).items()} for m in r.metrics}
-                for name, r in cmp.results.items()
+                name: {m: r.stats(m) for m in r.metrics} for name, r in cmp.results.items()
             },
             "prob_less": {
                 m: {
@@ -402,7 +468,7 @@ def compare_(
             },
             "recommendation": {"choice": rec.choice, "rationale": list(rec.rationale)},
         }
-        print(json.dumps(doc, indent=2, default=float))
+        print(_json(doc))
         return
     _show(cmp.as_table())
     print()
@@ -434,18 +500,29 @@ def sweep_(
     """Simulate every point of a grid, with common random numbers across points."""
     fmt = _format(json_out, csv_out)
     s = load_scenario(scenario)
+    if not Path(grid).is_file():
+        raise AccelsimError(f"{grid}: no such grid file")
     axes = to_plain(load_yaml(grid))
     if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
         raise AccelsimError(
             f"{grid}: a grid maps dotted field paths to lists of values, e.g. "
             f"'fleet.0.count: [512, 1024]'"
         )
+    for path, values in axes.items():  # every point validates before any is simulated
+        for value in values:
+            try:
+                _check_runnable(s.replace(path, value))
+            except KeyError as exc:
+                raise AccelsimError(f"{grid}: {exc.args[0]}") from None
+            except ValidationError as exc:
+                text = format_validation_error(exc, f"{grid}: {path}={value!r}")
+                raise AccelsimError(text) from None
+    _check_metrics(s, metrics.split(","), "--metrics")
     with _executor(workers) as pool:
         sw = sweep(s, axes, runs=runs, seed=seed, metrics=metrics.split(","), executor=pool)
     rows = sw.rows
     if fmt == "json":
-        doc = [{k: _number(v) if k in SUMMARY_STATS else v for k, v in r.items()} for r in rows]
-        print(json.dumps(doc, indent=2, default=str))
+        print(_json(list(rows)))
         return
     keys = [*axes, "metric", "runs", *SUMMARY_STATS]
     if fmt == "csv":
@@ -536,6 +613,16 @@ def schema() -> None:
     print(json.dumps(Scenario.model_json_schema(), indent=2))
 
 
+def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
+    """Each distinct warning once, one line on stderr (an overload, say, warned per option)."""
+    seen: set[str] = set()
+    for w in caught:
+        text = str(w.message)
+        if text not in seen:
+            seen.add(text)
+            print(f"accelsim: warning: {text}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``accelsim`` console script; returns the exit code.
 
@@ -548,7 +635,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.main(args=["--help"], prog_name="accelsim", standalone_mode=False)
         return _BAD_INPUT
     try:
-        code = command.main(args=args, prog_name="accelsim", standalone_mode=False)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            try:
+                code = command.main(args=args, prog_name="accelsim", standalone_mode=False)
+            finally:
+                _print_warnings(caught)
     except typer.TyperException as exc:
         # typer's (vendored click's) usage errors: exit_code 2; other click errors: 1.
         ctx = getattr(exc, "ctx", None)

@@ -208,3 +208,91 @@ def test_run_design_store_and_resume(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert capsys.readouterr().out == first
     assert main(["run", h100, "--runs", "300", "--store", store]) == 2
     assert "resume" in capsys.readouterr().err
+
+
+TRAINING = "name: t\nworkload: {kind: training, params: 7.0e9, tokens: 1.0e11}\n"
+FLEET8 = "fleet: [{chip: h100-sxm, count: 8, provider: aws}]\n"
+
+
+def _one_line_exit_2(args: list[str], capsys: pytest.CaptureFixture[str], match: str) -> None:
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+    assert match in err
+
+
+@pytest.mark.parametrize(
+    ("workload", "csv", "match"),
+    [
+        ("{kind: trace, path: missing.csv}", None, "no such trace file"),
+        ("{kind: trace, path: big.csv}", "submit,chips,duration\n0,64,3600\n", "asks for 64 chips"),
+        (
+            "{kind: trace, path: big.csv, chip_types: {V100: nochip}}",
+            "submit,chips,duration\n0,1,3600\n",
+            "chip_types",
+        ),
+        ("{kind: job_stream, interarrival_hours: 1, chips: 1, duration_hours: 0}", None, "(0, "),
+    ],
+)
+def test_validate_says_what_run_would_fail_on(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    workload: str,
+    csv: str | None,
+    match: str,
+) -> None:
+    """Issue 15: `validate` checks trace files and contents, not only the schema."""
+    if csv is not None:
+        (tmp_path / "big.csv").write_text(csv, encoding="utf-8")
+    path = tmp_path / "s.yaml"
+    path.write_text(f"name: s\nworkload: {workload}\n{FLEET8}horizon_days: 1\n", encoding="utf-8")
+    _one_line_exit_2(["validate", str(path)], capsys, match)
+
+
+def test_unknown_metric_is_refused_before_the_study(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(TRAINING + FLEET8, encoding="utf-8")
+    args = ["run", str(path), "--runs", "auto", "--target", "nope=0.1"]
+    _one_line_exit_2(args, capsys, "unknown metric 'nope'")
+    grid = tmp_path / "g.yaml"
+    grid.write_text("fleet.0.count: [8, 16]\n", encoding="utf-8")
+    args = ["sweep", str(path), "--grid", str(grid), "--runs", "4", "--metrics", "tco_usd,bogus"]
+    _one_line_exit_2(args, capsys, "unknown metric 'bogus'")
+    grid.write_text("fleet.0.cnt: [8, 16]\n", encoding="utf-8")
+    _one_line_exit_2(["sweep", str(path), "--grid", str(grid)], capsys, "fleet.0.cnt")
+    _one_line_exit_2(["sweep", str(path), "--grid", str(tmp_path / "no.yaml")], capsys, "no such")
+
+
+def test_catalog_mfu_zero_is_a_clean_error(capsys: pytest.CaptureFixture[str]) -> None:
+    _one_line_exit_2(["catalog", "chips", "--mfu", "0"], capsys, "--mfu must lie in (0, 1]")
+
+
+def test_json_is_valid_with_non_finite_values_as_null(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One run: standard errors are not numbers; they are null and listed, never NaN."""
+    path = tmp_path / "t.yaml"
+    path.write_text(TRAINING + FLEET8, encoding="utf-8")
+    assert main(["run", str(path), "--runs", "1", "--json"]) == 0
+    text = capsys.readouterr().out
+    doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    assert doc["metrics"]["tco_usd"]["std_error"] is None
+    assert "metrics.tco_usd.std_error" in doc["non_finite"]
+
+
+def test_an_overloaded_stream_warns_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: s\nworkload: {kind: job_stream, interarrival_hours: 0.1, chips: 1, "
+        f"duration_hours: 4.0}}\n{FLEET8}horizon_days: 1\n",
+        encoding="utf-8",
+    )
+    assert main(["run", str(path), "--runs", "4", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("offered load 5.00 >= 1") == 1
+    json.loads(captured.out)
