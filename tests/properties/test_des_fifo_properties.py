@@ -1,6 +1,7 @@
 """Hypothesis: the FIFO recursion equals the event loop on any qualifying run, ties included.
 
-Inputs are drawn to collide: submission gaps and work from a small grid (0, 0.25, 0.5, ...)
+Blocks of 1 to 1,024 jobs (the recursion reads and integrates in blocks). Inputs are
+drawn to collide: submission gaps and work from a small grid (0, 0.25, 0.5, ...)
 so that arrivals, starts and ends often share an instant, plus free floats. Per-job starts
 and ends must be equal exactly (both take the same float operations: the start is an
 arrival's clock time or an end ``S + d``). Level integrals and sums may add the same terms
@@ -19,10 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelsim.engines import des
-from accelsim.engines.des import DesResult, JobSpec, PoolSpec
+from accelsim.engines.des import DesResult, JobSpec, PoolSpec, _fifo
 from accelsim.engines.des._fifo import simulate_fifo
 from accelsim.engines.des._schedulers import resolve_scheduler
 
+BLOCK = _fifo.BLOCK
 GRID = st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0])
 TIME = st.one_of(GRID, st.floats(0.0, 3.0, allow_nan=False, allow_subnormal=False))
 
@@ -47,6 +49,7 @@ def cases(draw: st.DrawFn) -> tuple[PoolSpec, list[JobSpec], float, float, float
     warmup = draw(st.floats(0.0, 0.9)) * horizon
     bins = draw(st.one_of(st.none(), st.floats(0.3, 20.0)))
     pool = PoolSpec("p", chips=cap, speed=draw(st.sampled_from([1.0, 0.5, 3.0])))
+    _fifo.BLOCK = draw(st.sampled_from([1, 2, 5, 1024]))  # restored by the test
     return pool, jobs, horizon, warmup, bins
 
 
@@ -68,8 +71,11 @@ def test_recursion_equals_the_event_loop(
     case: tuple[PoolSpec, list[JobSpec], float, float, float | None],
 ) -> None:
     pool, jobs, horizon, warmup, bins = case
-    fast = simulate_fifo([pool], jobs, horizon_hours=horizon, warmup_hours=warmup,
-                         keep_jobs=True, utilization_resolution_hours=bins)  # fmt: skip
+    try:
+        fast = simulate_fifo([pool], jobs, horizon_hours=horizon, warmup_hours=warmup,
+                             keep_jobs=True, utilization_resolution_hours=bins)  # fmt: skip
+    finally:
+        _fifo.BLOCK = BLOCK
     slow = des._event_loop([pool], jobs, resolve_scheduler("fifo"), horizon_hours=horizon,
                            warmup_hours=warmup, seed_seq=np.random.SeedSequence(0),
                            keep_jobs=True, keep_events=False,

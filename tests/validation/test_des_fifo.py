@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from accelsim.engines import des
-from accelsim.engines.des import DesResult, JobSpec, PoolSpec, run
+from accelsim.engines.des import DesResult, JobSpec, PoolSpec, _fifo, run
 from accelsim.engines.des._fifo import (
     fifo_recursion_applies,
     gang_fifo_starts,
@@ -87,7 +87,6 @@ def both(pools: list[PoolSpec], jobs: list[JobSpec], **kw: Any) -> tuple[DesResu
         keep_jobs=kw.get("keep_jobs", False),
         utilization_resolution_hours=kw.get("utilization_resolution_hours"),
     )
-    assert isinstance(fast, DesResult)
     slow = des._event_loop(
         pools,
         iter(jobs),
@@ -103,9 +102,11 @@ def both(pools: list[PoolSpec], jobs: list[JobSpec], **kw: Any) -> tuple[DesResu
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_single_chip_jobs_equal_the_event_loop(seed: int) -> None:
-    """M/G/c (Kiefer-Wolfowitz branch): c from 1 to 16, load 0.6-1.1, horizon cutting the run."""
+def test_single_chip_jobs_equal_the_event_loop(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """M/G/c (Kiefer-Wolfowitz branch): c from 1 to 16, load 0.6-1.1, horizon cutting the run;
+    blocks of 1 to 4,096 jobs (an event is integrated in the block where it becomes final)."""
     rng = stream(ROOT, "mgc", seed)
+    monkeypatch.setattr(_fifo, "BLOCK", int(rng.choice([1, 7, 64, 4096])))
     c = int(rng.integers(1, 17))
     jobs = _jobs(seed, 600, c, [1], float(rng.uniform(0.6, 1.1)))
     jobs = [j._replace(whole_domains=False) for j in jobs]
@@ -123,11 +124,15 @@ def test_single_chip_jobs_equal_the_event_loop(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_gang_jobs_equal_the_event_loop(seed: int) -> None:
-    """Gang jobs of 1-64 chips on 64-256 chips, whole domains, checkpoint writes, a series."""
+def test_gang_jobs_equal_the_event_loop(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gang jobs of 1-64 chips on 64-256 chips, whole domains, checkpoint writes, a series;
+    blocks of 1 to 4,096 jobs, and one-chip blocks before the first gang job."""
     rng = stream(ROOT, "gang", seed)
+    monkeypatch.setattr(_fifo, "BLOCK", int(rng.choice([1, 7, 64, 4096])))
     cap = int(rng.choice([64, 96, 256]))
     jobs = _jobs(seed, 800, cap, [1, 2, 4, 8, 16, 32, 64], float(rng.uniform(0.5, 1.05)))
+    if seed % 4 == 0:  # the first 100 jobs on one chip: the recursion switches form mid-run
+        jobs[:100] = [j._replace(chips=1, whole_domains=False) for j in jobs[:100]]
     horizon = jobs[-1].submit_hours * float(rng.uniform(0.7, 1.3))
     fast, slow = both(
         [PoolSpec("p", chips=cap, domain_chips=int(rng.choice([1, 4, 8])))],
@@ -194,13 +199,23 @@ def test_dispatch_takes_the_recursion_exactly_when_it_applies(
         run(pools, jobs, scheduler=scheduler, horizon_hours=200.0, seed_seq=ROOT,
             keep_events=keep_events)  # fmt: skip
         assert bool(calls) is expected, (scheduler, keep_events, pools)
-    # ids out of order: read by the recursion, decided by the event loop, same result.
-    shuffled = [j._replace(job_id=(37 * j.job_id) % 301) for j in jobs]
+    # ids out of order (batches of equal submission times queue by id): same result.
+    shuffled = [
+        j._replace(job_id=(37 * j.job_id) % 301, submit_hours=round(j.submit_hours)) for j in jobs
+    ]
     got = run([base], shuffled, scheduler="fifo", horizon_hours=200.0, seed_seq=ROOT)
     want = des._event_loop([base], shuffled, resolve_scheduler("fifo"), horizon_hours=200.0,
                            warmup_hours=0.0, seed_seq=ROOT, keep_jobs=False, keep_events=False,
                            utilization_resolution_hours=None)  # fmt: skip
     assert_same_result(got, want)
+    # an id reused while its job is in the system: the event loop's error, either way
+    reused = [*jobs[:10], jobs[10]._replace(job_id=9)]
+    with pytest.raises(ValueError, match="already in the system"):
+        run([base], reused, scheduler="fifo", horizon_hours=200.0, seed_seq=ROOT)
+    with pytest.raises(ValueError, match="already in the system"):
+        des._event_loop([base], reused, resolve_scheduler("fifo"), horizon_hours=200.0,
+                        warmup_hours=0.0, seed_seq=ROOT, keep_jobs=False, keep_events=False,
+                        utilization_resolution_hours=None)  # fmt: skip
 
 
 @pytest.mark.parametrize(

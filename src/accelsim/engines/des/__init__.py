@@ -90,8 +90,7 @@ def run(
     Strict FIFO on one pool that never loses a chip
     (:func:`~accelsim.engines.des._fifo.fifo_recursion_applies` lists the conditions) is
     computed by a start-time recursion instead of the event loop
-    (:mod:`~accelsim.engines.des._fifo`): same result, several times faster, but it holds
-    every job read (about 250 bytes each) where the event loop holds only the next.
+    (:mod:`~accelsim.engines.des._fifo`): same result, several times faster.
 
     Examples
     --------
@@ -114,7 +113,7 @@ def run(
         raise ValueError("a run needs at least one pool")
     policy = resolve_scheduler(scheduler)
     if fifo_recursion_applies(pools, policy, keep_events=keep_events):
-        fast = simulate_fifo(
+        return simulate_fifo(
             pools,
             jobs,
             horizon_hours=horizon_hours,
@@ -122,9 +121,6 @@ def run(
             keep_jobs=keep_jobs,
             utilization_resolution_hours=utilization_resolution_hours,
         )
-        if isinstance(fast, DesResult):
-            return fast
-        jobs = fast  # ids out of order: the event loop decides, on the jobs already read
     return _event_loop(
         pools,
         jobs,

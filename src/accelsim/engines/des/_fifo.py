@@ -38,16 +38,19 @@ the event loop's bit for bit unless several events share an instant (then to rou
 ``tests/validation/test_des_fifo.py`` and ``tests/properties/test_des_fifo_properties.py``
 hold the two to that.
 
-Memory: unlike the event loop, this path holds every job read (their specs, then a few
-arrays), about 250 bytes per job.
+Jobs are read and integrated in blocks of :data:`BLOCK`: an event before the last arrival
+of a block is final (later jobs start and end after it), so it is integrated then, and
+memory grows with the jobs in the system (running or queued), never with those finished,
+as in the event loop. Jobs submitted at one instant are queued by id, as the event loop
+queues them; an id reused while a job with it is in the system is rejected with the event
+loop's error (a job ending at the very instant its id's next job arrives counts as gone).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -78,9 +81,7 @@ def fifo_recursion_applies(
     Per job nothing else matters: without interruptions an attempt is one stretch
     (checkpoint writes and whole-domain rounding only set its length and its chips), and
     restart times, estimates, priorities and preemptibility never come into play under
-    FIFO. One condition is checked on the jobs as read: ids increasing in submission order
-    (the usual case); otherwise :func:`simulate_fifo` hands them back to the event loop,
-    whose rules then order ties and reject an id reused while its job is in the system.
+    FIFO.
     """
     if policy is not fifo or len(pools) != 1 or keep_events:
         return False
@@ -92,10 +93,79 @@ def fifo_recursion_applies(
     )
 
 
+BLOCK = 1024
+"""Jobs per block: read, recursed and integrated together (never splitting a batch of equal
+submission times)."""
+
+
+class _Recursion:
+    """The recursion's state between blocks: the Kiefer-Wolfowitz heap of server-free times
+    while every job so far held one chip, then the heap of running jobs' (end, chips)."""
+
+    __slots__ = ("blocked", "free", "free_times", "gang", "prev", "running")
+
+    def __init__(self, capacity: int) -> None:
+        self.free_times = [0.0] * capacity
+        self.running: list[tuple[float, int]] = []
+        self.free = capacity
+        self.prev = 0.0
+        self.gang = False
+        self.blocked = False  # a job could not start before the horizon: nor can later ones
+
+    def starts(
+        self, arrive: list[float], chips: list[int], hours: list[float], until: float
+    ) -> list[float]:
+        """Start times of the next jobs in queue order (``inf``: not before ``until``). [h]"""
+        out: list[float] = []
+        keep = out.append
+        if not self.blocked and not self.gang and any(c != 1 for c in chips):
+            # Every server-free time becomes a one-chip job ending then: the same state.
+            self.running = [(f, 1) for f in self.free_times]  # still a heap
+            self.free = 0
+            self.gang = True
+        if self.blocked:
+            pass
+        elif not self.gang:
+            times = self.free_times
+            replace = heapq.heapreplace
+            for a, d in zip(arrive, hours, strict=True):
+                f = times[0]
+                s = a if a >= f else f
+                if s >= until:
+                    self.blocked = True
+                    break
+                keep(s)
+                replace(times, s + d)
+            if out:
+                self.prev = out[-1]
+        else:
+            running = self.running
+            pop, push = heapq.heappop, heapq.heappush
+            free = self.free
+            prev = self.prev
+            for a, c, d in zip(arrive, chips, hours, strict=True):
+                s = a if a > prev else prev
+                while free < c:  # earlier jobs hold the chips: wait for ends, earliest first
+                    e, k = pop(running)
+                    free += k
+                    if e > s:
+                        s = e
+                if s >= until:
+                    self.blocked = True
+                    break
+                free -= c
+                push(running, (s + d, c))
+                keep(s)
+                prev = s
+            self.free, self.prev = free, prev
+        out.extend([math.inf] * (len(arrive) - len(out)))
+        return out
+
+
 def kiefer_wolfowitz_starts(
     arrive_hours: Sequence[float], service_hours: Sequence[float], servers: int, until: float
 ) -> list[float]:
-    """FIFO start times of single-server jobs on ``servers`` servers (``inf``: not by ``until``).
+    """FIFO start times of one-chip jobs on ``servers`` servers (``inf``: not by ``until``).
 
     ``S_i = max(a_i, V_i[0])`` with ``V`` the heap of server-free times. [h]
 
@@ -104,19 +174,8 @@ def kiefer_wolfowitz_starts(
     >>> kiefer_wolfowitz_starts([0.0, 0.5, 1.0], [2.0, 2.0, 2.0], 2, 10.0)
     [0.0, 0.5, 2.0]
     """
-    free = [0.0] * servers
-    starts: list[float] = []
-    push = starts.append
-    replace = heapq.heapreplace
-    for a, d in zip(arrive_hours, service_hours, strict=True):
-        f = free[0]
-        s = a if a >= f else f
-        if s >= until:
-            break
-        push(s)
-        replace(free, s + d)
-    starts.extend([math.inf] * (len(arrive_hours) - len(starts)))
-    return starts
+    n = len(arrive_hours)
+    return _Recursion(servers).starts(list(arrive_hours), [1] * n, list(service_hours), until)
 
 
 def gang_fifo_starts(
@@ -138,45 +197,51 @@ def gang_fifo_starts(
     >>> gang_fifo_starts([0.0, 0.5], [4, 4], [2.0, 1.0], 6, 10.0)
     [0.0, 2.0]
     """
-    running: list[tuple[float, int]] = []
-    pop, push = heapq.heappop, heapq.heappush
-    free = capacity
-    prev = 0.0
-    starts: list[float] = []
-    keep = starts.append
-    for a, c, d in zip(arrive_hours, chips, service_hours, strict=True):
-        s = a if a > prev else prev
-        while free < c:  # earlier jobs hold the chips: wait for ends, earliest first
-            e, k = pop(running)
-            free += k
-            if e > s:
-                s = e
-        if s >= until:
-            break
-        free -= c
-        push(running, (s + d, c))
-        keep(s)
-        prev = s
-    starts.extend([math.inf] * (len(arrive_hours) - len(starts)))
-    return starts
+    state = _Recursion(capacity)
+    state.running, state.free, state.gang = [], capacity, True
+    return state.starts(list(arrive_hours), list(chips), list(service_hours), until)
 
 
-def _read(
-    pool: PoolSpec, jobs: Iterable[JobSpec], horizon_hours: float
-) -> tuple[list[JobSpec], list[float]]:
-    """The jobs the event loop would submit, checked as it checks them, and their clock times.
+class _Block:
+    """The jobs of one block as read (submission order as given), checked like ``Cluster``."""
+
+    __slots__ = ("alloc", "clock", "hours", "specs", "uneven")
+
+    def __init__(self) -> None:
+        self.specs: list[JobSpec] = []
+        self.clock: list[float] = []
+        self.alloc: list[int] = []
+        self.uneven: list[int] = []  # positions of jobs with checkpoints or whole domains
+
+
+def _alloc_check(pool: PoolSpec, spec: JobSpec) -> int:
+    """Chips the job holds on the one pool; the event loop's errors where it cannot run."""
+    if spec.pools is not None:
+        for p in spec.pools:
+            if p != 0:
+                raise ValueError(f"job {spec.job_id} lists pool {p}; there are 1")
+    c = pool.allocation_chips(spec.chips, True) if spec.whole_domains else spec.chips
+    if c > pool.chips:
+        raise ValueError(
+            f"job {spec.job_id} needs {spec.chips} chips, more than any pool it may use holds"
+        )
+    return c
+
+
+def _blocks(pool: PoolSpec, jobs: Iterable[JobSpec], horizon_hours: float) -> Iterator[_Block]:
+    """The jobs the event loop would submit, in blocks, checked in its order.
 
     Stops where the event loop stops reading: at a submission at or after the horizon, or
     at an arrival whose clock time (``t_prev + (s - t_prev)``) is.
     """
-    read: list[JobSpec] = []
-    times: list[float] = []
-    keep, stamp = read.append, times.append
+    block = _Block()
     last = 0.0
     t = 0.0
+    first = True
+    cap = pool.chips
     for spec in jobs:
         s = spec.submit_hours
-        if s != last or not read:
+        if s != last or first:
             if s >= horizon_hours:
                 break
             if not s >= last:  # also catches nan
@@ -185,43 +250,34 @@ def _read(
                     f"jobs must come in order of submission: job {spec.job_id} is submitted "
                     f"at {s} h, after a job submitted at {last} h"
                 )
+            if len(block.specs) >= BLOCK:
+                yield block
+                block = _Block()
             last = s
             t = t + (s - t)
+            first = False
             if t >= horizon_hours:
                 break
         check_job(spec)
-        keep(spec)
-        stamp(t)
-    return read, times
-
-
-def _alloc_and_hours(pool: PoolSpec, specs: Sequence[JobSpec]) -> tuple[list[int], FloatArray]:
-    """Chips held and failure-free attempt length of each job, as ``Cluster`` computes them."""
-    alloc: list[int] = []
-    hours = np.empty(len(specs))
-    speed = pool.speed
-    for i, spec in enumerate(specs):
-        if spec.pools is not None:
-            for p in spec.pools:
-                if p != 0:
-                    raise ValueError(f"job {spec.job_id} lists pool {p}; there are 1")
-        c = pool.allocation_chips(spec.chips, True) if spec.whole_domains else spec.chips
-        if c > pool.chips:
-            raise ValueError(
-                f"job {spec.job_id} needs {spec.chips} chips, more than any pool it may use holds"
-            )
-        alloc.append(c)
-        compute = spec.work_hours / speed
-        if spec.checkpoint_interval_hours is None and spec.checkpoint_write_hours == 0.0:
-            hours[i] = 0.0 + compute
+        if spec.pools is None and not spec.whole_domains and spec.chips <= cap:
+            c = spec.chips
         else:
-            full, interval, partial = segments(compute, spec.checkpoint_interval_hours)
-            hours[i] = attempt_hours(0.0, full, interval, partial, spec.checkpoint_write_hours)
-    return alloc, hours
+            c = _alloc_check(pool, spec)
+        if (
+            spec.checkpoint_interval_hours is not None
+            or spec.checkpoint_write_hours != 0.0
+            or c != spec.chips
+        ):
+            block.uneven.append(len(block.specs))
+        block.specs.append(spec)
+        block.clock.append(t)
+        block.alloc.append(c)
+    if block.specs:
+        yield block
 
 
 def _breakpoints(times: FloatArray, deltas: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """(distinct times, level after every change at each) of a level changed by ``deltas``."""
+    """(distinct times, net change up to and including each) of a level changed by ``deltas``."""
     order = np.argsort(times, kind="stable")
     t = times[order]
     v = np.cumsum(deltas[order])
@@ -230,27 +286,234 @@ def _breakpoints(times: FloatArray, deltas: FloatArray) -> tuple[FloatArray, Flo
     return t[last], v[last]
 
 
-def _drive(level: Level, times: FloatArray, values: FloatArray, horizon: float, end: float) -> None:
-    """Apply ``level.set`` at every breakpoint, then at the horizon, as the event loop does.
+def _drive(level: Level, times: FloatArray, values: FloatArray) -> None:
+    """Apply ``level.set`` at every breakpoint in order, as the event loop does.
 
     A plain :class:`Level` is integrated in numpy with its own arithmetic (``value * (now -
     max(last, from))``, summed in order); any other kind is driven call by call.
     """
+    if not times.size:
+        return
     if type(level) is not Level:
         for now, value in zip(times.tolist(), values.tolist(), strict=True):
             level.set(now, value)
-        level.set(horizon, end)
         return
     frm = level._from  # our own class: the start of the window it clips at
-    now = np.append(times, horizon)
-    last = np.concatenate(([level.last_hours], times))
-    value = np.concatenate(([level.value], values))
-    part = value * (now - np.where(last > frm, last, frm))
-    part = part[now > frm]
+    last = np.concatenate(([level.last_hours], times[:-1]))
+    value = np.concatenate(([level.value], values[:-1]))
+    part = (value * (times - np.where(last > frm, last, frm)))[times > frm]
     if part.size:
-        level.area = float(np.cumsum(np.concatenate(([level.area], part)))[-1])
-    level.last_hours = horizon
-    level.value = end
+        level.area = _running_sum(level.area, part)
+    level.last_hours = float(times[-1])
+    level.value = float(values[-1])
+
+
+def _running_sum(start: float, terms: FloatArray) -> float:
+    """``start + terms[0] + terms[1] + ...`` added one at a time, as the event loop adds."""
+    if not terms.size:
+        return start
+    return float(np.cumsum(np.concatenate(([start], terms)))[-1])
+
+
+class _Pending:
+    """Jobs whose end is not yet integrated (queue order): columns of numpy arrays."""
+
+    COLUMNS = ("clock", "start", "end", "alloc", "asked", "submit", "compute", "pos", "ids")
+
+    def __init__(self) -> None:
+        for name in self.COLUMNS:
+            setattr(self, name, np.empty(0))
+        self.steps: dict[int, tuple[int, float, float, float]] = {}  # pos: checkpoint layout
+
+    def add(self, **columns: FloatArray) -> None:
+        for name in self.COLUMNS:
+            setattr(self, name, np.concatenate((getattr(self, name), columns[name])))
+
+    def keep(self, mask: np.ndarray) -> None:
+        for name in self.COLUMNS:
+            setattr(self, name, getattr(self, name)[mask])
+
+    def col(self, name: str) -> FloatArray:
+        out: FloatArray = getattr(self, name)
+        return out
+
+
+def _kept(pend: _Pending, idx: np.ndarray, at: FloatArray | None, warmup: float) -> FloatArray:
+    """Compute kept by the attempts ``idx``, completed (``at`` None) or cut ``at`` hours in,
+    minus the part before the warm-up, as ``Cluster`` credits it. [h]"""
+    start = pend.col("start")[idx]
+    compute = pend.col("compute")[idx]  # what a completed attempt keeps
+    # A plain attempt (one stretch, no writes): progress(x) = min(x, compute).
+    x = compute.copy() if at is None else np.minimum(at, compute)
+    before = np.where(start >= warmup, 0.0, np.minimum(warmup - start, compute))
+    if pend.steps:
+        for k, i in enumerate(pend.col("pos")[idx].tolist()):
+            layout = pend.steps.get(int(i))
+            if layout is None:
+                continue
+            full, interval, partial, write = layout
+            s = float(start[k])
+            if at is not None:
+                x[k] = progress(float(at[k]), 0.0, full, interval, partial, write)[0]
+            if s < warmup:
+                before[k] = progress(warmup - s, 0.0, full, interval, partial, write)[0]
+    out: FloatArray = x - np.minimum(x, before)
+    return out
+
+
+class _Run:
+    """Integrates the recursion's starts and ends into a :class:`Recorder`, block by block."""
+
+    def __init__(self, pool: PoolSpec, rec: Recorder, horizon: float, warmup: float) -> None:
+        self.pool, self.rec, self.horizon, self.warmup = pool, rec, horizon, warmup
+        self.pend = _Pending()
+        self.lo = -math.inf  # events before this time are integrated
+        self.busy = 0
+        self.queued = 0
+        self.max_id = -math.inf
+
+    def flush(self, hi: float) -> None:
+        """Integrate every event in ``[lo, hi)``: arrivals, starts and ends (all final)."""
+        lo, p, rec = self.lo, self.pend, self.rec
+        tally = rec.pools[0]
+        clock, start, end = p.col("clock"), p.col("start"), p.col("end")
+        arr = (clock >= lo) & (clock < hi)
+        sta = (start >= lo) & (start < hi)
+        fin = (end >= lo) & (end < hi)
+        alloc = p.col("alloc")
+        times = np.concatenate((start[sta], end[fin]))
+        if times.size:
+            t, v = _breakpoints(times, np.concatenate((alloc[sta], -alloc[fin])))
+            v += self.busy
+            _drive(tally.busy, t, v)
+            self.busy = int(v[-1])
+        times = np.concatenate((clock[arr], start[sta]))
+        if times.size:
+            ones = np.ones(int(np.count_nonzero(arr)))
+            t, v = _breakpoints(times, np.concatenate((ones, -np.ones(times.size - ones.size))))
+            v += self.queued
+            changed = v != np.concatenate(([self.queued], v[:-1]))
+            _drive(rec.queue, t[changed], v[changed])
+            self.queued = int(v[-1])
+        # Completions in the engine's order: by end time, ties in order of start.
+        done = np.flatnonzero(fin)
+        done = done[np.argsort(end[done], kind="stable")]
+        if done.size:
+            rec.completed += int(done.size)
+            submit = p.col("submit")[done]
+            window = submit >= self.warmup
+            jct = (end[done] - submit)[window]
+            rec.jct_count += int(jct.size)
+            rec.jct_sum_hours = _running_sum(rec.jct_sum_hours, jct)
+            kept = _kept(p, done, None, self.warmup)
+            tally.useful_chip_hours = _running_sum(
+                tally.useful_chip_hours, p.col("asked")[done] * kept
+            )
+            for i in p.col("pos")[done].tolist():
+                p.steps.pop(int(i), None)
+        p.keep(end >= hi)
+        self.lo = hi
+
+    def add(self, block: _Block, state: _Recursion, first_pos: int) -> None:
+        """Recurse over a block, record its waits and records, and queue it for integration."""
+        rec, pool, specs = self.rec, self.pool, block.specs
+        n = len(specs)
+        ids = np.fromiter((j.job_id for j in specs), np.int64, n)
+        submit = np.fromiter((j.submit_hours for j in specs), float, n)
+        asked = np.fromiter((j.chips for j in specs), float, n)
+        work = np.fromiter((j.work_hours for j in specs), float, n)
+        compute = work / pool.speed
+        hours = 0.0 + compute
+        steps: dict[int, tuple[int, float, float, float]] = {}
+        for i in block.uneven:
+            spec = specs[i]
+            if spec.checkpoint_interval_hours is None and spec.checkpoint_write_hours == 0.0:
+                continue  # whole domains only: a plain attempt on more chips
+            full, interval, partial = segments(compute[i], spec.checkpoint_interval_hours)
+            write = spec.checkpoint_write_hours
+            steps[first_pos + i] = (full, interval, partial, write)
+            hours[i] = attempt_hours(0.0, full, interval, partial, write)
+            compute[i] = full * interval + partial
+        window = submit >= self.warmup
+        rec.arrived += n
+        rec.arrived_in_window += int(np.count_nonzero(window))
+        if hasattr(rec, "offered_chip_hours"):  # summed in order of arrival
+            rec.offered_chip_hours = _running_sum(rec.offered_chip_hours, (asked * work)[window])
+        # Queue order: by submission, then id (the event loop's order within a batch).
+        increasing = bool(np.all(ids[1:] > ids[:-1])) and (n == 0 or ids[0] > self.max_id)
+        order = np.arange(n) if increasing else np.lexsort((ids, submit))
+        clock = np.asarray(block.clock)[order]
+        alloc = np.asarray(block.alloc, dtype=float)[order]
+        starts = np.asarray(
+            state.starts(
+                clock.tolist(),
+                [block.alloc[i] for i in order.tolist()],
+                hours[order].tolist(),
+                self.horizon,
+            )
+        )
+        ends = starts + hours[order]
+        if not increasing:
+            self._check_ids(ids[order], clock, ends)
+        self.max_id = max(self.max_id, int(ids.max()))
+        started = starts < self.horizon
+        wait = starts - submit[order]
+        wait = np.where(wait > 0.0, wait, 0.0)[started & window[order]]
+        rec.wait_hours.frombytes(wait.tobytes())
+        if rec.jobs is not None:
+            rec.jobs.extend(_records(specs, order, alloc, starts, ends, self.horizon))
+        self.pend.steps.update(steps)
+        self.pend.add(
+            clock=clock,
+            start=starts,
+            end=ends,
+            alloc=alloc,
+            asked=asked[order],
+            submit=submit[order],
+            compute=compute[order],
+            pos=(first_pos + order).astype(float),
+            ids=ids[order].astype(float),
+        )
+        self.flush(float(clock[-1]))
+
+    def _check_ids(self, ids: np.ndarray, clock: FloatArray, ends: FloatArray) -> None:
+        """Reject an id reused while a job with that id is in the system (event loop rule;
+        a job that ends at the instant the next one with its id arrives counts as gone)."""
+        p = self.pend  # the earlier jobs that may still be in the system
+        alive = dict(
+            zip(p.col("ids").astype(np.int64).tolist(), p.col("end").tolist(), strict=True)
+        )
+        for i, t, e in zip(ids.tolist(), clock.tolist(), ends.tolist(), strict=True):
+            if alive.get(i, -math.inf) > t:
+                raise ValueError(f"job id {i} is already in the system; ids must be unique")
+            alive[i] = e
+
+    def close(self) -> tuple[int, int]:
+        """At the horizon: integrate the rest, credit running attempts; (running, queued)."""
+        H, rec, p = self.horizon, self.rec, self.pend
+        self.flush(H)
+        tally = rec.pools[0]
+        tally.busy.set(H, self.busy)
+        tally.up.set(H, self.pool.chips)
+        rec.queue.set(H, self.queued)
+        start = p.col("start")
+        by_arrival = np.argsort(p.col("pos"), kind="stable")
+        running = by_arrival[start[by_arrival] < H]
+        if running.size:
+            kept = _kept(p, running, H - start[running], self.warmup)
+            tally.useful_chip_hours = _running_sum(
+                tally.useful_chip_hours, p.col("asked")[running] * kept
+            )
+        submit = p.col("submit")
+        if hasattr(rec, "censored_waits"):  # in queue order
+            late = np.maximum(H - submit, 0.0)[(start >= H) & (submit >= self.warmup)]
+            rec.wait_hours.frombytes(late.tobytes())
+            rec.censored_waits = int(late.size)
+        if hasattr(rec, "jct_censored_sum_hours"):  # in order of arrival
+            cut = np.maximum(H - submit[by_arrival], 0.0)[submit[by_arrival] >= self.warmup]
+            rec.jct_censored_count = int(cut.size)
+            rec.jct_censored_sum_hours = _running_sum(rec.jct_censored_sum_hours, cut)
+        return int(running.size), int(np.count_nonzero(start >= H))
 
 
 def simulate_fifo(
@@ -261,168 +524,50 @@ def simulate_fifo(
     warmup_hours: float,
     keep_jobs: bool,
     utilization_resolution_hours: float | None,
-) -> DesResult | list[JobSpec]:
+) -> DesResult:
     """The result of a qualifying run (:func:`fifo_recursion_applies`) without the event loop.
 
-    Returns the jobs read, for the event loop, when their ids do not increase in
-    submission order (the one condition checked on the jobs themselves).
+    Reads the jobs in blocks of :data:`BLOCK`, so memory grows with the jobs in the system
+    (running or queued), not with those finished, as in the event loop.
     """
     pool = pools[0]
-    H = horizon_hours
-    specs, clock = _read(pool, jobs, H)
-    n = len(specs)
-    ids = np.fromiter((j.job_id for j in specs), np.int64, n)
-    if n > 1 and not bool(np.all(ids[1:] > ids[:-1])):
-        return specs
-    alloc_list, hours = _alloc_and_hours(pool, specs)
-    if all(c == 1 for c in alloc_list):
-        start_list = kiefer_wolfowitz_starts(clock, hours.tolist(), pool.chips, H)
-    else:
-        start_list = gang_fifo_starts(clock, alloc_list, hours.tolist(), pool.chips, H)
-    starts = np.asarray(start_list, dtype=float)
-    ends = starts + hours
-    m = int(np.count_nonzero(starts < H))  # a prefix: FIFO starts in order
-    submit = np.fromiter((j.submit_hours for j in specs), float, n)
-    asked = np.fromiter((j.chips for j in specs), float, n)
-    alloc = np.asarray(alloc_list, dtype=float)
     rec = Recorder(
         1,
         warmup_hours=warmup_hours,
-        horizon_hours=H,
+        horizon_hours=horizon_hours,
         bin_hours=utilization_resolution_hours,
         keep_jobs=keep_jobs,
         keep_events=False,
     )
-    tally = rec.pools[0]
-    tally.up.set(0.0, pool.chips)  # the delivery at time 0
-    in_window = submit >= warmup_hours
-    rec.arrived = n
-    rec.arrived_in_window = int(np.count_nonzero(in_window))
-    # Waits, in order of first start (submission order), clipped at 0 like the event loop.
-    wait = starts[:m] - submit[:m]
-    wait = np.where(wait > 0.0, wait, 0.0)[in_window[:m]]
-    rec.wait_hours = array("d", wait.tobytes())
-    # Completions in the engine's order: by end time, ties in order of start.
-    done = np.flatnonzero(ends[:m] < H)
-    done = done[np.argsort(ends[done], kind="stable")]
-    rec.completed = int(done.size)
-    jct = (ends[done] - submit[done])[in_window[done]]
-    rec.jct_count = int(jct.size)
-    if jct.size:
-        rec.jct_sum_hours = float(np.cumsum(jct)[-1])
-    # Useful chip-hours: completions in order, then the attempts running at the horizon.
-    running = np.flatnonzero(ends[:m] >= H)
-    useful = (
-        _useful(specs, pool, starts, done, running, H, warmup_hours)
-        * asked[np.concatenate((done, running))]
-    )
-    if useful.size:
-        tally.useful_chip_hours = float(np.cumsum(useful)[-1])
-    # Busy chips: +alloc at each start, -alloc at each end before the horizon.
-    t_busy, v_busy = _breakpoints(
-        np.concatenate((starts[:m], ends[done])), np.concatenate((alloc[:m], -alloc[done]))
-    )
-    _drive(tally.busy, t_busy, v_busy, H, float(v_busy[-1]) if v_busy.size else 0)
-    # Queue length: +1 at each arrival, -1 at each start; set only where it changes.
-    t_q, v_q = _breakpoints(
-        np.concatenate((np.asarray(clock, dtype=float), starts[:m])),
-        np.concatenate((np.ones(n), -np.ones(m))),
-    )
-    changed = v_q != np.concatenate(([0.0], v_q[:-1]))
-    _drive(rec.queue, t_q[changed], v_q[changed], H, n - m)
-    tally.up.set(H, pool.chips)
-    _censored(rec, submit, asked, specs, m, running, in_window, H)
-    if rec.jobs is not None:
-        rec.jobs.extend(_records(specs, alloc_list, starts, ends, m, H))
-    return summarize(rec, pools, int(running.size), n - m)
-
-
-def _censored(
-    rec: Recorder,
-    submit: FloatArray,
-    asked: FloatArray,
-    specs: Sequence[JobSpec],
-    started: int,
-    running: np.ndarray,
-    in_window: np.ndarray,
-    horizon: float,
-) -> None:
-    """The offered load, and the waits and completion times censored at the horizon, where
-    the recorder keeps them, summed in the event loop's order (that of arrival)."""
-    if hasattr(rec, "offered_chip_hours"):
-        work = np.fromiter((j.work_hours for j in specs), float, len(specs))
-        offered = (asked * work)[in_window]
-        if offered.size:
-            rec.offered_chip_hours = float(np.cumsum(offered)[-1])
-    if hasattr(rec, "censored_waits"):
-        late = np.maximum(horizon - submit[started:], 0.0)[in_window[started:]]
-        rec.wait_hours.extend(late.tolist())
-        rec.censored_waits = int(late.size)
-    if hasattr(rec, "jct_censored_sum_hours"):
-        unfinished = np.zeros(submit.size, dtype=bool)
-        unfinished[started:] = True
-        unfinished[running] = True
-        cut = np.maximum(horizon - submit, 0.0)[unfinished & in_window]
-        rec.jct_censored_count = int(cut.size)
-        if cut.size:
-            rec.jct_censored_sum_hours = float(np.cumsum(cut)[-1])
-
-
-def _useful(
-    specs: Sequence[JobSpec],
-    pool: PoolSpec,
-    starts: FloatArray,
-    done: np.ndarray,
-    running: np.ndarray,
-    horizon: float,
-    warmup: float,
-) -> FloatArray:
-    """Compute kept per attempt (completed, then running at the horizon), as ``Cluster``
-    credits it: minus the part before the warm-up. [h]"""
-    both = np.concatenate((done, running))
-    s = starts[both]
-    compute = np.fromiter((specs[i].work_hours for i in both.tolist()), float, both.size)
-    compute = compute / pool.speed
-    # Plain attempts (one stretch of compute, no writes): progress(x) = min(x, compute).
-    x = compute.copy()
-    x[done.size :] = np.minimum(horizon - s[done.size :], compute[done.size :])
-    before = np.where(s >= warmup, 0.0, np.minimum(warmup - s, compute))
-    for k, i in enumerate(both.tolist()):
-        spec = specs[i]
-        if spec.checkpoint_interval_hours is None and spec.checkpoint_write_hours == 0.0:
-            continue
-        full, interval, partial = segments(compute[k], spec.checkpoint_interval_hours)
-        write = spec.checkpoint_write_hours
-        at = float(s[k])
-        x[k] = (
-            full * interval + partial
-            if k < done.size
-            else progress(horizon - at, 0.0, full, interval, partial, write)[0]
-        )
-        before[k] = (
-            0.0 if at >= warmup else progress(warmup - at, 0.0, full, interval, partial, write)[0]
-        )
-    out: FloatArray = x - np.minimum(x, before)
-    return out
+    rec.pools[0].up.set(0.0, pool.chips)  # the delivery at time 0
+    state = _Recursion(pool.chips)
+    run = _Run(pool, rec, horizon_hours, warmup_hours)
+    read = 0
+    for block in _blocks(pool, jobs, horizon_hours):
+        run.add(block, state, read)
+        read += len(block.specs)
+    running, queued = run.close()
+    return summarize(rec, pools, running, queued)
 
 
 def _records(
     specs: Sequence[JobSpec],
-    alloc: Sequence[int],
+    order: np.ndarray,
+    alloc: FloatArray,
     starts: FloatArray,
     ends: FloatArray,
-    started: int,
     horizon: float,
 ) -> list[JobRecord]:
-    """One record per job read, as the event loop keeps them (``keep_jobs``)."""
+    """One record per job of a block (in queue order), as the event loop keeps them."""
     out = []
     nan = math.nan
-    for i, spec in enumerate(specs):
-        if i < started:
-            s, e = float(starts[i]), float(ends[i])
-            pool, held, end = 0, alloc[i], (e if e < horizon else nan)
+    for k, i in enumerate(order.tolist()):
+        spec = specs[i]
+        s, e = float(starts[k]), float(ends[k])
+        if s < horizon:
+            pool, held, first, end = 0, int(alloc[k]), s, (e if e < horizon else nan)
         else:
-            s, pool, held, end = nan, -1, 0, nan
+            pool, held, first, end = -1, 0, nan, nan
         out.append(
             JobRecord(
                 spec.job_id,
@@ -432,7 +577,7 @@ def _records(
                 spec.work_hours,
                 pool,
                 held,
-                s,
+                first,
                 end,
                 0,
                 0.0,
@@ -442,6 +587,7 @@ def _records(
 
 
 __all__ = [
+    "BLOCK",
     "fifo_recursion_applies",
     "gang_fifo_starts",
     "kiefer_wolfowitz_starts",
