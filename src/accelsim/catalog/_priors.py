@@ -40,6 +40,8 @@ Framework: TypeAlias = Literal["pytorch", "jax", "tensorflow"]
 """Framework a code base is written in."""
 Fit: TypeAlias = Literal["native", "supported", "ported"]
 """How well a framework fits a stack: its own stack, officially supported, or needs a port."""
+TrainingPrecision: TypeAlias = Literal["bf16", "fp8", "fp32"]
+"""Arithmetic precision of a training run, as in :data:`accelsim.scenario.Precision`."""
 
 PriorSource = Source
 """A prior's source: ``Source(url, as_of, note)`` from :mod:`accelsim.catalog._schema`."""
@@ -135,6 +137,9 @@ class Priors(_Frozen):
     """MFU ceiling of mixture-of-experts training on GPUs (6 x active parameters x tokens
     over the BF16 peak), in place of the dense ceilings; ``None`` in a priors file without
     it. [fraction]"""
+    mfu_precision_gain: dict[TrainingPrecision, Prior] = {}
+    """Share of a precision's peak gain over BF16 that training realises (the MFU ceilings
+    are BF16 figures); empty: the ceiling applies to every precision's peak. [fraction]"""
     framework_fit: FitTable
     """Fit of each framework on each software stack."""
     start_fraction: dict[Fit, Prior]
@@ -212,6 +217,10 @@ class Priors(_Frozen):
         _require_keys("lead_time_days", self.lead_time_days, get_args(Pricing))
         if self.spot_unit_chips:
             _require_keys("spot_unit_chips", self.spot_unit_chips, get_args(Kind))
+        if self.mfu_precision_gain:
+            _require_keys(
+                "mfu_precision_gain", self.mfu_precision_gain, get_args(TrainingPrecision)
+            )
         return self
 
     def by_name(self) -> dict[str, Prior]:
@@ -263,6 +272,7 @@ __all__ = [
     "PriorSource",
     "Priors",
     "Stack",
+    "TrainingPrecision",
     "load_priors",
     "priors",
 ]

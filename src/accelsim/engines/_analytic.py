@@ -147,6 +147,8 @@ def _draw_mfu(
         ceiling = draws.get(f"priors.mfu_ceiling_by_chip.{info.chip}", None, by_chip.value)
     else:
         ceiling = draws.get(f"priors.mfu_ceiling.{info.kind}", None, p.mfu_ceiling[info.kind].value)
+    # The ceilings are BF16 figures: carried to the run's precision's peak.
+    ceiling = ceiling * _precision_factor(scenario, cat, draws, info)
     start = draws.get(f"priors.start_fraction.{info.fit}", None, p.start_fraction[info.fit].value)
     scale = draws.get(
         f"priors.optimization_hours_scale.{info.fit}",
@@ -163,6 +165,39 @@ def _draw_mfu(
     if a.optimization_hours is None:
         hours = _hours_at_stake(scenario, cat, draws, info, ceiling * start, hours)
     return MfuInputs(None, ceiling, start, scale, batch, chips_ref), hours
+
+
+def precision_mfu_factor(gain: FloatArray | float, peak_ratio: float) -> FloatArray | float:
+    """MFU over a precision's peak as a multiple of the BF16 MFU. [dimensionless]
+
+    A run at a precision whose peak is ``peak_ratio`` = R times the BF16 one trains
+    ``1 + gain (R - 1)`` times as fast as in BF16 (``gain``: the share of the peak gain it
+    realises, ``priors.mfu_precision_gain``), so its MFU over its own peak is the BF16 one
+    times ``(1 + gain (R - 1)) / R``; exactly 1 at R = 1 (a chip listing FP8 equal to BF16).
+
+    Examples
+    --------
+    >>> precision_mfu_factor(0.3, 2.0)  # H100 FP8: 1.3x the BF16 speed on twice the peak
+    0.65
+    >>> precision_mfu_factor(0.3, 1.0)  # TPU v5p FP8 = BF16 peak
+    1.0
+    """
+    return (1.0 + gain * (peak_ratio - 1.0)) / peak_ratio
+
+
+def _precision_factor(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo
+) -> FloatArray | float:
+    """:func:`precision_mfu_factor` of the run's precision on its chip; 1 (nothing drawn)
+    where the precision's peak is the BF16 one or the priors have no precision gains."""
+    precision = scenario.training.precision
+    gains = cat.priors.mfu_precision_gain
+    chip = cat.chip(info.chip)
+    ratio = chip.peak_tflops(precision) / chip.bf16_tflops
+    if ratio == 1.0 or not gains:
+        return 1.0
+    gain = draws.get(f"priors.mfu_precision_gain.{precision}", None, gains[precision].value)
+    return precision_mfu_factor(gain, ratio)
 
 
 def _hours_at_stake(
@@ -586,6 +621,7 @@ __all__ = [
     "draw_training_inputs",
     "engineering_phases",
     "pipeline_layout",
+    "precision_mfu_factor",
     "run_info",
     "run_mfu",
     "simulate_training",
