@@ -134,9 +134,9 @@ def test_analytic_engine_vs_bare_references(chips: int, days: float) -> None:
     work_h = params[0]
 
     # Same law: completion / failure-free time, pipeline vs exact reference, paired by run.
-    completion_h = (
-        res.samples("training_days") * 24.0 * (1.0 - res.inputs["assumptions.badput_fraction"])
-    )
+    # rollbacks (instability_days) are no part of the failure law
+    failure_days = res.samples("training_days") - res.samples("instability_days")
+    completion_h = failure_days * 24.0 * (1.0 - res.inputs["assumptions.badput_fraction"])
     reference_h = exact_completion_hours(np.random.default_rng(2), *params)
     diff = completion_h / work_h - reference_h / work_h
     se = diff.std(ddof=1) / np.sqrt(diff.size)

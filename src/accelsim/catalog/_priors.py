@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from accelsim._yaml import load_yaml, to_plain
 from accelsim.catalog._schema import Pricing, Source
-from accelsim.dists import Dist, Uncertain, as_dist
+from accelsim.dists import Dist, LogNormal, Uncertain, as_dist
 from accelsim.errors import ScenarioFileError
 
 Kind: TypeAlias = Literal["gpu", "tpu", "cpu"]
@@ -40,6 +40,8 @@ Framework: TypeAlias = Literal["pytorch", "jax", "tensorflow"]
 """Framework a code base is written in."""
 Fit: TypeAlias = Literal["native", "supported", "ported"]
 """How well a framework fits a stack: its own stack, officially supported, or needs a port."""
+RunStage: TypeAlias = Literal["prototype", "production"]
+"""Stage of a training run, as in :data:`accelsim.scenario.Stage`."""
 TrainingPrecision: TypeAlias = Literal["bf16", "fp8", "fp32"]
 """Arithmetic precision of a training run, as in :data:`accelsim.scenario.Precision`."""
 
@@ -171,6 +173,13 @@ class Priors(_Frozen):
     """Time a failed chip's node is out of service. [h]"""
     badput_fraction: Prior
     """Share of allocated time lost to causes other than hardware failures. [fraction]"""
+    instability_events_per_day: dict[RunStage, Prior] = {}
+    """Loss-spike and divergence rollbacks per day of training, by run stage; empty: no
+    instability term. [1/d]"""
+    instability_days_per_event: Prior | None = None
+    """Days one instability event costs (rollback, investigation, restart): a log-normal
+    whose 5-95 % range is the spread over events, not an uncertainty; ``None``: no
+    instability term. [d]"""
     spot_preemptions_per_chip_hour: Prior
     """Spot preemptions per chip-hour. [1/(chip*h)]"""
     spot_return_hours: Prior
@@ -217,6 +226,17 @@ class Priors(_Frozen):
         _require_keys("lead_time_days", self.lead_time_days, get_args(Pricing))
         if self.spot_unit_chips:
             _require_keys("spot_unit_chips", self.spot_unit_chips, get_args(Kind))
+        if self.instability_events_per_day:
+            _require_keys(
+                "instability_events_per_day", self.instability_events_per_day, get_args(RunStage)
+            )
+            event = self.instability_days_per_event
+            if event is None or not isinstance(event.dist(), LogNormal):
+                raise ValueError("instability_days_per_event must be a lognormal distribution")
+        if self.mfu_precision_gain:
+            _require_keys(
+                "mfu_precision_gain", self.mfu_precision_gain, get_args(TrainingPrecision)
+            )
         if self.mfu_precision_gain:
             _require_keys(
                 "mfu_precision_gain", self.mfu_precision_gain, get_args(TrainingPrecision)
@@ -271,6 +291,7 @@ __all__ = [
     "Prior",
     "PriorSource",
     "Priors",
+    "RunStage",
     "Stack",
     "TrainingPrecision",
     "load_priors",

@@ -23,9 +23,10 @@ import numpy as np
 
 from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog import Catalog, Chip, Fit, Kind, Pricing, Stack
+from accelsim.dists import LogNormal
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
 from accelsim.engines._offers import spot_preemption_prior
-from accelsim.models import engineering, perf, reliability
+from accelsim.models import engineering, instability, perf, reliability
 from accelsim.scenario import Framework, Pool, Scenario, Stage, TrainingRun
 
 _HOURS_PER_DAY = 24.0
@@ -112,6 +113,10 @@ class TrainingInputs:
     """Chips per spot preemption unit (VM or TPU host); 1 off spot. [chips]"""
     spot_correlated_share: FloatArray | float = 0.0
     """Share of a unit's preemptions in bursts that take all the job's units. [fraction]"""
+    instability_events_per_day: FloatArray | float = 0.0
+    """Loss-spike and divergence rollbacks per day of training; 0: none. [1/d]"""
+    instability_event_days: tuple[float, float] = (1.0, 1.0)
+    """5 % and 95 % quantiles of one rollback's cost, a log-normal over events. [d]"""
 
 
 def spot_unit_chips(cat: Catalog, pool: Pool) -> float:
@@ -264,6 +269,17 @@ def _draw_reliability(
     out["checkpoint_interval_hours"] = (
         None if tau is None else draws.get("assumptions.checkpoint_interval_hours", tau, tau)
     )
+    event = p.instability_days_per_event
+    if p.instability_events_per_day and event is not None:
+        stage = scenario.training.stage
+        out["instability_events_per_day"] = draws.get(
+            f"priors.instability_events_per_day.{stage}",
+            None,
+            p.instability_events_per_day[stage].value,
+        )
+        dist = event.dist()  # a log-normal (the priors' schema checks it)
+        if isinstance(dist, LogNormal):
+            out["instability_event_days"] = (dist.low, dist.high)  # type: ignore[assignment]
     return out
 
 
@@ -504,15 +520,36 @@ def training_hours(
     hours, interruptions = _per_block_completion(
         completion, draws, compute_hours, interval, write, inputs.restart_hours, rate
     )
+    hours = np.asarray(hours, dtype=float) / (1.0 - inputs.badput_fraction)
+    lost = _instability_hours(inputs, np.minimum(hours, horizon_hours), draws)
     out = censor_at_horizon(
-        np.asarray(hours, dtype=float) / (1.0 - inputs.badput_fraction),
+        hours + lost,
         np.asarray(interruptions, dtype=float),
         rate * (1.0 - inputs.badput_fraction),
         horizon_hours,
     )
+    # a censored run: the horizon's share of rollbacks, as in its uncensored time
+    share = np.divide(lost, hours + lost, out=np.zeros_like(lost), where=lost > 0)
+    out["instability_hours"] = np.where(out["finished"] > 0, lost, share * horizon_hours)
     out["checkpoint_interval_hours"] = interval  # inf: one segment, a final save only
     out["rate_per_hour"] = rate
     return out
+
+
+def _instability_hours(inputs: TrainingInputs, hours: FloatArray, draws: InputDraws) -> FloatArray:
+    """Hours lost to loss-spike and divergence rollbacks over ``hours`` of training, each
+    block's runs from the block's own ``"instability"`` stream
+    (:func:`accelsim.models.instability.sample_instability_days`). [h]"""
+    rate = np.broadcast_to(np.asarray(inputs.instability_events_per_day, float), hours.shape)
+    if not np.any(rate > 0):
+        return np.zeros_like(hours)
+    median, sigma = instability.lognormal_params(*inputs.instability_event_days)
+    days = np.empty_like(hours)
+    for runs, rng in draws.block_rngs("instability"):
+        days[runs] = instability.sample_instability_days(
+            rng, hours[runs] / _HOURS_PER_DAY, rate[runs], median, sigma
+        )[0]
+    return days * _HOURS_PER_DAY
 
 
 def censor_at_horizon(
@@ -591,6 +628,8 @@ def simulate_training(
         "time_to_train_days": before_days + training_days,
         "training_days": training_days,
         "compute_days": compute_days,
+        # loss-spike and divergence rollbacks: inside training_days and failure_overhead_days
+        "instability_days": reliable["instability_hours"] / _HOURS_PER_DAY,
         # an unfinished run: the share of its horizon lost, at the expected goodput
         "failure_overhead_days": np.where(
             finished, training_days - compute_days, training_days * (1.0 - goodput)
