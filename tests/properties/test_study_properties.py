@@ -140,14 +140,26 @@ def test_more_optimisation_hours_never_lower_mfu(hours: float, extra: float, chi
 
 
 def test_doubling_tokens_doubles_compute_days() -> None:
-    """With paired draws, failure-free compute time is exactly proportional to tokens."""
-    one = acs.simulate(scenario(tokens=1e11), runs=RUNS, seed=5)
-    two = acs.simulate(scenario(tokens=2e11), runs=RUNS, seed=5)
+    """With paired draws and the optimisation hours fixed, failure-free compute time is
+    exactly proportional to tokens (left to the prior, the hours grow with the chip-hours
+    at stake, so a larger job is optimised more: see the next test)."""
+    one = acs.simulate(scenario(tokens=1e11, optimization_hours=200.0), runs=RUNS, seed=5)
+    two = acs.simulate(scenario(tokens=2e11, optimization_hours=200.0), runs=RUNS, seed=5)
     np.testing.assert_allclose(
         two.samples("compute_days"), 2 * one.samples("compute_days"), rtol=1e-12
     )
     ratio = two.mean("training_days") / one.mean("training_days")
     assert 1.9 < ratio < 2.1  # failures add a little more than proportionally
+
+
+def test_a_larger_job_is_optimised_at_least_as_much() -> None:
+    """Left to the prior, optimisation hours scale with the chip-hours at stake: doubling
+    the tokens never lowers the hours invested nor the MFU they buy, run by run."""
+    one = acs.simulate(scenario(tokens=1e11), runs=RUNS, seed=5)
+    two = acs.simulate(scenario(tokens=2e11), runs=RUNS, seed=5)
+    assert (two.samples("engineering_hours") >= one.samples("engineering_hours")).all()
+    assert (two.samples("mfu") >= one.samples("mfu")).all()
+    assert (two.samples("compute_days") <= 2 * one.samples("compute_days")).all()
 
 
 @settings(max_examples=10)

@@ -53,9 +53,12 @@ def test_simulate_returns_every_training_metric_finite() -> None:
 
 
 def test_phases_add_up() -> None:
-    """time to train = max(lead time, porting) + queue wait + training; training >= compute."""
+    """time to train = max(lead time, porting + optimisation) + queue wait + training;
+    training >= compute (every run finishes here)."""
     res = acs.simulate(small(), runs=400, seed=5)
-    before = np.maximum(res.samples("wait_days"), res.samples("porting_days"))
+    assert (res.samples("finished") == 1.0).all()
+    assert (res.samples("preparation_days") >= res.samples("porting_days")).all()
+    before = np.maximum(res.samples("wait_days"), res.samples("preparation_days"))
     np.testing.assert_allclose(
         res.samples("time_to_train_days"), before + res.samples("training_days"), rtol=1e-12
     )

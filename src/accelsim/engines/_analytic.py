@@ -379,10 +379,13 @@ def run_mfu(
     The learning curve (:func:`accelsim.models.engineering.mfu_after_optimization`) gives
     the MFU the team reaches at the reference scale of the published runs behind the
     ceiling; :func:`accelsim.models.perf.carry_mfu` (validated against MLPerf scaling
-    series) carries it to the run's chip count, down as well as up (a smaller run does not
-    pay the reference runs' scaling losses; it never exceeds the local MFU). A draw the model
-    cannot carry keeps the reference MFU (``carry_mfu`` is ``nan``: the reference is out of
-    its reach). The run keeps the
+    series) carries it up to a larger run's chip count. A run below the reference scale keeps
+    the reference MFU: carried down with the run's own model and batch, the reference
+    configuration (a small model's batch spread over thousands of chips) is not the one the
+    published runs had, and the carried MFU of small runs came out above any published MFU
+    on the chip (0.82 on H100 for a 7B model on 64 chips) and fell as optimisation hours rose.
+    A draw the model cannot carry keeps the reference MFU (``carry_mfu`` is ``nan``: the
+    reference is out of its reach). The run keeps the
     model-parallel group its training state needs (ZeRO-3 over the fewest chips that hold
     it, every expert included), at its own global batch, with the pipeline bubble of
     :func:`pipeline_layout`. For a mixture of experts the
@@ -403,10 +406,9 @@ def run_mfu(
     model_parallel = perf.min_chips_to_fit(
         work.state_params, chip.hbm_gib, sharding="zero3", usable_fraction=_USABLE_HBM_FRACTION
     )
-    # Carried up and down from the reference scale: the published MFUs behind the ceiling
-    # include their own scaling losses, which a smaller run does not pay (bounded by the
-    # local MFU). At chips_ref == chips carry_mfu is the identity.
-    chips_ref = m.reference_chips
+    # Carried up from the reference scale only (see the docstring); at chips_ref == chips
+    # carry_mfu is the identity.
+    chips_ref = np.minimum(m.reference_chips, chips)
     mp_ref = np.minimum(model_parallel, chips_ref)
     carried = perf.carry_mfu(
         mfu_ref,
@@ -637,6 +639,8 @@ def simulate_training(
         "wait_days": lead_days + queue_days,
         "lead_time_days": lead_days,
         "porting_days": eng["porting_days"],
+        # porting then optimisation: what precedes the first step beside the lead time
+        "preparation_days": eng["preparation_days"],
         "engineering_days": eng["engineering_days"],
         "engineering_hours": eng["engineering_hours"],
         "chip_hours": pool.count * training_h,

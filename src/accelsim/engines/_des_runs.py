@@ -804,7 +804,7 @@ def simulate_training_block(
     before, pre_draws = analytic.simulate_training(scenario, cat, plan, start, stop)
     decision_h = 0.0 if scenario.horizon_days is None else scenario.warmup_days * _HOURS_PER_DAY
     submit_h = decision_h + _HOURS_PER_DAY * np.maximum(
-        before["lead_time_days"], before["porting_days"]
+        before["lead_time_days"], before["preparation_days"]
     )
     fleet = _fleet_draws(scenario, cat, pre_draws)
     hero = _Hero(scenario, cat, plan.root, start, submit_h, fleet, options)

@@ -196,7 +196,9 @@ class Result:
         """Central interval holding ``level`` of the runs, e.g. P5-P95 for 0.9."""
         if not 0.0 < level < 1.0:
             raise ValueError(f"level must lie in (0, 1), got {level}")
-        tail = (1.0 - level) / 2.0
+        # (1 - 0.9) / 2 is 0.04999999999999999 in floating point: round it back to the
+        # decimal the user meant, so P5-P95 is exactly the 0.05 and 0.95 quantiles.
+        tail = round((1.0 - level) / 2.0, 12)
         return self.quantile(metric, tail), self.quantile(metric, 1.0 - tail)
 
     def stats(self, metric: str) -> dict[str, float]:
