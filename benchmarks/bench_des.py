@@ -7,6 +7,9 @@ at hand. Every implementation reports its mean wait too: they simulate the same 
 the means must agree (the heapq loop and accelsim exactly; bare SimPy too, as a
 ``Container`` serves gets strictly in order, which is FIFO with head-of-line blocking).
 
+- accelsim: ``des.run``, which takes the FIFO recursion on these cases (strict FIFO, one
+  reliable pool: ``engines/des/_fifo.py``); "events only": the same run forced through
+  the SimPy event loop (``des._event_loop``), the path of every other case.
 - bare SimPy: ``simpy.Resource`` (or a ``Container`` of chips for gang jobs) and one
   generator process per customer, the textbook model.
 - heapq loop: arrivals and completions on one heap, a FIFO deque: the floor for pure Python.
@@ -26,6 +29,7 @@ from __future__ import annotations
 import heapq
 import importlib
 import importlib.util
+import math
 import time
 import tracemalloc
 from collections import deque
@@ -36,8 +40,10 @@ import numpy as np
 import pytest
 import simpy
 
-from accelsim.engines.des import JobSpec, PoolSpec, run
-from accelsim.seeding import as_seed_sequence, stream
+from accelsim.engines import des
+from accelsim.engines.des import JobSpec, PoolSpec, poisson_stream, run
+from accelsim.engines.des._schedulers import resolve_scheduler
+from accelsim.seeding import as_seed_sequence, child, stream
 
 pytestmark = pytest.mark.bench
 
@@ -83,6 +89,22 @@ def accelsim_fifo(w: Workload) -> float:
         scheduler="fifo",
         horizon_hours=w.horizon,
         seed_seq=ROOT,
+    )
+    return res.mean_wait_hours
+
+
+def accelsim_events(w: Workload) -> float:
+    """The same run forced through the event loop (what ``run`` did before the recursion)."""
+    res = des._event_loop(
+        [PoolSpec("pool", chips=w.capacity)],
+        w.jobs(),
+        resolve_scheduler("fifo"),
+        horizon_hours=w.horizon,
+        warmup_hours=0.0,
+        seed_seq=ROOT,
+        keep_jobs=False,
+        keep_events=False,
+        utilization_resolution_hours=None,
     )
     return res.mean_wait_hours
 
@@ -167,6 +189,7 @@ def ciw_mmc(w: Workload) -> float:
 
 IMPLEMENTATIONS: dict[str, Callable[[Workload], float]] = {
     "accelsim": accelsim_fifo,
+    "events only": accelsim_events,
     "bare SimPy": bare_simpy,
     "heapq loop": heapq_loop,
     "Ciw": ciw_mmc,
@@ -201,8 +224,14 @@ def _compare(benchmark: Any, w: Workload, capsys: pytest.CaptureFixture[str]) ->
             f"  accelsim / bare SimPy = {rates['accelsim'] / rates['bare SimPy']:.2f}x; "
             f"accelsim / heapq loop = {rates['accelsim'] / rates['heapq loop']:.2f}x"
         )
+        print(
+            f"  event loop alone / bare SimPy = {rates['events only'] / rates['bare SimPy']:.2f}x"
+        )
         if "Ciw" in rates:
-            print(f"  accelsim / Ciw = {rates['accelsim'] / rates['Ciw']:.2f}x")
+            print(
+                f"  accelsim / Ciw = {rates['accelsim'] / rates['Ciw']:.2f}x; "
+                f"event loop alone / Ciw = {rates['events only'] / rates['Ciw']:.2f}x"
+            )
         else:
             print(f"  {ciw_note}")
 
@@ -270,3 +299,87 @@ def test_scale_ten_thousand_chips_a_million_jobs(
             f"{res.wait_hours.nbytes / 2**20:.1f} MiB); utilisation {res.utilization:.3f}, "
             f"mean wait {res.mean_wait_hours:.3f} h"
         )
+
+
+def _research_fleet(chips: int, days: float, failures: bool) -> tuple[float, Any]:
+    """One replication of a research job stream on ``chips`` chips for ``days``: CPU seconds.
+
+    Jobs of 1-256 chips (half single-chip), lognormal work (mean 4 h, sigma 1.5), Poisson
+    arrivals at offered load 0.85, strict FIFO. With ``failures``, every chip fails at
+    2e-5 per hour and is down 4 h (so the event loop runs); without, the recursion does.
+    """
+    sizes = np.array([1, 2, 4, 8, 16, 64, 256])
+    p = np.array([0.5, 0.1, 0.1, 0.2, 0.05, 0.04, 0.01])
+    mean_work = 4.0
+    rate = 0.85 * chips / (float(sizes @ p) * mean_work)
+    horizon = days * 24.0
+    jobs = poisson_stream(
+        child(ROOT, "bench.research", chips, int(days * 10)),
+        interarrival_hours=lambda rng, n: rng.exponential(1.0 / rate, n),
+        chips=lambda rng, n: rng.choice(sizes, n, p=p),
+        work_hours=lambda rng, n: rng.lognormal(math.log(mean_work) - 1.5**2 / 2, 1.5, n),
+        until_hours=horizon,
+    )
+    pool = PoolSpec(
+        "fleet",
+        chips=chips,
+        domain_chips=8,
+        failure_rate_per_chip_hour=2e-5 if failures else 0.0,
+        repair_hours=(lambda rng, n: np.full(n, 4.0)) if failures else None,
+    )
+    start = time.process_time()
+    res = run([pool], jobs, scheduler="fifo", horizon_hours=horizon, seed_seq=ROOT)
+    return time.process_time() - start, res
+
+
+def _best(chips: int, days: float, failures: bool) -> tuple[float, Any]:
+    """Best CPU seconds of ``ROUNDS`` identical replications, and the result."""
+    runs = [_research_fleet(chips, days, failures) for _ in range(ROUNDS)]
+    return min(t for t, _ in runs), runs[0][1]
+
+
+def _slope(points: Sequence[tuple[float, float]]) -> float:
+    """Least-squares slope of log y on log x."""
+    x, y = np.log(np.array(points)).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
+@pytest.mark.slow
+def test_research_fleet_4096_chips_90_days(
+    benchmark: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """4,096 chips for 90 days with a research job stream; growth with fleet size and horizon.
+
+    The issue asks for one training run and one serving endpoint on the same fleet as
+    well; several workloads on one fleet are not built yet, so this is the job stream alone.
+    The exponent is the least-squares slope of log seconds on log size (or horizon), each
+    point the best CPU time of ``ROUNDS`` replications. Jobs per replication grow in
+    proportion to both (fixed load and job mix), so an exponent near 1 is linear per job.
+    """
+    lines = []
+    for failures in (False, True):
+        label = "chip failures (event loop)" if failures else "reliable (FIFO recursion)"
+        seconds, res = _best(4096, 90.0, failures)
+        by_size = [(c, _best(c, 90.0, failures)[0]) for c in (1024, 2048)]
+        by_size.append((4096, seconds))
+        by_days = [(d, _best(4096, d, failures)[0]) for d in (22.5, 45.0)]
+        by_days.append((90.0, seconds))
+        size_exp = _slope(by_size)
+        days_exp = _slope(by_days)
+        benchmark.extra_info[f"{label} s/replication"] = round(seconds, 2)
+        benchmark.extra_info[f"{label} size exponent"] = round(size_exp, 2)
+        benchmark.extra_info[f"{label} horizon exponent"] = round(days_exp, 2)
+        lines.append(
+            f"  {label}: {seconds:.2f} s CPU per replication (best of {ROUNDS}; "
+            f"{res.jobs_arrived:,} jobs, "
+            f"utilisation {res.utilization:.3f}, mean wait {res.mean_wait_hours:.2f} h); "
+            f"seconds ~ chips^{size_exp:.2f} "
+            f"({', '.join(f'{c}: {t:.2f} s' for c, t in by_size)}), "
+            f"~ days^{days_exp:.2f} ({', '.join(f'{d:g} d: {t:.2f} s' for d, t in by_days)})"
+        )
+    benchmark.pedantic(_research_fleet, args=(4096, 90.0, False), rounds=1, iterations=1)
+    with capsys.disabled():
+        print("\nresearch stream on 4,096 chips for 90 days (job stream only: several")
+        print("workloads on one fleet, as the issue asks, are not built yet)")
+        for line in lines:
+            print(line)
