@@ -159,14 +159,29 @@ def test_draws_stay_inside_physical_bounds(seed: int) -> None:
 
 def test_defaults_pass_the_scenario_boundary() -> None:
     """Each prior is accepted where a user's value for the same Assumptions field would be
-    (the engine substitutes priors for unset fields, so they must meet the same checks)."""
-    from accelsim.scenario import Assumptions
+    (the engine substitutes priors for unset fields, so they must meet the same checks).
 
+    The lead-time priors are the exception by design: ``lead_time_days.<pricing>`` is the
+    base of a composite (x size, provider and spot factors) that
+    :func:`accelsim.engines._offers.lead_time_days` bounds at the boundary's own upper end,
+    so no drawn lead time exceeds what a user may state. The boundary judges an unbounded
+    law by its 1 - 1e-9 quantile; a log-normal base is held to its 1 - 1e-6 quantile (more
+    than any study draws) and the bound to be the boundary's.
+    """
+    from accelsim.engines._offers import MAX_LEAD_TIME_DAYS
+    from accelsim.scenario import _ASSUMPTION_HIGH, Assumptions
+
+    assert MAX_LEAD_TIME_DAYS == _ASSUMPTION_HIGH["lead_time_days"]
     shared = set(Assumptions.model_fields)
     checked = 0
     for name, prior in ALL.items():
         field = name.split(".")[0]
-        if field in shared:
+        if field == "lead_time_days":
+            dist = prior.dist()
+            assert float(dist.ppf(1.0 - 1e-6)) <= MAX_LEAD_TIME_DAYS, name
+            Assumptions(lead_time_days=float(dist.ppf(1.0 - 1e-6)))
+            checked += 1
+        elif field in shared:
             Assumptions(**{field: prior.value})
             checked += 1
         # every MFU prior: Assumptions.mfu has the same (0, 1] range

@@ -26,7 +26,7 @@ from accelsim.catalog._loader import Catalog, active, builtin_catalog
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
 from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
-from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, Stack
+from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, ProviderKind, Stack
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
@@ -158,6 +158,7 @@ __all__ = [
     "Pricing",
     "Prior",
     "Priors",
+    "ProviderKind",
     "ScalingDefaults",
     "ServingPriors",
     "Source",

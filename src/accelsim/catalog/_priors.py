@@ -44,6 +44,8 @@ RunStage: TypeAlias = Literal["prototype", "production"]
 """Stage of a training run, as in :data:`accelsim.scenario.Stage`."""
 TrainingPrecision: TypeAlias = Literal["bf16", "fp8", "fp32"]
 """Arithmetic precision of a training run, as in :data:`accelsim.scenario.Precision`."""
+ProviderKind: TypeAlias = Literal["hyperscaler", "neocloud", "on_prem"]
+"""Kind of a pool's provider, for its capacity lead time."""
 
 PriorSource = Source
 """A prior's source: ``Source(url, as_of, note)`` from :mod:`accelsim.catalog._schema`."""
@@ -116,6 +118,17 @@ class FitTable(_Frozen):
     def fit(self, framework: Framework, stack: Stack) -> Fit:
         """The fit of ``framework`` on ``stack``."""
         return self.table[framework][stack]
+
+
+class ProviderList(_Frozen):
+    """A list of provider ids with its sources (e.g. which clouds are hyperscalers)."""
+
+    value: tuple[str, ...] = Field(min_length=1)
+    """Provider ids, as in the price sheets."""
+    sources: tuple[Source, ...] = Field(min_length=1)
+    """Where the list comes from; at least one."""
+    note: str = Field(min_length=1)
+    """What the list means."""
 
 
 class Priors(_Frozen):
@@ -191,7 +204,19 @@ class Priors(_Frozen):
     """Share of a unit's spot preemptions that come in bursts taking all of a job's units at
     once; ``None``: 0 (independent units). [fraction]"""
     lead_time_days: dict[Pricing, Prior]
-    """Quota, capacity or procurement wait before the first step, by pricing model. [d]"""
+    """Quota, capacity or procurement wait before the first step of a reference-size request
+    on a hyperscaler, by pricing model; every model but spot, which is on-demand's wait times
+    ``spot_lead_time_factor`` where that is given. [d]"""
+    spot_lead_time_factor: Prior | None = None
+    """A spot request's wait over the same on-demand one's, >= 1. [ratio]"""
+    lead_time_reference_chips: Prior | None = None
+    """Request size the ``lead_time_days`` figures describe; ``None``: no size effect. [chips]"""
+    lead_time_size_elasticity: Prior | None = None
+    """Exponent of the lead time in chips / ``lead_time_reference_chips``. [dimensionless]"""
+    lead_time_provider_factor: dict[ProviderKind, Prior] = {}
+    """Lead time multiple by provider kind; empty: 1. [ratio]"""
+    lead_time_hyperscalers: ProviderList | None = None
+    """Providers of the hyperscaler kind (other clouds are neoclouds)."""
     engineers: Prior
     """Engineers on porting and optimisation. [count]"""
     engineer_usd_per_hour: Prior
@@ -223,7 +248,18 @@ class Priors(_Frozen):
             "reoptimization_hours_per_change",
         ):
             _require_keys(name, getattr(self, name), get_args(Fit))
-        _require_keys("lead_time_days", self.lead_time_days, get_args(Pricing))
+        pricing = get_args(Pricing)
+        if self.spot_lead_time_factor is not None:
+            pricing = tuple(k for k in pricing if k != "spot")
+            if float(self.spot_lead_time_factor.dist().support()[0]) < 1.0:
+                raise ValueError("spot_lead_time_factor must be >= 1: spot is never sooner")
+        _require_keys("lead_time_days", self.lead_time_days, pricing)
+        if self.lead_time_provider_factor:
+            _require_keys(
+                "lead_time_provider_factor", self.lead_time_provider_factor, get_args(ProviderKind)
+            )
+        if (self.lead_time_reference_chips is None) != (self.lead_time_size_elasticity is None):
+            raise ValueError("lead_time_reference_chips and lead_time_size_elasticity go together")
         if self.spot_unit_chips:
             _require_keys("spot_unit_chips", self.spot_unit_chips, get_args(Kind))
         if self.instability_events_per_day:
@@ -291,6 +327,8 @@ __all__ = [
     "Prior",
     "PriorSource",
     "Priors",
+    "ProviderKind",
+    "ProviderList",
     "RunStage",
     "Stack",
     "TrainingPrecision",

@@ -25,7 +25,7 @@ from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog import Catalog, Chip, Fit, Kind, Pricing, Stack
 from accelsim.dists import LogNormal
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
-from accelsim.engines._offers import spot_preemption_prior
+from accelsim.engines._offers import lead_time_days, spot_preemption_prior
 from accelsim.models import engineering, instability, perf, reliability
 from accelsim.scenario import Framework, Pool, Scenario, Stage, TrainingRun
 
@@ -312,10 +312,7 @@ def draw_training_inputs(
         draws.fixed("engineering.reoptimization_hours", 0.0)
     engineers = draws.get("assumptions.engineers", a.engineers, p.engineers.value)
     week = draws.get("priors.engineer_hours_per_week", None, p.engineer_hours_per_week.value)
-    pricing = scenario.fleet[0].pricing
-    lead = draws.get(
-        f"assumptions.lead_time_days.{pricing}", a.lead_time_days, p.lead_time_days[pricing].value
-    )
+    lead = lead_time_days(cat, scenario.fleet[0], a.lead_time_days, draws)
     reliability_inputs = _draw_reliability(scenario, cat, draws)
     badput = draws.get("assumptions.badput_fraction", a.badput_fraction, p.badput_fraction.value)
     return TrainingInputs(

@@ -68,7 +68,7 @@ from accelsim.dists import as_dist
 from accelsim.engines import _analytic as analytic
 from accelsim.engines import des
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
-from accelsim.engines._offers import spot_preemption_prior
+from accelsim.engines._offers import lead_time_days, spot_preemption_prior
 from accelsim.engines._pricing import pool_energy_kwh, price_pool, price_training, wait_cost_usd
 from accelsim.engines.des import (
     TRACE_COLUMNS,
@@ -372,14 +372,7 @@ def _fleet_draws(scenario: Scenario, cat: Catalog, draws: InputDraws) -> _FleetD
         a.failure_rate_per_chip_hour,
         priors.failure_rate_per_chip_hour.value,
     )
-    lead = tuple(
-        draws.get(
-            f"assumptions.lead_time_days.{pool.pricing}",
-            a.lead_time_days,
-            priors.lead_time_days[pool.pricing].value,
-        )
-        for pool in scenario.fleet
-    )
+    lead = tuple(lead_time_days(cat, pool, a.lead_time_days, draws) for pool in scenario.fleet)
     preempt = tuple(
         draws.get(
             "assumptions.spot_preemptions_per_hour",

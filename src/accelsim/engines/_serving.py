@@ -37,6 +37,7 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog, Priors, ServingPriors
 from accelsim.engines._inputs import InputDraws, constant
+from accelsim.engines._offers import lead_time_days
 from accelsim.engines._pricing import pool_energy_kwh, price_pool
 from accelsim.engines._serving_setup import (
     SECONDS_PER_HOUR,
@@ -114,11 +115,7 @@ def serving_metrics(
     )
     engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
     week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
-    lead_days = draws.get(
-        f"assumptions.lead_time_days.{pool.pricing}",
-        a.lead_time_days,
-        priors.lead_time_days[pool.pricing].value,
-    )
+    lead_days = lead_time_days(setup.cat, pool, a.lead_time_days, draws)
     launch_days = np.maximum(lead_days, engineering.calendar_days(porting_h, engineers, week_h))
     metrics["engineering_hours"] = np.asarray(porting_h, dtype=float)
     metrics["launch_days"] = launch_days
