@@ -273,10 +273,6 @@ class Priors(_Frozen):
             _require_keys(
                 "mfu_precision_gain", self.mfu_precision_gain, get_args(TrainingPrecision)
             )
-        if self.mfu_precision_gain:
-            _require_keys(
-                "mfu_precision_gain", self.mfu_precision_gain, get_args(TrainingPrecision)
-            )
         return self
 
     def by_name(self) -> dict[str, Prior]:
