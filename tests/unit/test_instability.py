@@ -103,3 +103,22 @@ def test_the_engine_reports_instability_inside_training_days() -> None:
     overhead = res.samples("training_days") - res.samples("compute_days")
     assert np.all(inst <= overhead + 1e-9)
     np.testing.assert_allclose(overhead, res.samples("failure_overhead_days"), rtol=1e-9)
+
+
+def test_rollback_days_by_inversion_has_the_compound_poisson_mean() -> None:
+    """The engine's inverse-transform form (one uniform per run for the count, one per
+    event) has the closed-form mean r D m exp(s^2/2), within 5 standard errors, and the
+    zero-event share is exp(-r D). (That a run's draw does not depend on its chunk is held
+    by tests/unit/test_study_des.py: the DES runs sub-block chunks and must equal the
+    analytic engine run for run.)"""
+    from accelsim.models import instability
+
+    rng = np.random.default_rng(11)
+    n, d, r, m, s = 200_000, 40.0, 0.1, 0.3, 1.0
+    counts = instability.event_counts(rng.random(n), d, r)
+    k = int(counts.max())
+    days = instability.rollback_days(counts, rng.random((k, n)), rng.random(n), m, s)
+    mean = float(instability.expected_instability_days(d, r, m, s))
+    se = days.std(ddof=1) / np.sqrt(n)
+    assert abs(days.mean() - mean) <= 5 * se
+    assert abs(np.mean(counts == 0) - np.exp(-r * d)) <= 5 * np.sqrt(np.exp(-r * d) / n)

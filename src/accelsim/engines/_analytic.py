@@ -536,19 +536,27 @@ def training_hours(
 
 
 def _instability_hours(inputs: TrainingInputs, hours: FloatArray, draws: InputDraws) -> FloatArray:
-    """Hours lost to loss-spike and divergence rollbacks over ``hours`` of training, each
-    block's runs from the block's own ``"instability"`` stream
-    (:func:`accelsim.models.instability.sample_instability_days`). [h]"""
+    """Hours lost to loss-spike and divergence rollbacks over ``hours`` of training
+    (:func:`accelsim.models.instability.rollback_days`). [h]
+
+    Every run takes its count and its events' costs from its own uniforms of named streams
+    (``instability.events``, ``instability.event.<j>``), not from a per-block generator:
+    the DES training path runs chunks smaller than a block, and a run's loss must not
+    depend on the chunk it falls in (bit-identical results whatever the chunking).
+    """
     rate = np.broadcast_to(np.asarray(inputs.instability_events_per_day, float), hours.shape)
     if not np.any(rate > 0):
         return np.zeros_like(hours)
     median, sigma = instability.lognormal_params(*inputs.instability_event_days)
-    days = np.empty_like(hours)
-    for runs, rng in draws.block_rngs("instability"):
-        days[runs] = instability.sample_instability_days(
-            rng, hours[runs] / _HOURS_PER_DAY, rate[runs], median, sigma
-        )[0]
-    return days * _HOURS_PER_DAY
+    days = hours / _HOURS_PER_DAY
+    counts = instability.event_counts(draws.uniforms("instability.events"), days, rate)
+    k = int(min(counts.max(initial=0.0), instability.EXACT_EVENTS_MAX))
+    events = np.empty((k, hours.size))
+    for j in range(k):
+        events[j] = draws.uniforms(f"instability.event.{j}")
+    tail = draws.uniforms("instability.tail") if k == instability.EXACT_EVENTS_MAX else 0.5
+    lost = instability.rollback_days(counts, events, tail, median, sigma)
+    return lost * _HOURS_PER_DAY
 
 
 def censor_at_horizon(

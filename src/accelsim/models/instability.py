@@ -15,6 +15,7 @@ with a heavy (log-normal) right tail.
 from __future__ import annotations
 
 import numpy as np
+from scipy import special, stats
 
 from accelsim._typing import ArrayLike, FloatArray
 
@@ -24,7 +25,7 @@ _Z95 = 1.6448536269514722  # Phi^-1(0.95): the catalog's 5-95 % convention for l
 # memory are bounded whatever the rate and horizon (a run of 1e4 years at 1 event a day).
 # The sum of K log-normals of log-sd s is close to normal once K >> exp(s^2) (its skewness
 # falls as 1/sqrt(K)); at s = 1.25 and K = 512 the skewness is below 0.5.
-_EXACT_EVENTS_MAX = 512
+EXACT_EVENTS_MAX = 512
 
 
 def _f(x: ArrayLike) -> FloatArray:
@@ -131,7 +132,7 @@ def sample_instability_days(
     ``N ~ Poisson(r D)`` events, each costing ``X_i = m exp(s Z_i)`` days with ``Z_i``
     standard normal; the run loses ``sum_i X_i``. Mean ``r D m exp(s^2/2)``, variance
     ``r D m^2 exp(2 s^2)`` (:func:`expected_instability_days`). A run with more than
-    ``_EXACT_EVENTS_MAX`` events draws its sum from the normal with those moments given
+    ``EXACT_EVENTS_MAX`` events draws its sum from the normal with those moments given
     ``N`` (``N E[X]``, ``N Var[X]``), clipped at 0. Oracle: the closed-form moments, and
     the zero-event probability ``exp(-r D)``, in ``tests/unit/test_instability.py``.
 
@@ -145,29 +146,71 @@ def sample_instability_days(
     d, r, m, s = np.broadcast_arrays(
         _f(training_days), _f(events_per_day), _f(event_median_days), _f(event_sigma)
     )
-    shape = d.shape
-    d, r, m, s = (np.ravel(x) for x in (d, r, m, s))
-    counts = rng.poisson(np.maximum(r * d, 0.0))
-    days = np.zeros(counts.shape)
-    exact = counts <= _EXACT_EVENTS_MAX
-    n_exact = np.where(exact, counts, 0)
-    total = int(n_exact.sum())
-    if total:
-        owner = np.repeat(np.arange(counts.size), n_exact)
-        costs = m[owner] * np.exp(s[owner] * rng.standard_normal(total))
-        days += np.bincount(owner, weights=costs, minlength=counts.size)
-    big = ~exact
-    if big.any():
-        k, mb, sb = counts[big].astype(float), m[big], s[big]
-        mean_x = mb * np.exp(0.5 * sb**2)
-        var_x = mb**2 * np.exp(sb**2) * np.expm1(sb**2)
-        z = rng.standard_normal(k.size)
-        days[big] = np.maximum(k * mean_x + np.sqrt(k * var_x) * z, 0.0)
-    return days.reshape(shape), counts.astype(float).reshape(shape)
+    counts = event_counts(rng.random(d.shape), d, r)
+    k = int(min(counts.max(initial=0.0), EXACT_EVENTS_MAX))
+    days = rollback_days(counts, rng.random((k, *d.shape)), rng.random(d.shape), m, s)
+    return days, counts
+
+
+def event_counts(
+    uniforms: ArrayLike, training_days: ArrayLike, events_per_day: ArrayLike
+) -> FloatArray:
+    """Instability events of each run by inversion: the Poisson(``r D``) quantile of a U(0, 1)
+    variate. [count]
+
+    One uniform per run, so an engine can take each run's from its own addressed stream and
+    a run's count does not depend on the other runs of its chunk.
+
+    Examples
+    --------
+    >>> event_counts([0.1, 0.9], [0.0, 100.0], 0.1).tolist()
+    [0.0, 14.0]
+    """
+    mean = np.maximum(_f(training_days) * _f(events_per_day), 0.0)
+    with np.errstate(invalid="ignore"):
+        counts = stats.poisson.ppf(_f(uniforms), mean)
+    return np.asarray(np.maximum(np.where(mean > 0.0, counts, 0.0), 0.0), dtype=float)
+
+
+def rollback_days(
+    counts: ArrayLike,
+    event_uniforms: ArrayLike,
+    tail_uniforms: ArrayLike,
+    event_median_days: ArrayLike,
+    event_sigma: ArrayLike,
+) -> FloatArray:
+    """Days lost by each run to its ``counts`` instability events, by inverse transform. [d]
+
+    ``event_uniforms[j]`` (shape ``(k, runs)``) is the U(0, 1) variate of every run's
+    ``j``-th event, for ``j < k``, and ``k`` at least ``min(max(counts), 512)``; event ``j``
+    costs ``m exp(s Phi^-1(u_j))``. A run with more than 512 events takes its sum from the
+    normal limit given its count (``N E[X]``, ``N Var[X]``) at ``Phi^-1(tail_uniforms)``,
+    clipped at 0. Each run's loss depends only on its own uniforms.
+
+    Examples
+    --------
+    >>> float(rollback_days([2.0], [[0.5], [0.5]], [0.5], 0.25, 1.0)[0])
+    0.5
+    """
+    n = _f(counts)
+    u = _f(event_uniforms).reshape(-1, *n.shape)
+    m, s = _f(event_median_days), _f(event_sigma)
+    exact = n <= EXACT_EVENTS_MAX
+    index = np.arange(u.shape[0]).reshape(-1, *([1] * n.ndim))
+    used = (index < np.where(exact, n, 0.0)) & (u > 0.0)
+    costs = m * np.exp(s * special.ndtri(np.where(used, u, 0.5)))
+    days = np.sum(np.where(used, costs, 0.0), axis=0)
+    mean_x = m * np.exp(0.5 * s**2)
+    var_x = m**2 * np.exp(s**2) * np.expm1(s**2)
+    limit = n * mean_x + np.sqrt(n * var_x) * special.ndtri(_f(tail_uniforms))
+    return np.asarray(np.where(exact, days, np.maximum(limit, 0.0)), dtype=float)
 
 
 __all__ = [
+    "EXACT_EVENTS_MAX",
+    "event_counts",
     "expected_instability_days",
     "lognormal_params",
+    "rollback_days",
     "sample_instability_days",
 ]
