@@ -274,7 +274,10 @@ class Cluster:
                 f"and {self.free[p]} are free"
             )
         pending = self._pending
-        del pending[bisect_left(pending, w)]
+        if pending[0] is w:  # the head (always under fifo): no search
+            del pending[0]
+        else:
+            del pending[bisect_left(pending, w)]
         now = self.env.now
         self.free[p] -= chips
         spec = job.spec
