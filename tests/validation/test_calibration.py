@@ -67,9 +67,10 @@ def test_coverage_of_a_and_a_minus_runs(checks: list[Check]) -> None:
 # chip-hours fall below (the H100 MFU prior carried to 16,384 GPUs is below its published
 # 38-43 %), GLM-130B's days above (its 60 days are a calendar window; its MFU, 0.325, is
 # low for the A100 prior), Falcon-180B as in sample.
+# GLM-130B's 60 days sit at the edge of its leave-one-out P95 (57.6 d with per-block
+# rollback draws, covered with per-run draws at this seed): a borderline figure, not a fit.
 KNOWN_LOO_MISSES: set[tuple[str, str]] = {
     ("llama3_1_405b", "chip_hours"),
-    ("glm_130b", "training_days"),
     ("falcon_180b", "chip_hours"),
 }
 
@@ -96,11 +97,7 @@ def test_instability_widens_the_wall_clock_upper_tail(monkeypatch: pytest.Monkey
 
     glm = next(r for r in published_runs() if r.run_id == "glm_130b")
     with_term = simulated_samples(glm, runs=1000, seed=SEED)
-    monkeypatch.setattr(
-        instability,
-        "sample_instability_days",
-        lambda rng, days, *a: (np.zeros(np.shape(days)), np.zeros(np.shape(days))),
-    )
+    monkeypatch.setattr(instability, "rollback_days", lambda counts, *a: np.zeros(np.shape(counts)))
     without = simulated_samples(glm, runs=1000, seed=SEED)
     np.testing.assert_array_equal(with_term["days.throughput"], without["days.throughput"])
     lo_w, hi_w = np.quantile(with_term["days.wall_clock"], [0.05, 0.95])

@@ -22,8 +22,8 @@ from typing import Any
 _DATA = "calibration_status.json"
 
 _TRAINING_LINE = re.compile(
-    r"^(?P<label>.*?): (?P<covered>\d+) of (?P<counted>\d+) counted figures \(\d+%\) lie in "
-    r"the predicted P5-P95 interval\.$",
+    r"^(?P<label>.*?): in sample (?P<covered>\d+) of (?P<counted>\d+) counted figures \(\d+%\) "
+    r"lie in the predicted P5-P95 interval; leave-one-out (?P<loo>\d+) of (?P<loo_counted>\d+) ",
     re.M,
 )
 _SERVING = {
@@ -71,6 +71,8 @@ def status_from_pages(docs: str | Path) -> dict[str, Any]:
             "claim_counted": int(claim["counted"]),
             "all_covered": int(every["covered"]),
             "all_counted": int(every["counted"]),
+            "claim_loo_covered": int(claim["loo"]),
+            "all_loo_covered": int(every["loo"]),
         },
         "serving": {
             "page": "serving_calibration.md",

@@ -716,8 +716,10 @@ def calibration_lines(kind: str, status: Mapping[str, Any]) -> tuple[tuple[str, 
             (
                 f"Published training runs graded A and A-: {t['claim_covered']} of "
                 f"{t['claim_counted']} published figures (time to train, chip-hours) lie in "
-                f"the predicted P5 – P95 interval.",
-                f"All grades: {t['all_covered']} of {t['all_counted']}.",
+                f"the predicted P5 – P95 interval ({t['claim_loo_covered']} judged "
+                f"leave-one-out, without the run's own published MFU).",
+                f"All grades: {t['all_covered']} of {t['all_counted']} "
+                f"({t['all_loo_covered']} leave-one-out).",
             ),
             str(t["page"]),
         )
