@@ -434,8 +434,8 @@ class _Run:
         window = submit >= self.warmup
         rec.arrived += n
         rec.arrived_in_window += int(np.count_nonzero(window))
-        if hasattr(rec, "offered_chip_hours"):  # summed in order of arrival
-            rec.offered_chip_hours = _running_sum(rec.offered_chip_hours, (asked * work)[window])
+        # offered chip-hours: summed in order of arrival
+        rec.offered_chip_hours = _running_sum(rec.offered_chip_hours, (asked * work)[window])
         # Queue order: by submission, then id (the event loop's order within a batch).
         increasing = bool(np.all(ids[1:] > ids[:-1])) and (n == 0 or ids[0] > self.max_id)
         order = np.arange(n) if increasing else np.lexsort((ids, submit))
@@ -502,14 +502,14 @@ class _Run:
                 tally.useful_chip_hours, p.col("asked")[running] * kept
             )
         submit = p.col("submit")
-        if hasattr(rec, "censored_waits"):  # in queue order
-            late = np.maximum(H - submit, 0.0)[(start >= H) & (submit >= self.warmup)]
-            rec.wait_hours.frombytes(late.tobytes())
-            rec.censored_waits = int(late.size)
-        if hasattr(rec, "jct_censored_sum_hours"):  # in order of arrival
-            cut = np.maximum(H - submit[by_arrival], 0.0)[submit[by_arrival] >= self.warmup]
-            rec.jct_censored_count = int(cut.size)
-            rec.jct_censored_sum_hours = _running_sum(rec.jct_censored_sum_hours, cut)
+        # Waits censored at the horizon (jobs never started), in queue order; completion
+        # times censored likewise (every job still in the system), in order of arrival.
+        late = np.maximum(H - submit, 0.0)[(start >= H) & (submit >= self.warmup)]
+        rec.wait_hours.frombytes(late.tobytes())
+        rec.censored_waits = int(late.size)
+        cut = np.maximum(H - submit[by_arrival], 0.0)[submit[by_arrival] >= self.warmup]
+        rec.jct_censored_count = int(cut.size)
+        rec.jct_censored_sum_hours = _running_sum(rec.jct_censored_sum_hours, cut)
         return int(running.size), int(np.count_nonzero(start >= H))
 
 
