@@ -595,11 +595,9 @@ def _price_fleet(
         out["energy_cost_usd"] = total["energy_cost_usd"]
         out["wait_cost_usd"] = wait_cost_usd(scenario, draws, data["queue_wait_job_hours"])
         out["tco_usd"] = out["hardware_cost_usd"] + out["energy_cost_usd"] + out["wait_cost_usd"]
-        completed = data["jobs_completed"]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out["usd_per_completed_job"] = np.where(
-                completed > 0, out["tco_usd"] / np.maximum(completed, 1.0), math.inf
-            )
+        # With no job completed in the run, the whole cost: a lower bound of the first
+        # job's (it completes later, if ever), never inf.
+        out["usd_per_completed_job"] = out["tco_usd"] / np.maximum(data["jobs_completed"], 1.0)
     return out
 
 

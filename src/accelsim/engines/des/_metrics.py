@@ -19,8 +19,9 @@ Definitions (the measurement window is ``[warmup_hours, horizon_hours)``):
   or preemption) over the window; *allocated* chip-hours, the chips held by jobs (whole
   domains included); *useful* chip-hours, each job's chips times the compute it kept:
   restarts, checkpoint writes, lost work and domain rounding are not useful. Utilisation is
-  allocated / available and goodput useful / available, per pool and overall (``nan``
-  when nothing was available). Compute still running at the horizon counts as useful.
+  allocated / available and goodput useful / available, per pool and overall (0 when
+  nothing was available, e.g. a horizon inside the fleet's lead time). Compute still
+  running at the horizon counts as useful.
 - Interruptions, chip failures and preemptions are counted in the window.
 """
 
@@ -122,7 +123,8 @@ class DesResult:
 
 
 def _ratio(num: float, den: float) -> float:
-    return num / den if den > 0 else math.nan
+    # 0 / 0 (no chip up in the window, say before the fleet's delivery): 0, nothing was used
+    return num / den if den > 0 else 0.0
 
 
 def _series(rec: Recorder, pools: int) -> TimeSeries | None:
