@@ -766,6 +766,13 @@ class Scenario(_Model):
                         f"assumptions.{name} applies to spot pools and the fleet has none: "
                         f"remove it or use pricing spot"
                     )
+        if a.electricity_usd_per_kwh is not None and not any(
+            p.pricing == "on_prem" for p in self.fleet
+        ):
+            raise ValueError(
+                "assumptions.electricity_usd_per_kwh applies to on_prem pools (a cloud price "
+                "includes power) and the fleet has none: remove it"
+            )
         if isinstance(work, TrainingRun) and self.background is None:
             if self.warmup_days and self.horizon_days is None:
                 raise ValueError(

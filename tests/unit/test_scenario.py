@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -285,3 +288,88 @@ def test_whole_domains_on_a_tpu_without_slice_shapes_is_rejected() -> None:
     )
     assert isinstance(ok.workload, acs.JobStream)
     assert ok.workload.whole_domains
+
+
+def _raw(work: dict[str, Any] | None = None, pool: dict[str, Any] | None = None, **kw: Any) -> Any:
+    data = {
+        "name": "x",
+        "workload": work or {"kind": "training", "params": 7e9, "tokens": 1e11},
+        "fleet": [pool or {"chip": "h100-sxm", "count": 64, "provider": "aws"}],
+        **kw,
+    }
+    return acs.Scenario.model_validate(data)
+
+
+_TRAIN = {"kind": "training", "params": 7e9, "tokens": 1e11}
+_STREAM = {"kind": "job_stream", "interarrival_hours": 1.0, "chips": 1, "duration_hours": 1.0}
+_H100 = {"chip": "h100-sxm", "count": 64, "provider": "aws"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"pool": {**_H100, "count": True}}, "fleet.0.count"),
+        ({"pool": {**_H100, "count": 10**11}}, "less than or equal to 10000000"),
+        ({"work": {**_TRAIN, "params": "7e9"}}, "params"),
+        ({"work": {**_TRAIN, "tokens": 1e300}}, "tokens"),
+        ({"work": {**_TRAIN, "params": 1e15, "tokens": 1e17}}, "above the bound 1e"),
+        ({"work": {**_TRAIN, "global_batch_tokens": -4e6}}, "global_batch_tokens must lie"),
+        ({"work": {**_TRAIN, "global_batch_tokens": 0}}, "global_batch_tokens must lie"),
+        (
+            {"work": {**_TRAIN, "global_batch_tokens": 5.6e6}, "pool": {**_H100, "count": 100_000}},
+            "less than one sequence",
+        ),
+        ({"work": {**_TRAIN, "params": 70e9, "sharding": "none"}}, "sharding='none'"),
+        ({"assumptions": {"engineers": 1e-300}}, "engineers must lie in"),
+        ({"assumptions": {"checkpoint_interval_hours": 1e-12}}, "checkpoint_interval_hours"),
+        ({"assumptions": {"mfu": {"dist": "uniform", "low": "0.3", "high": 0.5}}}, "low"),
+        ({"assumptions": {"spot_preemptions_per_hour": 0.01}}, "applies to spot pools"),
+        ({"assumptions": {"electricity_usd_per_kwh": 0.1}}, "applies to on_prem pools"),
+        ({"pool": {**_H100, "term_share": 0.5}}, "term_share applies to commit"),
+        (
+            {"pool": {**_H100, "pricing": "commit_1y", "term_share": 0.0}},
+            "term_share=0 charges none",
+        ),
+        ({"warmup_days": 1.0}, "warmup_days applies with horizon_days"),
+        ({"scheduler": "backfill"}, "applies to a shared fleet"),
+        ({"work": {**_STREAM, "interarrival_hours": 0}, "horizon_days": 1}, "mean >= 0.001"),
+        (
+            {
+                "work": {
+                    **_STREAM,
+                    "interarrival_hours": {"dist": "uniform", "low": 0, "high": 1e-12},
+                },
+                "horizon_days": 1,
+            },
+            "mean >= 0.001",
+        ),
+        ({"work": {**_STREAM, "duration_hours": 0}, "horizon_days": 1}, "duration_hours"),
+        ({"work": _STREAM, "horizon_days": "5"}, "horizon_days"),
+        (
+            {
+                "work": _STREAM,
+                "horizon_days": 1,
+                "pool": {**_H100, "chip": "tpu-v5p", "provider": "gcp"},
+            },
+            "no pool runs pytorch",
+        ),
+        (
+            {
+                "work": {"kind": "trace", "path": "x.csv", "chip_types": {"V": "nochip"}},
+                "horizon_days": 1,
+            },
+            "chip_types",
+        ),
+    ],
+)
+def test_bad_or_extreme_inputs_are_refused_naming_the_field(
+    kwargs: dict[str, Any], match: str
+) -> None:
+    """Issue 15: each example of a class of input that was accepted and gave a wrong answer."""
+    with pytest.raises(ValidationError, match=re.escape(match)):
+        _raw(**kwargs)
+
+
+def test_a_numpy_grid_value_is_accepted_by_replace() -> None:
+    s = _raw()
+    assert s.replace("fleet.0.count", np.int64(128)).fleet[0].count == 128
