@@ -618,6 +618,9 @@ class Assumptions(_Model):
     """Architecture changes that each need re-optimisation (prototype stage) [count]."""
     emission_kg_per_kwh: Uncertain | None = None
     """Grid emission factor [kg CO2e/kWh]."""
+    instability_events_per_day: Uncertain | None = None
+    """Loss-spike and divergence rollbacks per day of training (0 switches them off; unset =
+    the catalog prior for the run's stage) [1/d]."""
 
     @model_validator(mode="after")
     def _ranges(self) -> Assumptions:
@@ -625,6 +628,10 @@ class Assumptions(_Model):
         _check_range("mfu", self.mfu, _MFU_MIN, 1, low_open=False)
         _check_range("badput_fraction", self.badput_fraction, 0, 0.99, low_open=False)
         _check_range("pue", self.pue, 1, 5, low_open=False)
+        # More than 100 rollbacks a day is no training run at all.
+        _check_range(
+            "instability_events_per_day", self.instability_events_per_day, 0, 100, low_open=False
+        )
         _check_range("engineers", self.engineers, _MIN_ENGINEERS, 1e5, low_open=False)
         _check_range(
             "checkpoint_interval_hours",

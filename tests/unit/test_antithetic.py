@@ -34,7 +34,8 @@ def tco_scenario() -> acs.Scenario:
     The MFU is PERT(0.3, 0.4, 0.55) (TCO falls as it rises), the wage U(100, 200) USD/h
     (TCO rises with it), the catalog priors of power, PUE, badput, checkpoint write time,
     lead time... each move TCO one way too. A failure rate of 0 removes the failure sampler,
-    the only randomness that is not an input, so TCO is a function of the inputs alone.
+    and no rollbacks the instability term, the only randomness that is not an input, so TCO
+    is a function of the inputs alone.
     """
     return acs.Scenario(
         name="antithetic-tco",
@@ -46,6 +47,7 @@ def tco_scenario() -> acs.Scenario:
             optimization_hours=50.0,
             engineer_usd_per_hour=acs.Uniform(low=100.0, high=200.0),
             failure_rate_per_chip_hour=0.0,
+            instability_events_per_day=0.0,
         ),
     )
 

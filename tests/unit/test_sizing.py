@@ -11,6 +11,10 @@ import pytest
 import accelsim as acs
 from accelsim.study._sizing import _prob_cheapest
 
+# The overload warning (tests/unit/test_des_*.py test it) is expected here: sizing
+# sweeps fleets small enough to be overloaded on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore::accelsim.engines.OverloadWarning")
+
 
 def stream(price: float | None = 20.0) -> acs.Scenario:
     return acs.Scenario(

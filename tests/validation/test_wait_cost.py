@@ -21,6 +21,10 @@ JOBS = [(0, 2, 3), (1, 1, 4), (2, 2, 2), (8, 1, 1), (10, 2, 5), (11, 1, 1)]
 HORIZON_DAYS = 0.5  # 12 h
 PRICE = 37.5  # USD per job-hour of waiting
 
+# The overload warning (tests/unit/test_des_*.py test it) is expected here: the
+# hand-computed cases keep a job queued at the horizon on purpose (offered load >= 1).
+pytestmark = pytest.mark.filterwarnings("ignore::accelsim.engines.OverloadWarning")
+
 
 def trace_scenario(tmp_path: Path, price: float | None) -> acs.Scenario:
     csv = tmp_path / "jobs.csv"
@@ -45,7 +49,8 @@ def test_wait_cost_is_the_price_times_the_job_hours_of_waiting(tmp_path: Path) -
     assert res.engine == "des"
     np.testing.assert_array_equal(res.samples("jobs_queued_at_horizon"), 1.0)
     np.testing.assert_allclose(res.samples("queue_wait_job_hours"), 9.0, rtol=1e-9)
-    np.testing.assert_allclose(res.samples("mean_wait_hours"), 8.0 / 5.0, rtol=1e-9)  # started
+    # every job's wait, the one still queued counted to the horizon: 9 job-hours / 6 jobs
+    np.testing.assert_allclose(res.samples("mean_wait_hours"), 9.0 / 6.0, rtol=1e-9)
     np.testing.assert_allclose(res.samples("wait_cost_usd"), PRICE * 9.0, rtol=1e-9)
     parts = (
         res.samples("hardware_cost_usd")

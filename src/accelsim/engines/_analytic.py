@@ -272,9 +272,12 @@ def _draw_reliability(
     event = p.instability_days_per_event
     if p.instability_events_per_day and event is not None:
         stage = scenario.training.stage
+        user = a.instability_events_per_day
         out["instability_events_per_day"] = draws.get(
-            f"priors.instability_events_per_day.{stage}",
-            None,
+            "assumptions.instability_events_per_day"
+            if user is not None
+            else f"priors.instability_events_per_day.{stage}",
+            user,
             p.instability_events_per_day[stage].value,
         )
         dist = event.dist()  # a log-normal (the priors' schema checks it)
