@@ -18,7 +18,7 @@ from accelsim import catalog
 from accelsim.cli import main
 from accelsim.report import render_html
 from accelsim.report._calibration import calibration_status, status_from_pages
-from accelsim.report._content import rank_correlations
+from accelsim.report._tables import rank_correlations
 from accelsim.results import format_value
 
 ROOT = Path(__file__).resolve().parents[2]

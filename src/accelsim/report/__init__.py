@@ -7,7 +7,7 @@ on, so every string that comes from the user (scenario and option names, descrip
 file names) is escaped.
 
 What the page shows is decided by the metrics the results have (see
-:mod:`accelsim.report._content`): a training study gets its time-to-train figures and
+:mod:`accelsim.report._question`): a training study gets its time-to-train figures and
 timeline, a serving study its cost per million tokens and replicas, a job stream its waits.
 Figures need matplotlib (the ``plot`` extra); without it the page has every table and says
 how to get the figures.
@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from accelsim.report import _content as content
+from accelsim.report import _assumptions, _page_data, _provenance, _question, _tables
 from accelsim.report import _figures as figures
 from accelsim.report._calibration import calibration_status
 from accelsim.results import Comparison, Result
@@ -71,7 +71,7 @@ def _environment() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters["source_label"] = content.source_label
+    env.filters["source_label"] = _assumptions.source_label
     return env
 
 
@@ -86,18 +86,18 @@ def render_html(
     """The report of ``results`` as one self-contained HTML document (see :func:`report`)."""
     options = _options(results)
     named = _scenarios(scenarios, options)
-    kind = content.kind_of(options)
+    kind = _question.kind_of(options)
     cmp = results if isinstance(results, Comparison) else None
     if cmp is None and len(options) > 1 and all("tco_usd" in r.metrics for r in options.values()):
         cmp = Comparison(options)
     rec = cmp.recommendation if cmp is not None and len(options) > 1 else None
 
-    question = content.question(options, named, kind)
+    question = _question.question(options, named, kind)
     notes: list[str] = []
     primary = {
-        content.TRAINING: "time_to_train_days",
-        content.SERVING: "usd_per_million_output_tokens",
-        content.JOB_STREAM: "mean_wait_hours",
+        _page_data.TRAINING: "time_to_train_days",
+        _page_data.SERVING: "usd_per_million_output_tokens",
+        _page_data.JOB_STREAM: "mean_wait_hours",
     }.get(kind)
     distributions = [
         m
@@ -111,7 +111,7 @@ def render_html(
             svgs[f"ecdf-{metric}"] = figures.to_svg(figures.ecdf(options, metric), f"ecdf-{metric}")
         if all("tco_usd" in r.metrics for r in options.values()):
             svgs["breakdown"] = figures.to_svg(figures.tco_breakdown(options), "breakdown")
-        if kind == content.TRAINING:
+        if kind == _page_data.TRAINING:
             height = 1.4 + 0.5 * len(options)
             svgs["timeline"] = figures.to_svg(
                 figures.timeline(options), "timeline", size=(10.0, height)
@@ -120,27 +120,27 @@ def render_html(
         notes.append("Figures need matplotlib: pip install 'accelsim[plot]'.")
 
     runs = next(iter(options.values())).runs
-    drivers: tuple[content.Grid, ...] = ()
+    drivers: tuple[_page_data.Grid, ...] = ()
     if not sensitivity:
         drivers_note = "Left out of this report (sensitivity=False)."
-    elif runs < content.MIN_DRIVER_RUNS:
+    elif runs < _page_data.MIN_DRIVER_RUNS:
         drivers_note = (
             f"Left out: {runs} runs are too few to tell a driver from noise "
-            f"(rank correlations need at least {content.MIN_DRIVER_RUNS})."
+            f"(rank correlations need at least {_page_data.MIN_DRIVER_RUNS})."
         )
     else:
         wanted = [m for m in ("tco_usd", primary) if m is not None]
-        drivers = content.driver_grids(options, list(dict.fromkeys(wanted)))
+        drivers = _tables.driver_grids(options, list(dict.fromkeys(wanted)))
         drivers_note = (
             f"Spearman rank correlation of each uncertain input with the metric over the "
             f"{runs:,} runs of this study (the method 'spearman' of accelsim.sensitivity): "
             f"+1 means the metric rises with the input in every run, 0 no monotone relation. "
-            f"The {content.TOP_DRIVERS} strongest inputs are shown."
+            f"The {_page_data.TOP_DRIVERS} strongest inputs are shown."
         )
 
-    price_list = content.prices(options, named)
+    price_list = _assumptions.prices(options, named)
     version = importlib.metadata.version("accelsim")
-    calibration, calibration_page = content.calibration_lines(kind, calibration_status())
+    calibration, calibration_page = _provenance.calibration_lines(kind, calibration_status())
     if not named:
         assumptions_note = (
             "The scenarios were not given to the report, so assumptions you set cannot be "
@@ -153,10 +153,10 @@ def render_html(
         "question": question,
         "kind": kind,
         "options": [
-            content.Option(
+            _page_data.Option(
                 name,
-                content.describe_option(res, named.get(name)),
-                content.key_figures(options, name, kind),
+                _question.describe_option(res, named.get(name)),
+                _question.key_figures(options, name, kind),
                 chosen=rec is not None and rec.meets_goals and rec.choice == name,
             )
             for name, res in options.items()
@@ -166,19 +166,19 @@ def render_html(
         "distributions": distributions,
         "axis_label": _axis_label,
         "svgs": svgs,
-        "cost": content.cost_grid(options),
-        "time": content.time_grid(options) if kind == content.TRAINING else None,
-        "serving": content.serving_grid(options) if kind == content.SERVING else None,
+        "cost": _tables.cost_grid(options),
+        "time": _tables.time_grid(options) if kind == _page_data.TRAINING else None,
+        "serving": _tables.serving_grid(options) if kind == _page_data.SERVING else None,
         "drivers": drivers,
         "drivers_note": drivers_note,
-        "assumptions": content.assumptions(options, named),
+        "assumptions": _assumptions.assumptions(options, named),
         "assumptions_note": assumptions_note,
         "prices": price_list,
         "calibration": calibration,
         "calibration_page": calibration_page,
-        "reproduce": content.reproduce_rows(options, price_list, reproduce, version),
-        "metrics": content.metrics_grid(options),
-        "generated": content.today(),
+        "reproduce": _provenance.reproduce_rows(options, price_list, reproduce, version),
+        "metrics": _tables.metrics_grid(options),
+        "generated": _provenance.today(),
         "version": version,
         "notes": notes,
     }

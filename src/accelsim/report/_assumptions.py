@@ -1,0 +1,221 @@
+"""The report's assumptions and prices: every input with who set it and its sources, and the
+catalog offer behind each pool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from accelsim import catalog
+from accelsim.dists import EVERY_DIST_TYPE
+from accelsim.report._page_data import Assumption, Price
+from accelsim.results import Result, format_value
+from accelsim.scenario import Scenario
+
+# ---------------------------------------------------------------- assumptions
+
+
+_PRIOR_ALIASES = {"spot_preemptions_per_hour": "spot_preemptions_per_chip_hour"}
+_SITE_FIELDS = {"pue": "pue", "electricity_usd_per_kwh": "usd_per_kwh"}
+
+
+def describe_value(value: object) -> str:
+    """A number or distribution as its YAML form, e.g. ``pert(low=0.3, mode=0.42, high=0.56)``."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int | float):
+        return f"{value:g}"
+    if isinstance(value, EVERY_DIST_TYPE):
+        fields = value.model_dump()
+        tag = fields.pop("dist")
+        inner = ", ".join(
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()
+        )
+        return f"{tag}({inner})"
+    return str(value)
+
+
+def _drawn(x: np.ndarray) -> str:
+    if np.ptp(x) == 0:
+        return f"{format_value('', float(x[0]))} (every run)"
+    p5, p50, p95 = np.quantile(x, [0.05, 0.5, 0.95])
+    return " / ".join(format_value("", float(v)) for v in (p5, p50, p95))
+
+
+def source_label(url: str) -> str:
+    """A source's link text: host and path, without the scheme, cut to 40 characters."""
+    text = url.split("://", 1)[-1].removeprefix("www.").rstrip("/")
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _sources(sources: Sequence[catalog.Source]) -> tuple[tuple[str, str], ...]:
+    return tuple((str(s.url), s.as_of.isoformat()) for s in sources)
+
+
+def _user_value(scenario: Scenario | None, scope: str, path: str) -> object | None:
+    if scenario is None:
+        return None
+    field_name = path.split(".")[0]
+    holder: object = scenario.assumptions if scope == "assumptions" else scenario.workload
+    if scope not in ("assumptions", "workload"):
+        return None
+    value = getattr(holder, field_name, None)
+    return value
+
+
+def assumptions(
+    results: Mapping[str, Result], scenarios: Mapping[str, Scenario]
+) -> tuple[Assumption, ...]:
+    """Every drawn input (and every assumption the user set) with its provenance."""
+    by_name = catalog.priors().by_name()
+    names = list(dict.fromkeys(k for r in results.values() for k in r.inputs))
+    rows: list[Assumption] = []
+    for name in names:
+        users = [n for n, r in results.items() if name in r.inputs]
+        option = users[0]
+        res, scenario = results[option], scenarios.get(option)
+        x = np.asarray(res.inputs[name])
+        scope, _, path = name.partition(".")
+        used_by = "all" if len(users) == len(results) else ", ".join(users)
+        user = _user_value(scenario, scope, path)
+        prior_name = _PRIOR_ALIASES.get(path, path)
+        prior = by_name.get(prior_name)
+        pricing = getattr(res.info, "pricing", None) or (
+            scenario.fleet[0].pricing if scenario is not None else None
+        )
+        if user is not None:
+            rows.append(
+                Assumption(
+                    name,
+                    describe_value(user),
+                    prior.unit if prior else "",
+                    "you",
+                    True,
+                    "set in the scenario",
+                    (),
+                    _drawn(x),
+                    used_by,
+                )
+            )
+        elif path in _SITE_FIELDS and pricing == "on_prem":
+            provider = getattr(res.info, "provider", None) or "on_prem"
+            site = catalog.site(provider)
+            rows.append(
+                Assumption(
+                    name,
+                    describe_value(getattr(site, _SITE_FIELDS[path])),
+                    prior.unit if prior else "",
+                    "on-prem site sheet",
+                    False,
+                    "published",
+                    _sources(site.sources),
+                    _drawn(x),
+                    used_by,
+                )
+            )
+        elif prior is not None and not (
+            np.ptp(x) == 0
+            and not (isinstance(prior.value, int | float) and float(prior.value) == float(x[0]))
+        ):
+            rows.append(
+                Assumption(
+                    name,
+                    describe_value(prior.value),
+                    prior.unit,
+                    "catalog prior",
+                    False,
+                    "judgement" if prior.assumption else "published",
+                    _sources(prior.sources),
+                    _drawn(x),
+                    used_by,
+                    prior.note,
+                )
+            )
+        elif name == "engineering.reoptimization_hours":
+            rows.append(
+                Assumption(
+                    name,
+                    "architecture changes × hours per change",
+                    "engineer·h",
+                    "derived",
+                    False,
+                    "from the priors above",
+                    (),
+                    _drawn(x),
+                    used_by,
+                )
+            )
+        else:
+            rows.append(
+                Assumption(
+                    name,
+                    _drawn(x).removesuffix(" (every run)"),
+                    "",
+                    "fixed by the scenario" if np.ptp(x) == 0 else "engine",
+                    False,
+                    "—",
+                    (),
+                    _drawn(x),
+                    used_by,
+                )
+            )
+    seen = {r.name for r in rows}
+    for option, scenario in scenarios.items():
+        for field_name in type(scenario.assumptions).model_fields:
+            value = getattr(scenario.assumptions, field_name)
+            name = f"assumptions.{field_name}"
+            if value is None or name in seen or any(s.startswith(name + ".") for s in seen):
+                continue
+            seen.add(name)
+            prior = by_name.get(field_name)
+            rows.append(
+                Assumption(
+                    name,
+                    describe_value(value),
+                    prior.unit if prior else "",
+                    "you",
+                    True,
+                    "set in the scenario",
+                    (),
+                    "not drawn by this engine",
+                    option,
+                )
+            )
+    return tuple(sorted(rows, key=lambda a: (not a.user_set, a.name)))
+
+
+def prices(results: Mapping[str, Result], scenarios: Mapping[str, Scenario]) -> tuple[Price, ...]:
+    """The catalog offer behind each pool of each option (from the scenario, else its info)."""
+    out = []
+    for name, res in results.items():
+        pools: list[tuple[str, str | None, str]] = []
+        if name in scenarios:
+            pools = [(p.chip, p.provider, p.pricing) for p in scenarios[name].fleet]
+        elif res.info is not None:
+            pools = [(res.info.chip, res.info.provider, res.info.pricing)]
+        for chip_id, provider, pricing in pools:
+            if provider is None:
+                continue
+            try:
+                offer = catalog.price(chip_id, provider=provider, pricing=pricing)  # type: ignore[arg-type]
+            except (LookupError, ValueError):
+                continue
+            price = (
+                f"${offer.usd_per_chip_hour:,.2f} per chip-hour"
+                if offer.usd_per_chip_hour is not None
+                else f"${offer.purchase_usd_per_chip:,.0f} per chip, "
+                f"{offer.amortization_years:g} years"
+            )
+            out.append(
+                Price(
+                    name,
+                    offer.provider,
+                    offer.chip,
+                    offer.pricing,
+                    price,
+                    offer.as_of.isoformat(),
+                    str(offer.source),
+                )
+            )
+    return tuple(out)

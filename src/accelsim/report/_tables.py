@@ -1,0 +1,180 @@
+"""The report's tables: cost breakdown, time per phase, serving metrics, every metric, and
+the drivers (rank correlations of the inputs with a metric)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from accelsim.report._page_data import (
+    COST_PARTS,
+    SERVING_METRICS,
+    TOP_DRIVERS,
+    Cell,
+    Grid,
+    _mc_error,
+    _spread,
+    fmt,
+)
+from accelsim.results import Result
+
+# ---------------------------------------------------------------- tables
+
+
+def _cell(res: Result, metric: str, x: np.ndarray | None = None, share_of: str = "") -> Cell:
+    values = res.samples(metric) if x is None else x
+    mean = float(np.mean(values))
+    main = fmt(metric, mean)
+    if share_of and share_of in res.metrics and res.mean(share_of) > 0:
+        main += f" ({mean / res.mean(share_of):.0%})"
+    return Cell(main, _spread(res, metric, values))
+
+
+def cost_grid(results: Mapping[str, Result]) -> Grid | None:
+    """Mean of each cost part (its share of TCO) and its P5–P95, per option."""
+    if not all("tco_usd" in r.metrics for r in results.values()):
+        return None
+    known = [m for m in COST_PARTS if any(m in r.metrics for r in results.values())]
+    others = sorted(
+        {m for r in results.values() for m in r.metrics if m.endswith("_cost_usd")} - set(known)
+    )
+    rows = []
+    for part in [*known, *others, "tco_usd"]:
+        label = (
+            "total (TCO)" if part == "tco_usd" else part.removesuffix("_cost_usd").replace("_", " ")
+        )
+        cells = [
+            _cell(r, part, share_of="tco_usd" if part != "tco_usd" else "")
+            if part in r.metrics
+            else Cell("—")
+            for r in results.values()
+        ]
+        rows.append((Cell(label), *cells))
+    return Grid(
+        ("cost", *results),
+        tuple(rows),
+        "Mean (share of mean TCO), and P5 – P95 over the runs.",
+    )
+
+
+_TIME_ROWS = (
+    ("lead_time_days", "capacity lead time or quota wait"),
+    ("porting_days", "porting to the chip's stack"),
+    ("before_days", "before the first step (the longer of the two)"),
+    ("queue_days", "queue"),
+    ("compute_days", "training, failure-free"),
+    ("failure_overhead_days", "failures, checkpoints and badput"),
+    ("training_days", "training, first step to last"),
+    ("time_to_train_days", "time to a trained model"),
+)
+
+
+def time_grid(results: Mapping[str, Result]) -> Grid:
+    """Mean days of each phase and P5–P95, per option (training results)."""
+    from accelsim.report._figures import phase_samples
+
+    phases = {name: phase_samples(r) for name, r in results.items()}
+    rows = []
+    for key, label in _TIME_ROWS:
+        cells = []
+        for name, r in results.items():
+            x = phases[name].get(key)
+            cells.append(_cell(r, "time_to_train_days", r.samples(key) if x is None else x))
+        rows.append((Cell(label), *cells))
+    return Grid(
+        ("phase", *results),
+        tuple(rows),
+        "Mean days and P5 – P95. Lead time and porting run side by side; the rest follow "
+        "one another, so the phases from 'before the first step' on add up to the time to "
+        "a trained model.",
+    )
+
+
+def serving_grid(results: Mapping[str, Result]) -> Grid | None:
+    """The serving metrics present: mean and P5–P95 per option."""
+    present = [m for m in SERVING_METRICS if all(m in r.metrics for r in results.values())]
+    if not present:
+        return None
+    rows = tuple(
+        (Cell(m.replace("_", " ")), *(_cell(r, m) for r in results.values())) for m in present
+    )
+    return Grid(("metric", *results), rows, "Mean and P5 – P95 over the runs.")
+
+
+def metrics_grid(results: Mapping[str, Result]) -> Grid:
+    """Every metric all options report: mean ± 95 % MC error, and P5 – P95."""
+    first = next(iter(results.values()))
+    names = [m for m in first.metrics if all(m in r.metrics for r in results.values())]
+    rows = []
+    for m in names:
+        cells = []
+        for r in results.values():
+            err = _mc_error(r, m)
+            cells.append(
+                Cell(
+                    f"{fmt(m, r.mean(m))} ± {fmt(m, err) if np.isfinite(err) else 'n/a'}",
+                    _spread(r, m),
+                )
+            )
+        rows.append((Cell(m), *cells))
+    return Grid(
+        ("metric", *results),
+        tuple(rows),
+        "Mean ± 95% Monte Carlo error of the mean, and P5 – P95 (the spread of outcomes).",
+    )
+
+
+# ---------------------------------------------------------------- drivers
+
+
+def rank_correlations(res: Result, metric: str) -> dict[str, float]:
+    """Spearman's rho of each input that varied with ``metric``, over the result's runs.
+
+    The same numbers as ``accelsim.sensitivity(scenario, metric, runs=n, seed=s)`` (method
+    ``"spearman"``), which simulates the same runs again: here the result's own draws are
+    used, so the drivers describe exactly the runs on the page.
+    """
+    from scipy.stats import spearmanr
+
+    y = res.samples(metric)
+    out: dict[str, float] = {}
+    if np.ptp(y) == 0:
+        return out
+    for name, x in res.inputs.items():
+        if np.ptp(x) > 0:
+            out[name] = float(spearmanr(x, y).statistic)
+    return out
+
+
+def driver_grids(results: Mapping[str, Result], metrics: Sequence[str]) -> tuple[Grid, ...]:
+    """For each metric, the inputs with the largest |rho| in any option, largest first."""
+    grids = []
+    for metric in metrics:
+        if not all(metric in r.metrics for r in results.values()):
+            continue
+        rho = {name: rank_correlations(r, metric) for name, r in results.items()}
+        inputs = sorted(
+            {k for v in rho.values() for k in v},
+            key=lambda k: (-max(abs(v.get(k, 0.0)) for v in rho.values()), k),
+        )[:TOP_DRIVERS]
+        if not inputs:
+            continue
+        rows = tuple(
+            (
+                Cell(k),
+                *(
+                    Cell(f"{rho[n][k]:+.2f}", bar=rho[n][k]) if k in rho[n] else Cell("—")
+                    for n in results
+                ),
+            )
+            for k in inputs
+        )
+        grids.append(
+            Grid(
+                ("input", *results),
+                rows,
+                f"What drives {metric}: Spearman rank correlation of each input with it.",
+            )
+        )
+    return tuple(grids)
