@@ -20,6 +20,8 @@ import accelsim as acs
 from accelsim.dists._types import Uniform
 from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, InputPlan
 from accelsim.study import _sensitivity as sa
+from accelsim.study import _sensitivity_design as sa_design
+from accelsim.study import _sensitivity_results as sa_results
 
 RATE = "assumptions.engineer_usd_per_hour"
 FAILURES = "assumptions.failure_rate_per_chip_hour"
@@ -52,7 +54,7 @@ def known() -> acs.Scenario:
 
 
 def test_input_names_are_the_inputs_that_vary() -> None:
-    names = sa.input_names(known(), seed=1)
+    names = sa_design.input_names(known(), seed=1)
     assert {RATE, FAILURES} <= set(names)
     assert "assumptions.pue" not in names  # fixed by the user
     assert "engineering.reoptimization_hours" not in names  # a known constant
@@ -62,7 +64,7 @@ def test_input_names_are_the_inputs_that_vary() -> None:
 def test_evaluate_maps_the_design_through_the_ppf(u: list[float]) -> None:
     """engineering_cost = 300 h x ppf(u), run by run (float rounding only: rel 1e-12)."""
     design = {RATE: np.array(u)}
-    got = sa.evaluate(known(), design, "engineering_cost_usd", np.random.SeedSequence(5))
+    got = sa_design.evaluate(known(), design, "engineering_cost_usd", np.random.SeedSequence(5))
     np.testing.assert_allclose(got, HOURS * RATE_DIST.ppf(np.array(u)), rtol=1e-12)
 
 
@@ -152,10 +154,10 @@ def test_study_sensitivity_dispatches_and_keeps_spearman_pairs() -> None:
     assert pairs[0][1] == pytest.approx(1.0)
     assert "spearman rho" in acs.study.sensitivity_table(pairs)
     sob = acs.sensitivity(s, "engineering_cost_usd", runs=64, seed=3, method="sobol")
-    assert isinstance(sob, sa.SobolResult)
+    assert isinstance(sob, sa_results.SobolResult)
     assert acs.study.sensitivity_table(sob) == sob.table()
     tor = acs.sensitivity(s, "engineering_cost_usd", runs=16, seed=3, method="tornado")
-    assert isinstance(tor, sa.TornadoResult)
+    assert isinstance(tor, sa_results.TornadoResult)
     with pytest.raises(ValueError, match="unknown sensitivity method"):
         acs.sensitivity(s, method="pawn")  # type: ignore[call-overload]
 
@@ -204,14 +206,16 @@ def test_every_method_returns_its_exported_type_with_a_table() -> None:
 def test_errors_name_the_problem() -> None:
     root = np.random.SeedSequence(1)
     with pytest.raises(ValueError, match="unknown metric"):
-        sa.evaluate(known(), {RATE: np.full(4, 0.5)}, "nope", root)
+        sa_design.evaluate(known(), {RATE: np.full(4, 0.5)}, "nope", root)
     with pytest.raises(ValueError, match="does not draw"):
-        sa.evaluate(known(), {"assumptions.nope": np.full(4, 0.5)}, "tco_usd", root)
+        sa_design.evaluate(known(), {"assumptions.nope": np.full(4, 0.5)}, "tco_usd", root)
     with pytest.raises(ValueError, match="equally long"):
-        sa.evaluate(known(), {RATE: np.full(4, 0.5), FAILURES: np.full(3, 0.5)}, "tco_usd", root)
+        sa_design.evaluate(
+            known(), {RATE: np.full(4, 0.5), FAILURES: np.full(3, 0.5)}, "tco_usd", root
+        )
     with pytest.raises(ValueError, match="non-empty"):
-        sa.evaluate(known(), {RATE: np.array([])}, "tco_usd", root)
-    assert sa.evaluate_many(known(), [], "tco_usd", root) == []
+        sa_design.evaluate(known(), {RATE: np.array([])}, "tco_usd", root)
+    assert sa_design.evaluate_many(known(), [], "tco_usd", root) == []
     inference = acs.Scenario(
         name="svc",
         workload=acs.TrainingRun(params=7e9, tokens=1e11),
@@ -229,7 +233,7 @@ def test_designs_cross_chunks_and_reach_thread_workers() -> None:
     u = np.linspace(0.001, 0.999, BLOCK_RUNS + 10)
     root = np.random.SeedSequence(5)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        got = sa.evaluate(known(), {RATE: u}, "engineering_cost_usd", root, executor=pool)
+        got = sa_design.evaluate(known(), {RATE: u}, "engineering_cost_usd", root, executor=pool)
         threaded = sa.tornado(known(), "tco_usd", runs=BLOCK_RUNS + 8, seed=3, executor=pool)
     np.testing.assert_allclose(got, HOURS * RATE_DIST.ppf(u), rtol=1e-12)
     alone = sa.tornado(known(), "tco_usd", runs=BLOCK_RUNS + 8, seed=3)
@@ -239,7 +243,7 @@ def test_designs_cross_chunks_and_reach_thread_workers() -> None:
     np.testing.assert_array_equal(threaded.high, alone.high)
 
 
-def _assert_same_sobol(a: sa.SobolResult, b: sa.SobolResult) -> None:
+def _assert_same_sobol(a: sa_results.SobolResult, b: sa_results.SobolResult) -> None:
     assert a.names == b.names
     for x, y in [
         (a.first_order, b.first_order),

@@ -1,4 +1,4 @@
-"""Sobol and Morris cores of accelsim.study._sensitivity on the Ishigami function.
+"""Sobol and Morris cores of accelsim.study._sensitivity_estimators on the Ishigami function.
 
 Ishigami (Ishigami & Homma 1990): f = sin x1 + a sin^2 x2 + b x3^4 sin x1, a = 7, b = 0.1,
 x_i ~ U(-pi, pi). Known indices (Sobol' & Levitan 1999; Saltelli et al. 2010):
@@ -15,7 +15,7 @@ import pytest
 
 from accelsim._typing import FloatArray
 from accelsim.seeding import stream
-from accelsim.study._sensitivity import morris_indices, sobol_indices
+from accelsim.study._sensitivity_estimators import morris_indices, sobol_indices
 
 A, B = 7.0, 0.1
 S1_KNOWN = np.array([0.3139, 0.4424, 0.0])

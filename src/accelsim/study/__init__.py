@@ -9,14 +9,13 @@ whatever the executor. Stores keep finished chunks on disk for resuming.
 from accelsim.study._chunks import DEFAULT_RUNS
 from accelsim.study._compare import compare
 from accelsim.study._runner import ExecutorLike, open_executor
-from accelsim.study._sensitivity import (
+from accelsim.study._sensitivity import sensitivity, sensitivity_table
+from accelsim.study._sensitivity_results import (
     MorrisResult,
     SensitivityResult,
     SobolResult,
     SpearmanResult,
     TornadoResult,
-    sensitivity,
-    sensitivity_table,
 )
 from accelsim.study._serving import serving_capacity
 from accelsim.study._simulate import simulate
