@@ -28,6 +28,7 @@ from accelsim.results import Comparison, Recommendation, Result
 from accelsim.scenario import (
     SLO,
     Assumptions,
+    Credit,
     Goals,
     JobStream,
     Pool,
@@ -63,6 +64,7 @@ __all__ = [
     "Beta",
     "Choice",
     "Comparison",
+    "Credit",
     "Exponential",
     "Fixed",
     "FleetSizing",

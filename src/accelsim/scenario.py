@@ -664,6 +664,51 @@ class Assumptions(_Model):
         return self
 
 
+class Credit(_Model):
+    """A credit or grant that pays for cloud hardware: dollars or chip-hours, until it expires.
+
+    Research credits, startup credits and free TPU programmes (e.g. TPU Research Cloud:
+    ``provider="gcp"``, ``chip="tpu-v4"``). A credit offsets the ``hardware_cost_usd`` of the
+    cloud pools it applies to (never on-prem hardware, energy, engineering, delay or wait),
+    up to its amount, for usage before it expires; the study reports the offset as its own
+    negative line ``credits_usd`` (``tco_usd`` includes it). See the howto, "Credits".
+    """
+
+    usd: float | None = Field(default=None, gt=0, le=1e13)
+    """Amount in dollars (exactly one of ``usd`` and ``chip_hours``). [USD]"""
+    chip_hours: float | None = Field(default=None, gt=0, le=1e13)
+    """Amount in chip-hours, valued at the price of the pool that uses them. [chip·h]"""
+    provider: str | None = None
+    """Price sheet the credit applies to (``None``: any cloud provider)."""
+    chip: str | None = None
+    """Chip id the credit applies to (``None``: any chip)."""
+    expires_days: float | None = Field(default=None, gt=0, le=_MAX_HORIZON_DAYS)
+    """Days from the decision after which usage is no longer covered (``None``: never). [d]"""
+    name: str = ""
+    """Label for the reader (e.g. ``"TRC grant"``)."""
+
+    @field_validator("chip")
+    @classmethod
+    def _known_credit_chip(cls, chip_id: str | None) -> str | None:
+        if chip_id is None:
+            return None
+        try:
+            return catalog.chip(chip_id).id
+        except AccelsimError as exc:
+            raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _one_amount(self) -> Credit:
+        if (self.usd is None) == (self.chip_hours is None):
+            raise ValueError("a credit has exactly one amount: usd or chip_hours")
+        if self.provider is not None and self.provider not in catalog.price_sheets():
+            known = ", ".join(sorted(catalog.price_sheets()))
+            raise ValueError(f"credit provider {self.provider!r} is not a price sheet ({known})")
+        if self.provider == "on_prem":
+            raise ValueError("credits pay for cloud usage; an on_prem pool is bought hardware")
+        return self
+
+
 class Scenario(_Model):
     """A workload on a fleet under assumptions: the input of every study."""
 
@@ -688,6 +733,9 @@ class Scenario(_Model):
     warmup_days: float = Field(default=0.0, ge=0, le=_MAX_HORIZON_DAYS)
     """Initial period excluded from stream metrics; with a background, the time the
     background runs before the training run's decision [d]."""
+    credits: list[Credit] = Field(default_factory=list)
+    """Credits and grants that offset cloud hardware cost (:class:`Credit`); reported as
+    the ``credits_usd`` line."""
     description: str = ""
     """Free text for the reader of the scenario file."""
 
@@ -1033,6 +1081,7 @@ __all__ = [
     "SLO",
     "Assumptions",
     "Background",
+    "Credit",
     "Framework",
     "Goals",
     "JobStream",

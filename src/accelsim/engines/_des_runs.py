@@ -69,7 +69,15 @@ from accelsim.engines import _analytic as analytic
 from accelsim.engines import des
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines._offers import lead_time_days, spot_preemption_prior
-from accelsim.engines._pricing import pool_energy_kwh, price_pool, price_training, wait_cost_usd
+from accelsim.engines._pricing import (
+    Billing,
+    credits_usd,
+    pool_billing,
+    pool_energy_kwh,
+    price_pool,
+    price_training,
+    wait_cost_usd,
+)
 from accelsim.engines.des import (
     TRACE_COLUMNS,
     DesResult,
@@ -570,6 +578,7 @@ def _price_fleet(
         k: np.zeros(draws.runs) for k in ("hardware_cost_usd", "energy_cost_usd", "energy_kwh")
     }
     out: dict[str, FloatArray] = {}
+    billings: list[Billing] = []
     for i, pool in enumerate(scenario.fleet):
         held_h = data[f"held_hours_pool{i}"]
         chip_hours = data[f"allocated_chip_hours_pool{i}"]
@@ -589,12 +598,16 @@ def _price_fleet(
         )
         for key in ("hardware_cost_usd", "energy_cost_usd"):
             total[key] = total[key] + costs[key]
+        billings.append(pool_billing(pool, costs["hardware_cost_usd"], held_h))
     out["energy_kwh"] = total["energy_kwh"]
     if all(p.provider is not None for p in scenario.fleet):
         out["hardware_cost_usd"] = total["hardware_cost_usd"]
         out["energy_cost_usd"] = total["energy_cost_usd"]
         out["wait_cost_usd"] = wait_cost_usd(scenario, draws, data["queue_wait_job_hours"])
         out["tco_usd"] = out["hardware_cost_usd"] + out["energy_cost_usd"] + out["wait_cost_usd"]
+        if scenario.credits:
+            out["credits_usd"] = credits_usd(scenario, cat, billings, draws.runs)
+            out["tco_usd"] = out["tco_usd"] + out["credits_usd"]
         # With no job completed in the run, the whole cost: a lower bound of the first
         # job's (it completes later, if ever), never inf.
         out["usd_per_completed_job"] = out["tco_usd"] / np.maximum(data["jobs_completed"], 1.0)

@@ -11,9 +11,23 @@ reports energy only.
 Waiting is priced too when the user values it (``Assumptions.wait_usd_per_job_hour``, unset
 = 0): :func:`wait_cost_usd` turns job-hours of queue wait into the ``wait_cost_usd`` line of
 the TCO.
+
+Credits (``Scenario.credits``, :class:`~accelsim.scenario.Credit`) offset hardware cost
+only, and only of cloud pools (on-demand, spot, commitments; never on-prem hardware,
+energy, engineering, delay or wait): :func:`credits_usd`. Each pool's hardware cost is
+spread evenly over its billing window (a training run's rented hours: its training phase;
+a commitment: from the end of the lead time for the charged term, or the hours held if
+longer; a stream or serving fleet: its held hours from day 0). A credit covers the part of
+that cost billed before ``expires_days``, up to its amount (dollars, or chip-hours valued
+at the pool's price per chip-hour), in order of expiry (earliest first, then as listed),
+each pool in fleet order. The offset is the negative line ``credits_usd``, so ``tco_usd``
+stays the sum of its lines.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -125,6 +139,85 @@ def price_pool(
     }
 
 
+@dataclass(frozen=True)
+class Billing:
+    """A priced pool's hardware cost and the calendar window it is billed over. [USD], [d]"""
+
+    pool: Pool
+    hardware_usd: FloatArray
+    start_days: FloatArray | float
+    window_days: FloatArray | float
+
+
+def _share_before(expires: float | None, start: FloatArray, window: FloatArray) -> FloatArray:
+    """Share of a window ``[start, start + window]`` that lies before ``expires``. [fraction]"""
+    if expires is None:
+        return np.ones_like(start)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(window > 0, (expires - start) / np.where(window > 0, window, 1.0), 1.0)
+    covered: FloatArray = np.clip(np.where(start < expires, share, 0.0), 0.0, 1.0)
+    return covered
+
+
+def credits_usd(scenario: Scenario, cat: Catalog, billings: list[Billing], runs: int) -> FloatArray:
+    """Hardware cost the scenario's credits pay for, as a negative line. [USD]
+
+    See the module docstring for the rule. No credits, or none that applies: zeros.
+    """
+    total = np.zeros(runs)
+    if not scenario.credits:
+        return total
+    used = [np.zeros(runs) for _ in billings]
+    order = sorted(
+        enumerate(scenario.credits),
+        key=lambda ic: (math.inf if ic[1].expires_days is None else ic[1].expires_days, ic[0]),
+    )
+    for _, credit in order:
+        left_usd = np.full(runs, credit.usd if credit.usd is not None else 0.0)
+        left_ch = np.full(runs, credit.chip_hours if credit.chip_hours is not None else 0.0)
+        for k, b in enumerate(billings):
+            pool = b.pool
+            if pool.provider is None or pool.pricing == "on_prem":
+                continue
+            if credit.provider is not None and credit.provider != pool.provider:
+                continue
+            if credit.chip is not None and credit.chip != pool.chip:
+                continue
+            start = np.broadcast_to(np.asarray(b.start_days, dtype=float), (runs,))
+            window = np.broadcast_to(np.asarray(b.window_days, dtype=float), (runs,))
+            hw = np.broadcast_to(np.asarray(b.hardware_usd, dtype=float), (runs,))
+            open_usd = np.maximum(
+                hw * _share_before(credit.expires_days, start, window) - used[k], 0.0
+            )
+            if credit.usd is not None:
+                take = np.minimum(left_usd, open_usd)
+                left_usd = left_usd - take
+            else:
+                rate = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+                usd_per_ch = rate.usd_per_chip_hour or 0.0
+                if usd_per_ch <= 0:
+                    continue
+                take = np.minimum(left_ch * usd_per_ch, open_usd)
+                left_ch = left_ch - take / usd_per_ch
+            used[k] = used[k] + take
+            total = total + take
+    out: FloatArray = -total
+    return out
+
+
+def pool_billing(
+    pool: Pool, hardware_usd: FloatArray, held_hours: FloatArray | float, start_days: float = 0.0
+) -> Billing:
+    """The billing window of a pool held ``held_hours`` from ``start_days`` (streams, serving):
+    its held hours, or the charged term of a commitment if longer."""
+    held = np.asarray(held_hours, dtype=float)
+    if pool.pricing in _COMMIT_YEARS:
+        held = np.maximum(
+            held, _term_share(pool) * _COMMIT_YEARS[pool.pricing] * cost.HOURS_PER_YEAR
+        )
+    return Billing(pool, hardware_usd, start_days, held / 24.0)
+
+
 def wait_cost_usd(scenario: Scenario, draws: InputDraws, job_hours: FloatArray) -> FloatArray:
     """Cost of ``job_hours`` of queue wait at ``Assumptions.wait_usd_per_job_hour``. [USD]
 
@@ -186,7 +279,31 @@ def price_training(
     if "queue_wait_days" in usage:  # a training run sharing a fleet: one job, waiting
         out["wait_cost_usd"] = wait_cost_usd(scenario, draws, 24.0 * usage["queue_wait_days"])
         out["tco_usd"] = out["tco_usd"] + out["wait_cost_usd"]
+    if scenario.credits:
+        out["credits_usd"] = credits_usd(
+            scenario, cat, [_training_billing(pool, usage, out["hardware_cost_usd"])], draws.runs
+        )
+        out["tco_usd"] = out["tco_usd"] + out["credits_usd"]
     return out
 
 
-__all__ = ["pool_energy_kwh", "price_pool", "price_training", "wait_cost_usd"]
+def _training_billing(pool: Pool, usage: dict[str, FloatArray], hardware: FloatArray) -> Billing:
+    """A training run's billing window: the training phase for rented hours; for a
+    commitment, from the end of the lead time for the charged term (or the held hours)."""
+    end = usage["time_to_train_days"]
+    training = usage.get("training_days", end)
+    if pool.pricing in _COMMIT_YEARS:
+        start = usage.get("lead_time_days", end - training)
+        return replace(pool_billing(pool, hardware, usage["held_hours"]), start_days=start)
+    return Billing(pool, hardware, end - training, training)
+
+
+__all__ = [
+    "Billing",
+    "credits_usd",
+    "pool_billing",
+    "pool_energy_kwh",
+    "price_pool",
+    "price_training",
+    "wait_cost_usd",
+]

@@ -38,7 +38,7 @@ from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog, Priors, ServingPriors
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.engines._offers import lead_time_days
-from accelsim.engines._pricing import pool_energy_kwh, price_pool
+from accelsim.engines._pricing import credits_usd, pool_billing, pool_energy_kwh, price_pool
 from accelsim.engines._serving_setup import (
     SECONDS_PER_HOUR,
     Replica,
@@ -157,6 +157,10 @@ def serving_metrics(
         + metrics["engineering_cost_usd"]
         + metrics["delay_cost_usd"]
     )
+    if scenario.credits:
+        bill = pool_billing(pool, metrics["hardware_cost_usd"], setup.horizon_hours)
+        metrics["credits_usd"] = credits_usd(scenario, setup.cat, [bill], runs)
+        tco = tco + metrics["credits_usd"]
     metrics["tco_usd"] = tco
     metrics["usd_per_million_output_tokens"] = tco * 1e6 / np.maximum(out_tokens, 1.0)
     metrics["usd_per_million_tokens"] = tco * 1e6 / np.maximum(all_tokens, 1.0)

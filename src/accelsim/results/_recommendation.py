@@ -25,6 +25,11 @@ Serving options carry their own goal: the SLO of their scenario. When every opti
 serving study that knows its scenario (:attr:`Result.scenario`), ``slo_attainment >=`` the
 strictest ``SLO.attainment`` among them is added to the goals (at the goals' confidence,
 0.9 by default): an endpoint that misses its latency target is not an option, however cheap.
+
+Credits (``credits_usd``, negative, inside ``tco_usd``): when any option has them, the same
+rule is run again on ``tco_usd - credits_usd``; if it picks another option, the last reason
+says "Credits decide the choice" and names it (``Recommendation.credits_decide``), otherwise
+that they do not.
 """
 
 from __future__ import annotations
@@ -65,6 +70,9 @@ class Recommendation:
     prob_cheaper: float = float("nan")
     decided: bool = True
     meets_goals: bool = True
+    credits_decide: bool = False
+    """True when the scenarios' credits (``credits_usd``) change the choice: the same rule on
+    ``tco_usd`` without them picks another option (the rationale then says which)."""
 
     @property
     def headline(self) -> str:
@@ -139,10 +147,49 @@ def recommend(results: Mapping[str, Result], goals: Goals | None = None) -> Reco
         )
     if goals is not None:
         base = _recommend_with_goals(results, goals)
-        if slo is None:
-            return base
-        return replace(base, rationale=(_slo_words(results, goals), *base.rationale))
-    return _recommend_on_cost(results)
+        if slo is not None:
+            base = replace(base, rationale=(_slo_words(results, goals), *base.rationale))
+    else:
+        base = _recommend_on_cost(results)
+    return _credits_note(results, goals, base)
+
+
+def without_credits(res: Result) -> Result:
+    """``res`` with its credits taken out of ``tco_usd`` (itself when it has none)."""
+    if "credits_usd" not in res.data:
+        return res
+    tco = res.samples("tco_usd") - res.samples("credits_usd")
+    data = {k: v for k, v in res.data.items() if k != "credits_usd"} | {"tco_usd": tco}
+    return replace(res, data=data)
+
+
+def _credits_note(
+    results: Mapping[str, Result], goals: Goals | None, rec: Recommendation
+) -> Recommendation:
+    """Say when credits decide the choice: the same rule on ``tco_usd`` without the
+    ``credits_usd`` line picks another option."""
+    with_credits = [k for k, r in results.items() if np.any(r.data.get("credits_usd", 0.0))]
+    if not with_credits or len(results) < 2:
+        return rec
+    bare = {k: without_credits(r) for k, r in results.items()}
+    other = recommend(bare, goals)
+    if other.choice == rec.choice:
+        note = (
+            f"Credits do not decide the choice: without them ({', '.join(with_credits)}) "
+            f"the same rule still picks {rec.choice}."
+        )
+    else:
+        saved = -_median(results[rec.choice], "credits_usd") if rec.choice in with_credits else 0
+        note = (
+            f"Credits decide the choice: without them the same rule picks {other.choice}"
+            + (
+                f" (median credits of {rec.choice}: {format_value('tco_usd', saved)})"
+                if saved
+                else ""
+            )
+            + "; check that they cover this work and do not expire before it."
+        )
+    return replace(rec, rationale=(*rec.rationale, note), credits_decide=other.choice != rec.choice)
 
 
 def _recommend_on_cost(results: Mapping[str, Result]) -> Recommendation:
