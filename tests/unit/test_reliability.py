@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from accelsim.models import reliability
+from accelsim.models import (
+    _reliability_expected,
+    _reliability_rates,
+    _reliability_sampling,
+    reliability,
+)
 from accelsim.models.reliability import (
     daly_interval_hours,
     expected_completion_hours,
@@ -24,11 +29,12 @@ CASE = (10.0, 2.0, 0.1, 0.5, 0.05)  # work, interval, write, restart [h], rate [
 
 
 def test_doctests_run() -> None:
-    """Every Examples block in the module runs and prints what it shows (no NUMBER flag)."""
+    """Every Examples block of the model runs and prints what it shows (no NUMBER flag)."""
     flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
-    result = doctest.testmod(reliability, optionflags=flags)
-    assert result.attempted >= 10
-    assert result.failed == 0
+    modules = (_reliability_rates, _reliability_expected, _reliability_sampling)
+    results = [doctest.testmod(m, optionflags=flags) for m in modules]
+    assert sum(r.attempted for r in results) >= 10
+    assert sum(r.failed for r in results) == 0
 
 
 def test_interruption_rate_adds_failures_and_preemptions() -> None:
@@ -185,7 +191,7 @@ def test_lost_time_sums_are_exact_per_group(loss_counts: np.ndarray) -> None:
     """
     rate = np.ones(LOSS_COUNTS.size)
     value = 0.5
-    sums = reliability._sum_truncated_exponentials(
+    sums = _reliability_sampling._sum_truncated_exponentials(
         _ConstantGenerator(value),  # type: ignore[arg-type]
         loss_counts,
         LOSS_LENGTHS,
@@ -211,7 +217,7 @@ def test_each_loss_takes_one_uniform_of_its_own() -> None:
     counts = np.array([5, 0, 100, 200, 300, 64, 1, 4096], dtype=np.int64)
     length, rate = np.full(counts.size, 0.3), np.ones(counts.size)
     rng = _RecordingGenerator(5)
-    sums = reliability._sum_truncated_exponentials(
+    sums = _reliability_sampling._sum_truncated_exponentials(
         rng,  # type: ignore[arg-type]
         counts,
         length,
@@ -270,7 +276,7 @@ def test_rare_success_limit_agrees_with_the_exact_sampler_where_both_apply(
     args = (work, tau, write, restart, rate)
     exact_h, _ = reliability.sample_completion_hours(np.random.default_rng(2), *args, size=size)
     full, interval, partial = reliability.checkpoint_segments(np.full(size, work), tau)
-    limit_h, limit_n = reliability._sample_rare_success(
+    limit_h, limit_n = _reliability_sampling._sample_rare_success(
         np.random.default_rng(3), full, interval, partial, *(np.full(size, x) for x in args[2:])
     )
     mean = float(reliability.expected_completion_hours(*args))
@@ -299,9 +305,11 @@ def test_small_mean_negative_binomial_by_inversion_has_the_exact_law(
     n = np.full(n_draws, successes)
     odds = np.full(n_draws, math.expm1(-log_p))  # q / p = 1 / p - 1
     exponent = np.full(n_draws, -log_p)
-    draws = reliability._negative_binomial(np.random.default_rng(4), n, odds, exponent)
+    draws = _reliability_sampling._negative_binomial(np.random.default_rng(4), n, odds, exponent)
     p = math.exp(log_p)
-    assert successes * (1 - p) / p <= reliability._INVERSION_MEAN_MAX  # the inversion path
+    assert (
+        successes * (1 - p) / p <= _reliability_sampling._INVERSION_MEAN_MAX
+    )  # the inversion path
     observed = np.bincount(np.minimum(draws, 6), minlength=7)
     expected = np.append(
         stats.nbinom.pmf(np.arange(6), successes, p), stats.nbinom.sf(5, successes, p)
@@ -318,9 +326,9 @@ def test_inversion_steps_cover_all_but_rounding() -> None:
     """Mean <= 1, any n >= 1: P(count >= steps) <= 2**-64 (n = 1), far below u's 2**-53 grid."""
     from scipy import stats
 
-    steps = reliability._INVERSION_STEPS
+    steps = _reliability_sampling._INVERSION_STEPS
     for n in [1, 2, 5, 30, 1000, 10**6]:
-        p = n / (n + reliability._INVERSION_MEAN_MAX)  # mean n (1 - p) / p = the limit
+        p = n / (n + _reliability_sampling._INVERSION_MEAN_MAX)  # mean n (1 - p) / p = the limit
         assert stats.nbinom.sf(steps - 1, n, p) <= 2.0**-64 * (1 + 1e-9)
 
 
@@ -329,7 +337,9 @@ def test_negative_binomial_mixes_both_methods_in_one_call() -> None:
     rng = np.random.default_rng(5)
     n = np.tile([0.0, 2.0, 50.0], 60_000)
     log_p = np.tile([-0.1, -0.05, -0.5], 60_000)  # means 0, 0.103, 32.4
-    draws = reliability._negative_binomial(rng, n, np.expm1(-log_p), -log_p).reshape(-1, 3)
+    draws = _reliability_sampling._negative_binomial(rng, n, np.expm1(-log_p), -log_p).reshape(
+        -1, 3
+    )
     assert (draws[:, 0] == 0).all()
     for col, (k, lp) in enumerate([(2.0, -0.05), (50.0, -0.5)], start=1):
         p = math.exp(lp)
@@ -353,7 +363,7 @@ def test_geometric_by_closed_form_inversion_has_the_exact_law(exponent: float) -
     n_draws = 200_000
     present = np.tile([1.0, 0.0], n_draws)
     x = np.full(present.size, exponent)
-    draws = reliability._geometric(np.random.default_rng(6), present, np.expm1(x), x)
+    draws = _reliability_sampling._geometric(np.random.default_rng(6), present, np.expm1(x), x)
     assert (draws[1::2] == 0).all()
     got = draws[0::2]
     p = math.exp(-exponent)
