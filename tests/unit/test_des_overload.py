@@ -102,3 +102,16 @@ def test_a_starved_training_run_is_censored_and_unfinished() -> None:
     assert (ttt > 5.0).all()
     np.testing.assert_array_equal(res.samples("finished"), [0.0, 0.0])
     assert all(math.isfinite(v) for m in res.metrics for v in res.samples(m))
+
+
+def test_a_fleet_expecting_too_many_failures_is_refused_before_simulating() -> None:
+    """10^6 chips failing every other hour for 3000 days: 3.6e10 events, not a run."""
+    s = acs.Scenario(
+        name="f",
+        workload=acs.JobStream(interarrival_hours=1000.0, chips=1, duration_hours=1.0),
+        fleet=[acs.Pool(chip="h100-sxm", count=1_000_000, provider="aws")],
+        horizon_days=3000,
+        assumptions=acs.Assumptions(failure_rate_per_chip_hour=0.5),
+    )
+    with pytest.raises(AccelsimError, match="above the cap of 10,000,000"):
+        acs.simulate(s, runs=1, seed=1, progress=False)

@@ -242,6 +242,32 @@ def _capacity(scenario: Scenario, cat: Catalog, pools: Sequence[int]) -> float:
     )
 
 
+MAX_EXPECTED_STRIKES = 10_000_000
+"""Most chip failures and preemptions expected in one run of a shared fleet: each is an
+event of the DES, so more would run for hours (a stated bound, not a sourced figure)."""
+
+
+def _check_strikes(scenario: Scenario, cat: Catalog, horizon_h: float) -> None:
+    """Refuse a fleet whose chips are expected to fail or be preempted too often to simulate."""
+    a, priors = scenario.assumptions, cat.priors
+    fail = a.failure_rate_per_chip_hour
+    fail_rate = as_dist(fail if fail is not None else priors.failure_rate_per_chip_hour.value)
+    expected = 0.0
+    for pool in scenario.fleet:
+        rate = fail_rate.expected_value()
+        if pool.pricing == "spot":
+            spot = a.spot_preemptions_per_hour
+            law = spot if spot is not None else spot_preemption_prior(cat, pool)
+            rate += as_dist(law).expected_value()
+        expected += pool.count * rate * horizon_h
+    if expected > MAX_EXPECTED_STRIKES:
+        raise AccelsimError(
+            f"scenario {scenario.name!r}: the fleet expects {expected:,.0f} chip failures and "
+            f"preemptions per run over {horizon_h:g} h, above the cap of "
+            f"{MAX_EXPECTED_STRIKES:,}: check the rates, or shorten horizon_days"
+        )
+
+
 def check_runnable(
     scenario: Scenario, cat: Catalog, *, max_jobs_per_run: int = MAX_JOBS, warn: bool = True
 ) -> None:
@@ -249,7 +275,8 @@ def check_runnable(
 
     Checks what needs the catalog or the file system, beyond the scenario's own validation:
     a trace file that is missing or has bad rows, a trace job larger than every pool it may
-    run on, a stream expected to submit more than ``max_jobs_per_run`` jobs in a run. Warns
+    run on, a stream expected to submit more than ``max_jobs_per_run`` jobs in a run, a fleet
+    expecting more than :data:`MAX_EXPECTED_STRIKES` chip failures and preemptions. Warns
     (:class:`OverloadWarning`) where the offered load of a stream or trace, its chips x
     work per hour over the fleet's capacity (chips x speed), is >= 1: its queue then grows
     without bound and its waits are those of the horizon chosen.
@@ -270,6 +297,7 @@ def check_runnable(
     horizon_h = scenario.horizon_days * _HOURS_PER_DAY
     warmup_h = scenario.warmup_days * _HOURS_PER_DAY
     name = scenario.name
+    _check_strikes(scenario, cat, horizon_h)
     if isinstance(work, JobStream):
         mean_gap = as_dist(work.interarrival_hours).expected_value()
         expected = horizon_h / mean_gap
