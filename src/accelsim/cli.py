@@ -14,7 +14,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
 from enum import StrEnum
@@ -114,6 +114,20 @@ _Workers = Annotated[
 _Json = Annotated[bool, typer.Option("--json", help="A JSON summary instead of a table.")]
 _Csv = Annotated[bool, typer.Option("--csv", help="CSV for machines instead of a table.")]
 _Seed = Annotated[int, typer.Option(help="Root seed: same seed, same numbers.")]
+_MaxPriceAge = Annotated[
+    int,
+    typer.Option(min=0, help="Warn about (or list) prices observed more than this many days ago."),
+]
+
+
+def _warn_stale_prices(results: Iterable[Result], max_age_days: int) -> None:
+    """On stderr, one warning per distinct set of stale offers the results priced with."""
+    seen: set[str] = set()
+    for res in results:
+        line = res.price_age_warning(max_age_days)
+        if line is not None and line not in seen:
+            seen.add(line)
+            print(f"accelsim: {line}", file=sys.stderr)
 
 
 class Listing(StrEnum):
@@ -265,6 +279,10 @@ def catalog_(
     mfu: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="MFU for USD per delivered PFLOP-hour (chips).")
     ] = 0.4,
+    stale: Annotated[
+        bool, typer.Option("--stale", help="Only prices older than --max-age-days (prices).")
+    ] = False,
+    max_age_days: _MaxPriceAge = 182,
 ) -> None:
     """The built-in chips, prices or priors, with their sources and dates."""
     if not 0.0 < mfu <= 1.0:
@@ -286,6 +304,12 @@ def catalog_(
         _show(Table(("prior", "value", "unit", "basis", "first source"), _cells(rows)))
         return
     offers = catalog.offers(provider=provider)
+    if stale:
+        old = {id(o) for o in catalog.stale_offers(max_age_days=max_age_days)}
+        offers = [o for o in offers if id(o) in old]
+        if not offers:
+            print(f"no offer is older than {max_age_days} days")
+            return
     if not offers:
         raise AccelsimError(
             f"no offers for provider {provider!r}; providers: {', '.join(catalog.price_sheets())}"
@@ -387,6 +411,7 @@ def run(
     workers: _Workers = None,
     json_out: _Json = False,
     csv_out: _Csv = False,
+    max_price_age_days: _MaxPriceAge = 182,
 ) -> None:
     """Simulate one scenario file: mean, Monte Carlo error and P5/P50/P95 of each metric."""
     fmt = _format(json_out, csv_out)
@@ -409,6 +434,7 @@ def run(
             resume=resume,
         )
     _emit(res, fmt)
+    _warn_stale_prices([res], max_price_age_days)
     if out is not None:
         kind = Path(out).suffix.lower().lstrip(".")
         if kind not in {"csv", "json"}:
@@ -442,6 +468,7 @@ def compare_(
     seed: _Seed = 42,
     workers: _Workers = None,
     json_out: _Json = False,
+    max_price_age_days: _MaxPriceAge = 182,
 ) -> None:
     """Compare scenario files with common random numbers: table, odds and a recommendation."""
     named: dict[str, Scenario] = {}
@@ -451,6 +478,7 @@ def compare_(
         named[s.name] = s
     with _executor(workers) as pool:
         cmp = compare(named, runs=runs, seed=seed, executor=pool)
+    _warn_stale_prices(cmp.results.values(), max_price_age_days)
     if json_out:
         rec = cmp.recommendation
         metrics = [m for m in ("tco_usd", "time_to_train_days") if m in cmp[cmp.options[0]].data]

@@ -33,7 +33,7 @@ from accelsim.engines._inputs import (
     blocks,
     check_design_runs,
 )
-from accelsim.engines._pricing import price_training
+from accelsim.engines._pricing import price_training, prices_used
 from accelsim.engines._serving import replica_capacity, simulate_serving_fast
 from accelsim.engines._serving_des import simulate_serving_block
 
@@ -50,6 +50,7 @@ __all__ = [
     "check_runnable",
     "merge_kept",
     "price_training",
+    "prices_used",
     "replica_capacity",
     "run_info",
     "simulate_block",

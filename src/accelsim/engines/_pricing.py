@@ -218,6 +218,32 @@ def pool_billing(
     return Billing(pool, hardware_usd, start_days, held / 24.0)
 
 
+def prices_used(scenario: Scenario, cat: Catalog) -> list[dict[str, str]]:
+    """The catalog offers a study of ``scenario`` prices with, oldest first.
+
+    One entry per priced pool's offer (``provider``, ``chip``, ``pricing``, ``region``,
+    ``as_of`` as an ISO date, ``source``), plain strings so a study's store and JSON output
+    keep them. The study records them in ``Result.extras["prices_used"]`` and the oldest
+    date in ``extras["oldest_price_as_of"]``; :meth:`Result.summary` and the CLI warn when
+    one is older than a threshold (issue 16 item 5).
+    """
+    seen: dict[tuple[str, str, str, str], dict[str, str]] = {}
+    for pool in scenario.fleet:
+        if pool.provider is None:
+            continue
+        o = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+        key = (o.provider, o.chip, o.pricing, o.region or "")
+        seen[key] = {
+            "provider": o.provider,
+            "chip": o.chip,
+            "pricing": o.pricing,
+            "region": o.region or "",
+            "as_of": o.as_of.isoformat(),
+            "source": str(o.source),
+        }
+    return sorted(seen.values(), key=lambda d: (d["as_of"], d["provider"], d["chip"]))
+
+
 def wait_cost_usd(scenario: Scenario, draws: InputDraws, job_hours: FloatArray) -> FloatArray:
     """Cost of ``job_hours`` of queue wait at ``Assumptions.wait_usd_per_job_hour``. [USD]
 
@@ -305,5 +331,6 @@ __all__ = [
     "pool_energy_kwh",
     "price_pool",
     "price_training",
+    "prices_used",
     "wait_cost_usd",
 ]

@@ -7,6 +7,7 @@ can tell a real difference from sampling noise.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,29 @@ def quantiles(x: FloatArray, q: FloatArray | Sequence[float]) -> FloatArray:
         lower = np.asarray(np.quantile(x, q, method="lower"), dtype=float)
         out = np.where(np.isnan(out), lower, out)
     return out
+
+
+STALE_PRICE_DAYS = 182
+"""Default age beyond which a price used is flagged: about six months. [days]"""
+
+
+def stale_price_warning(
+    stale: Sequence[Mapping[str, str]], as_of: datetime.date | None = None
+) -> str | None:
+    """One line naming the stale offers a study used (provider, chip, pricing, as_of), or
+    ``None`` when there are none."""
+    if not stale:
+        return None
+    today = as_of if as_of is not None else datetime.date.today()
+    named = "; ".join(
+        f"{p['provider']} {p['chip']} {p['pricing']} as of {p['as_of']} "
+        f"({(today - datetime.date.fromisoformat(p['as_of'])).days} days old)"
+        for p in stale
+    )
+    return (
+        f"warning: stale prices used: {named}. Check current prices and load your own sheet "
+        f"(acs.catalog.load) if they moved."
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,15 +267,47 @@ class Result:
             )
         return Table(("metric", "mean ± 95% MC error", "P5", "P50", "P95"), tuple(rows), head)
 
-    def summary(self, metrics: Sequence[str] | None = None) -> str:
+    def summary(
+        self,
+        metrics: Sequence[str] | None = None,
+        *,
+        max_price_age_days: int | None = STALE_PRICE_DAYS,
+    ) -> str:
         """A table: mean ± 95 % Monte Carlo error, P5, P50, P95 of each metric; the first line
         states ``P(finish)`` when some runs do not finish within the horizon.
 
         The error is ``1.96 * std_error(metric)``, so it follows the design of the study
         (over pair means for ``"antithetic"``), which the first line names when not ``"mc"``.
         With one run the error reads ``n/a``.
+
+        A last line warns when a price the study used is older than ``max_price_age_days``
+        today (default 182, about six months; ``None`` turns the warning off), naming each
+        such offer: see :meth:`stale_prices`.
         """
-        return str(self.as_table(metrics))
+        text = str(self.as_table(metrics))
+        if max_price_age_days is None:
+            return text
+        warning = self.price_age_warning(max_price_age_days)
+        return text if warning is None else f"{text}\n{warning}"
+
+    def price_age_warning(self, max_age_days: int = STALE_PRICE_DAYS) -> str | None:
+        """The line :meth:`summary` and the CLI print about prices older than
+        ``max_age_days`` (provider, chip, pricing, as_of of each), or ``None``."""
+        return stale_price_warning(self.stale_prices(max_age_days))
+
+    def stale_prices(
+        self, max_age_days: int = STALE_PRICE_DAYS, as_of: datetime.date | None = None
+    ) -> list[dict[str, str]]:
+        """The offers this study priced with (``extras["prices_used"]``) that were observed
+        more than ``max_age_days`` before ``as_of`` (default today), oldest first."""
+        if max_age_days < 0:
+            raise ValueError(f"max_age_days must be >= 0, got {max_age_days}")
+        today = as_of if as_of is not None else datetime.date.today()
+        return [
+            p
+            for p in self.extras.get("prices_used", ())
+            if (today - datetime.date.fromisoformat(p["as_of"])).days > max_age_days
+        ]
 
     def _repr_html_(self) -> str:
         """:meth:`summary` as an HTML table, for notebooks."""

@@ -24,6 +24,7 @@ from accelsim.engines import (
     blocks,
     check_design_runs,
     merge_kept,
+    prices_used,
     run_info,
 )
 from accelsim.results import Result
@@ -304,6 +305,9 @@ def simulate(
             report(n, n)
     if design != "mc":
         extras["design"] = design
+    if used := prices_used(scenario, cat):
+        extras["prices_used"] = used
+        extras["oldest_price_as_of"] = used[0]["as_of"]
     entropy = root.entropy if isinstance(root.entropy, int) else None
     return Result(
         scenario_name=scenario.name,
