@@ -171,7 +171,7 @@ def test_defaults_pass_the_scenario_boundary() -> None:
     from accelsim.engines._offers import MAX_LEAD_TIME_DAYS
     from accelsim.scenario import _ASSUMPTION_HIGH, Assumptions
 
-    assert MAX_LEAD_TIME_DAYS == _ASSUMPTION_HIGH["lead_time_days"]
+    assert _ASSUMPTION_HIGH["lead_time_days"] == MAX_LEAD_TIME_DAYS
     shared = set(Assumptions.model_fields)
     checked = 0
     for name, prior in ALL.items():
