@@ -4,6 +4,8 @@ the recommendation says when credits decide the choice."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pydantic
 import pytest
@@ -13,6 +15,7 @@ from accelsim.engines._pricing import _share_before
 from accelsim.results import Comparison, Result
 
 RUNS = 200
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def training(
@@ -154,3 +157,13 @@ def test_recommendation_says_when_credits_do_not_decide() -> None:
     assert "Credits do not decide the choice" in rec.rationale[-1]
     plain = Comparison({"gcp": option("g", 100.0), "aws": option("a", 110.0)}).recommendation
     assert not any("Credits" in r for r in plain.rationale)
+
+
+def test_serving_credits_offset_the_endpoint() -> None:
+    base = acs.load_scenario(EXAMPLES / "serve_llama70b_h100.yaml")
+    scenario = acs.Scenario.model_validate(base.model_dump() | {"credits": [{"usd": 1000.0}]})
+    res = acs.simulate(scenario, runs=8, seed=9)
+    hardware = res.samples("hardware_cost_usd")
+    assert np.all(hardware > 1000.0)
+    np.testing.assert_allclose(res.samples("credits_usd"), -1000.0)
+    np.testing.assert_allclose(res.samples("tco_usd"), lines_sum(res), rtol=1e-12)
