@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 import accelsim as acs
-from accelsim.dists._types import as_dist
+from accelsim.dists import as_dist
 
 RUNS = int(os.environ.get("ACCELSIM_RUNS", "2000"))
 # Every run of the discrete-event engine simulates each job of the month, so a sizing study

@@ -16,7 +16,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from accelsim.dists._types import (
+from accelsim.dists import (
     PERT,
     Beta,
     Choice,

@@ -7,7 +7,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from tests.strategies import dists, uncertain
 
-from accelsim.dists._types import (
+from accelsim.dists import (
     EVERY_DIST_TYPE,
     Beta,
     Choice,

@@ -13,7 +13,7 @@ from scipy import stats
 from tests.same_results import assert_same
 
 import accelsim as acs
-from accelsim.dists._types import Dist
+from accelsim.dists import Dist
 from accelsim.engines._inputs import (
     BLOCK_RUNS,
     InputPlan,

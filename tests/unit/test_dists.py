@@ -1,4 +1,4 @@
-"""Unit tests of accelsim.dists._types: sampled moments against closed forms, validation, parsing.
+"""Unit tests of accelsim.dists: sampled moments against closed forms, validation, parsing.
 
 One conformance battery runs over ``EVERY_DIST`` (STYLE.md pattern 4): a new distribution is one
 more entry there, and ``test_every_type_is_in_the_battery`` makes sure it gets one.
@@ -15,7 +15,7 @@ import scipy.integrate
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from accelsim._typing import FloatArray
-from accelsim.dists._types import (
+from accelsim.dists import (
     EVERY_DIST_TYPE,
     PERT,
     Beta,
@@ -28,10 +28,10 @@ from accelsim.dists._types import (
     Triangular,
     Uncertain,
     Uniform,
-    _std_truncnorm_moments,
     as_dist,
     parse_uncertain,
 )
+from accelsim.dists._continuous import _std_truncnorm_moments
 
 EVERY_DIST: list[Dist] = [
     Fixed(3.0),

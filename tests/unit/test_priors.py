@@ -32,7 +32,7 @@ from accelsim.catalog._priors import (
     load_priors,
     priors,
 )
-from accelsim.dists._types import parse_uncertain
+from accelsim.dists import parse_uncertain
 from accelsim.errors import ScenarioFileError
 
 COMPILED = datetime.date(2026, 11, 22)

@@ -18,7 +18,7 @@ from scipy import stats
 from tests.same_results import assert_same
 
 import accelsim as acs
-from accelsim.dists._types import Uniform
+from accelsim.dists import Uniform
 from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, InputPlan, blocks, input_uniforms
 from accelsim.seeding import as_seed_sequence, stream
 from accelsim.study._chunks import ANALYTIC_CHUNK_BLOCKS

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import accelsim as acs
-from accelsim.dists._types import Uniform
+from accelsim.dists import Uniform
 from accelsim.engines._inputs import BLOCK_RUNS, InputDraws, InputPlan
 from accelsim.study import _sensitivity as sa
 from accelsim.study import _sensitivity_design as sa_design

@@ -22,7 +22,7 @@ from pydantic import TypeAdapter
 import accelsim as acs
 from accelsim import catalog
 from accelsim import strategies as acst
-from accelsim.dists._types import Dist, Uncertain
+from accelsim.dists import Dist, Uncertain
 
 DIST = TypeAdapter(Dist)
 UNCERTAIN = TypeAdapter(Uncertain)

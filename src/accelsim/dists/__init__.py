@@ -4,19 +4,20 @@ Each type is a frozen pydantic model tagged by ``dist`` (its YAML key) with ``sa
 ``ppf(q)``, ``expected_value()`` and ``variance()``. A bare number means :class:`Fixed`.
 """
 
-from accelsim.dists._types import (
-    EVERY_DIST_TYPE,
+from accelsim.dists._continuous import (
     PERT,
     Beta,
-    Choice,
-    Dist,
     Exponential,
-    Fixed,
     LogNormal,
     Normal,
     Triangular,
-    Uncertain,
     Uniform,
+)
+from accelsim.dists._discrete import Choice, Fixed
+from accelsim.dists._uncertain import (
+    EVERY_DIST_TYPE,
+    Dist,
+    Uncertain,
     as_dist,
     parse_uncertain,
 )
