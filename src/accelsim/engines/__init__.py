@@ -15,7 +15,7 @@ cost. Two engines, one model:
 Both must agree in distribution on the cases both can run (tests/agreement).
 """
 
-from accelsim.engines._analytic import run_info, simulate_training
+from accelsim.engines._analytic import simulate_training
 from accelsim.engines._des_runs import (
     JOB_DTYPE,
     DesOptions,
@@ -36,6 +36,7 @@ from accelsim.engines._inputs import (
 from accelsim.engines._pricing import price_training, prices_used
 from accelsim.engines._serving import replica_capacity, simulate_serving_fast
 from accelsim.engines._serving_des import simulate_serving_block
+from accelsim.engines._training_inputs import run_info
 
 __all__ = [
     "BLOCK_RUNS",
