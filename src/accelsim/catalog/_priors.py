@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Literal, TypeAlias, get_args
+from typing import Literal, TypeAlias, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -31,6 +31,8 @@ from accelsim._yaml import load_yaml, to_plain
 from accelsim.catalog._schema import Pricing, Source
 from accelsim.dists import Dist, LogNormal, Uncertain, as_dist
 from accelsim.errors import ScenarioFileError
+
+_M = TypeVar("_M", bound=BaseModel)
 
 Kind: TypeAlias = Literal["gpu", "tpu", "cpu"]
 """Chip kind, as in :attr:`accelsim.catalog._schema.Chip.kind`."""
@@ -300,19 +302,29 @@ def load_priors(path: str | Path) -> Priors:
     A syntax error, a duplicate key or a value out of its allowed range raises
     :class:`~accelsim.errors.ScenarioFileError` naming the file and the field.
     """
+    return load_validated(path, Priors, "priors")
+
+
+def load_validated(path: str | Path, model: type[_M], what: str) -> _M:
+    """A YAML file validated as ``model``; errors name the file and say what it should hold."""
     raw = to_plain(load_yaml(path))
     try:
-        return Priors.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
-        raise ScenarioFileError(f"{path}: invalid priors\n{exc}") from None
+        raise ScenarioFileError(f"{path}: invalid {what}\n{exc}") from None
+
+
+def shipped(name: str, load: Callable[[Path], _M]) -> _M:
+    """The shipped data file ``data/<name>`` read by ``load`` (works from a wheel or a zip)."""
+    resource = importlib.resources.files("accelsim.catalog").joinpath("data", name)
+    with importlib.resources.as_file(resource) as path:
+        return load(path)
 
 
 @functools.cache
 def priors() -> Priors:
     """The shipped priors, read once per process (the result is frozen, so sharing is safe)."""
-    resource = importlib.resources.files("accelsim.catalog").joinpath("data", _SHIPPED)
-    with importlib.resources.as_file(resource) as path:
-        return load_priors(path)
+    return shipped(_SHIPPED, load_priors)
 
 
 __all__ = [

@@ -18,16 +18,13 @@ Examples
 from __future__ import annotations
 
 import functools
-import importlib.resources
 from pathlib import Path
 from typing import get_args
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
-from accelsim._yaml import load_yaml, to_plain
-from accelsim.catalog._priors import Prior, Stack
+from accelsim.catalog._priors import Prior, Stack, load_validated, shipped
 from accelsim.catalog._schema import Precision
-from accelsim.errors import ScenarioFileError
 
 _SHIPPED = "serving.yaml"
 
@@ -94,19 +91,13 @@ class ServingPriors(_Frozen):
 
 def load_serving_priors(path: str | Path) -> ServingPriors:
     """Read and validate a serving-priors file laid out like the shipped ``serving.yaml``."""
-    raw = to_plain(load_yaml(path))
-    try:
-        return ServingPriors.model_validate(raw)
-    except ValidationError as exc:
-        raise ScenarioFileError(f"{path}: invalid serving priors\n{exc}") from None
+    return load_validated(path, ServingPriors, "serving priors")
 
 
 @functools.cache
 def serving_priors() -> ServingPriors:
     """The shipped serving priors, read once per process (frozen, so sharing is safe)."""
-    resource = importlib.resources.files("accelsim.catalog").joinpath("data", _SHIPPED)
-    with importlib.resources.as_file(resource) as path:
-        return load_serving_priors(path)
+    return shipped(_SHIPPED, load_serving_priors)
 
 
 __all__ = ["BYTES_PER_VALUE", "ServingPriors", "load_serving_priors", "serving_priors"]
