@@ -35,6 +35,7 @@ from accelsim.scenario import (
     Scenario,
     Serving,
     Trace,
+    TrainingPhase,
     TrainingRun,
     load_scenario,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "SweepResult",
     "TornadoResult",
     "Trace",
+    "TrainingPhase",
     "TrainingRun",
     "Triangular",
     "Uniform",

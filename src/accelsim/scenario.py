@@ -120,6 +120,28 @@ def training_state_gib(params: float) -> float:
     return params * _STATE_BYTES_PER_PARAM / _GIB
 
 
+_MAX_PHASES = 16
+"""Most phases of a :class:`TrainingRun` (a run that changes size a few times, not a schedule)."""
+
+
+class TrainingPhase(_Model):
+    """A stretch of a training run on a given number of chips (a run that changes size).
+
+    ``token_share`` of the run's tokens (and of its training FLOPs) are trained on
+    ``chips`` chips of the run's pool (its first), at the MFU carried to that chip count
+    (:func:`accelsim.engines.run_mfu`), optionally at its own ``global_batch_tokens``.
+    """
+
+    chips: int = Field(ge=1, le=10_000_000)
+    """Chips training in this phase [count]: at least 1, at most the pool's count (a phase
+    may use fewer chips than the pool holds; the pool is still held, and priced, whole)."""
+    token_share: float = Field(gt=0, le=1)
+    """Share of the run's tokens trained in this phase [fraction]; the shares sum to 1."""
+    global_batch_tokens: float | None = Field(default=None, gt=0, le=_MAX_TOKENS)
+    """Global batch of this phase [tokens]; unset = the run's (``TrainingRun.global_batch_tokens``
+    or the catalog prior)."""
+
+
 class TrainingRun(_Model):
     """One training run: a model of ``params`` parameters trained on ``tokens`` tokens."""
 
@@ -157,6 +179,36 @@ class TrainingRun(_Model):
     horizon: at least this much, never a made-up number. Default 3 years (a judgement: no
     one plans a training run beyond that). Not ``Scenario.horizon_days``, the window over
     which a shared fleet is measured."""
+    phases: list[TrainingPhase] | None = Field(default=None, min_length=1, max_length=_MAX_PHASES)
+    """A run that changes size: its phases in order, each ``token_share`` of the tokens on
+    ``chips`` chips of the first pool (shares > 0 summing to 1; chips at most the pool's
+    count); unset = one phase on the whole pool. Analytic engine only. Each phase's
+    failure-free compute is its share of the training FLOPs / (its chips x peak x the MFU
+    carried to its chip count); failures, checkpoints and rollbacks are sampled per phase
+    at its chip count; ``training_days`` is the sum of the phases' days (the horizon
+    applies to the sum), ``chip_hours`` the sum of chips x hours of each phase, ``mfu`` the
+    MFU weighted by the phases' failure-free chip-hours, ``interruptions`` the sum. The pool
+    is held whole throughout: held hours, rental and reservation costs count the pool's
+    full count over the whole training (chips a phase leaves idle are paid for, not
+    released); energy follows ``chip_hours`` (the chips training)."""
+
+    @model_validator(mode="after")
+    def _phases_add_up(self) -> TrainingRun:
+        if self.phases is None:
+            return self
+        total = math.fsum(p.token_share for p in self.phases)
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(
+                f"phases: the token_share values sum to {total:.12g}, not 1; each phase trains "
+                f"its share of the run's tokens"
+            )
+        for i, p in enumerate(self.phases):
+            if p.global_batch_tokens is not None and p.global_batch_tokens > self.tokens:
+                raise ValueError(
+                    f"phases[{i}].global_batch_tokens={p.global_batch_tokens:.3g} exceeds the "
+                    f"run's tokens ({self.tokens:.3g})"
+                )
+        return self
 
     @model_validator(mode="after")
     def _total_at_least_active(self) -> TrainingRun:
@@ -758,6 +810,7 @@ class Scenario(_Model):
         if isinstance(work, TrainingRun):
             self._check_fits(work)
             self._check_layout(work)
+            self._check_phases(work)
             for pool in self.fleet:
                 chip = catalog.chip(pool.chip)
                 if work.precision != "bf16" and getattr(chip, f"{work.precision}_tflops") is None:
@@ -874,6 +927,31 @@ class Scenario(_Model):
                 f"({sequence} tokens) per data-parallel replica ({replicas:,} replicas of "
                 f"{per_replica} x {chip.id}): raise it to >= {sequence * replicas:.3g}"
             )
+
+    def _check_phases(self, work: TrainingRun) -> None:
+        """Phases run on the first pool, alone on it (the analytic engine), and fit it."""
+        if work.phases is None:
+            return
+        if len(self.fleet) != 1 or self.background is not None:
+            raise ValueError(
+                "workload.phases needs the analytic engine: one training run on one pool "
+                "without a background; remove the phases or the other pools and background"
+            )
+        pool = self.fleet[0]
+        hbm = catalog.chip(pool.chip).hbm_gib
+        need_gib = training_state_gib(work.state_params)
+        for i, phase in enumerate(work.phases):
+            if phase.chips > pool.count:
+                raise ValueError(
+                    f"workload.phases[{i}].chips={phase.chips} exceeds the pool's count "
+                    f"({pool.count}): a phase uses chips of the run's pool"
+                )
+            if need_gib > hbm * phase.chips:
+                raise ValueError(
+                    f"workload.phases[{i}].chips={phase.chips}: the training state needs "
+                    f"about {need_gib:,.0f} GiB even fully sharded, but {phase.chips} x "
+                    f"{pool.chip} have {hbm * phase.chips:,.0f} GiB of HBM; add chips"
+                )
 
     def _check_fits(self, work: TrainingRun) -> None:
         need_gib = training_state_gib(work.state_params)
@@ -1097,6 +1175,7 @@ __all__ = [
     "Sharding",
     "Stage",
     "Trace",
+    "TrainingPhase",
     "TrainingRun",
     "Workload",
     "format_validation_error",

@@ -18,6 +18,7 @@ not hardware failure.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,7 +32,7 @@ from accelsim.engines._training_inputs import (
     training_flops,
 )
 from accelsim.models import engineering, instability, perf, reliability
-from accelsim.scenario import Scenario, TrainingRun
+from accelsim.scenario import Scenario, TrainingPhase, TrainingRun
 
 _HOURS_PER_DAY = 24.0
 # Share of HBM that training state may fill; the rest holds activations and buffers. A
@@ -168,10 +169,11 @@ CompletionSampler = Callable[..., tuple[FloatArray, FloatArray | IntArray]]
 
 
 def _per_block_completion(
-    completion: CompletionSampler, draws: InputDraws, *params: FloatArray
+    completion: CompletionSampler, draws: InputDraws, *params: FloatArray, stream: str = ""
 ) -> tuple[FloatArray, FloatArray | IntArray]:
-    """``completion`` on each block's runs with the block's own ``"failures"`` stream."""
-    pieces = draws.block_rngs("failures")
+    """``completion`` on each block's runs with the block's own ``"failures"`` stream
+    (``"failures" + stream``: a later phase of a run has its own)."""
+    pieces = draws.block_rngs("failures" + stream)
     if len(pieces) == 1:
         return completion(pieces[0][1], *params)
     hours = np.empty(draws.runs)
@@ -188,6 +190,7 @@ def training_hours(
     draws: InputDraws,
     completion: CompletionSampler,
     horizon_hours: float = np.inf,
+    stream: str = "",
 ) -> dict[str, FloatArray]:
     """Training time with failures, checkpoint/restart and badput, per run. [h]
 
@@ -197,6 +200,8 @@ def training_hours(
     is the user's, else Daly's optimum (one segment, a final save only, with no
     interruptions at all); ``completion`` samples each block's runs from its own stream.
     A run longer than ``horizon_hours`` is censored there (:func:`censor_at_horizon`).
+    ``stream`` suffixes the names of the random streams (failures, rollbacks): each phase of
+    a run that changes size draws from its own (the first phase, ``""``, from the run's).
     """
     preemptions = reliability.preemption_events_per_hour(
         float(chips),
@@ -216,10 +221,17 @@ def training_hours(
             daly = reliability.daly_interval_hours(write, 1.0 / np.where(failing, rate, 1.0))
         interval = np.where(failing, daly, np.inf)
     hours, interruptions = _per_block_completion(
-        completion, draws, compute_hours, interval, write, inputs.restart_hours, rate
+        completion,
+        draws,
+        compute_hours,
+        interval,
+        write,
+        inputs.restart_hours,
+        rate,
+        stream=stream,
     )
     hours = np.asarray(hours, dtype=float) / (1.0 - inputs.badput_fraction)
-    lost = _instability_hours(inputs, np.minimum(hours, horizon_hours), draws)
+    lost = _instability_hours(inputs, np.minimum(hours, horizon_hours), draws, stream)
     out = censor_at_horizon(
         hours + lost,
         np.asarray(interruptions, dtype=float),
@@ -234,7 +246,9 @@ def training_hours(
     return out
 
 
-def _instability_hours(inputs: TrainingInputs, hours: FloatArray, draws: InputDraws) -> FloatArray:
+def _instability_hours(
+    inputs: TrainingInputs, hours: FloatArray, draws: InputDraws, stream: str = ""
+) -> FloatArray:
     """Hours lost to loss-spike and divergence rollbacks over ``hours`` of training
     (:func:`accelsim.models.instability.rollback_days`). [h]
 
@@ -248,12 +262,12 @@ def _instability_hours(inputs: TrainingInputs, hours: FloatArray, draws: InputDr
         return np.zeros_like(hours)
     median, sigma = instability.lognormal_params(*inputs.instability_event_days)
     days = hours / _HOURS_PER_DAY
-    counts = instability.event_counts(draws.uniforms("instability.events"), days, rate)
+    counts = instability.event_counts(draws.uniforms("instability.events" + stream), days, rate)
     k = int(min(counts.max(initial=0.0), instability.EXACT_EVENTS_MAX))
     events = np.empty((k, hours.size))
     for j in range(k):
-        events[j] = draws.uniforms(f"instability.event.{j}")
-    tail = draws.uniforms("instability.tail") if k == instability.EXACT_EVENTS_MAX else 0.5
+        events[j] = draws.uniforms(f"instability.event.{j}{stream}")
+    tail = draws.uniforms("instability.tail" + stream) if k == instability.EXACT_EVENTS_MAX else 0.5
     lost = instability.rollback_days(counts, events, tail, median, sigma)
     return lost * _HOURS_PER_DAY
 
@@ -290,6 +304,85 @@ def _expected_goodput(
     return np.nan_to_num(expected, nan=0.0) * (1.0 - inputs.badput_fraction)
 
 
+@dataclass(frozen=True)
+class _PhaseRun:
+    """One phase of a run: its chips, MFU, failure-free compute [h] and training time."""
+
+    chips: int
+    mfu: FloatArray
+    compute_hours: FloatArray
+    reliable: dict[str, FloatArray]
+
+
+def _join_phases(
+    inputs: TrainingInputs, phases: list[_PhaseRun], horizon_hours: float
+) -> _PhaseRun:
+    """The run's training from its phases, one after the other; the horizon is the total's.
+
+    A phase starts when the previous one ends; the part of each phase inside the horizon
+    counts (its interruptions and rollbacks pro rata to the time inside, at the phase's rate,
+    as :func:`censor_at_horizon` does). ``chip_hours`` sums chips x hours of the phases;
+    ``mfu`` is weighted by the failure-free chip-hours; the checkpoint interval reported is
+    that of the phase with the most compute. One phase comes back as it is.
+    """
+    zeros = np.zeros_like(phases[0].compute_hours)
+    begun = zeros
+    finished = np.ones_like(zeros, dtype=bool)
+    compute_h, training_h, interruptions, lost = zeros, zeros, zeros, zeros
+    chip_hours, useful = zeros, zeros
+    chip_compute, flop_weight = zeros, zeros
+    for ph in phases:
+        r = ph.reliable
+        hours = r["training_hours"]
+        inside = np.clip(horizon_hours - begun, 0.0, hours)  # this phase's hours in horizon
+        whole = inside >= hours
+        begun = begun + hours
+        done = r["finished"] > 0
+        finished = finished & done
+        compute_h = compute_h + ph.compute_hours
+        training_h = training_h + inside
+        rate = r["rate_per_hour"] * (1.0 - inputs.badput_fraction)
+        interruptions = interruptions + np.where(whole, r["interruptions"], rate * inside)
+        per_hour = np.divide(
+            r["instability_hours"], hours, out=np.zeros_like(hours), where=hours > 0
+        )
+        lost = lost + np.where(whole, r["instability_hours"], per_hour * inside)
+        chip_hours = chip_hours + ph.chips * inside
+        expected = _expected_goodput(inputs, ph.compute_hours, r)
+        rate_done = np.where(done, ph.compute_hours / np.where(hours > 0, hours, 1.0), expected)
+        useful = useful + np.where(whole & done, ph.compute_hours, rate_done * inside)
+        chip_compute = chip_compute + ph.chips * ph.compute_hours
+        flop_weight = flop_weight + ph.chips * ph.compute_hours * ph.mfu
+    finished = finished & (begun <= horizon_hours)
+    if len(phases) == 1:
+        (ph,) = phases
+        mfu, unfinished_goodput = ph.mfu, _expected_goodput(inputs, ph.compute_hours, ph.reliable)
+        interval = np.minimum(ph.reliable["checkpoint_interval_hours"], ph.compute_hours)
+    else:
+        mfu = flop_weight / chip_compute
+        unfinished_goodput = np.divide(
+            useful, training_h, out=np.zeros_like(useful), where=training_h > 0
+        )
+        longest = np.argmax(np.stack([ph.compute_hours for ph in phases]), axis=0)
+        intervals = np.stack(
+            [
+                np.minimum(ph.reliable["checkpoint_interval_hours"], ph.compute_hours)
+                for ph in phases
+            ]
+        )
+        interval = np.take_along_axis(intervals, longest[None, :], axis=0)[0]
+    reliable = {
+        "training_hours": training_h,
+        "interruptions": interruptions,
+        "finished": finished.astype(float),
+        "instability_hours": lost,
+        "chip_hours": chip_hours,
+        "goodput_unfinished": unfinished_goodput,
+        "checkpoint_interval_hours": interval,
+    }
+    return _PhaseRun(sum(ph.chips for ph in phases), mfu, compute_h, reliable)
+
+
 def simulate_training(
     scenario: Scenario,
     cat: Catalog,
@@ -313,13 +406,28 @@ def simulate_training(
     chip, info = cat.chip(pool.chip), run_info(scenario, cat)
     draws = as_plan(plan).draws(start, stop)
     inputs = draw_training_inputs(scenario, cat, draws, info)
-    # perf -> engineering -> reliability
-    mfu = run_mfu(inputs, work, chip, pool.count, cat)
+    # perf -> engineering -> reliability, per phase of the run (one unless it changes size)
     flops = training_flops(work, draws.runs)
-    compute_h = perf.compute_hours(flops, float(pool.count), chip.peak_tflops(work.precision), mfu)
-    eng = engineering_phases(inputs)
     horizon_h = work.horizon_days * _HOURS_PER_DAY
-    reliable = training_hours(inputs, compute_h, pool.count, draws, completion, horizon_h)
+    phases = work.phases or [TrainingPhase(chips=pool.count, token_share=1.0)]
+    runs: list[_PhaseRun] = []
+    for i, phase in enumerate(phases):
+        phase_inputs = inputs
+        if phase.global_batch_tokens is not None:
+            batch = constant(phase.global_batch_tokens, draws.runs)
+            phase_inputs = replace(inputs, mfu=replace(inputs.mfu, global_batch_tokens=batch))
+        mfu_i = run_mfu(phase_inputs, work, chip, phase.chips, cat)
+        compute_i = perf.compute_hours(
+            flops * phase.token_share, float(phase.chips), chip.peak_tflops(work.precision), mfu_i
+        )
+        stream = "" if i == 0 else f".phase{i}"
+        reliable_i = training_hours(
+            inputs, compute_i, phase.chips, draws, completion, horizon_h, stream
+        )
+        runs.append(_PhaseRun(phase.chips, mfu_i, compute_i, reliable_i))
+    run = _join_phases(inputs, runs, horizon_h)
+    mfu, compute_h, reliable = run.mfu, run.compute_hours, run.reliable
+    eng = engineering_phases(inputs)
     # usage: capacity wait and porting overlap; no queue on a dedicated fleet
     lead_days = inputs.lead_time_days
     queue_days = constant(0.0, draws.runs)
@@ -327,9 +435,7 @@ def simulate_training(
     training_h = reliable["training_hours"]
     training_days, compute_days = training_h / _HOURS_PER_DAY, compute_h / _HOURS_PER_DAY
     finished = reliable["finished"] > 0
-    goodput = np.where(
-        finished, compute_h / training_h, _expected_goodput(inputs, compute_h, reliable)
-    )
+    goodput = np.where(finished, compute_h / training_h, reliable["goodput_unfinished"])
     usage: dict[str, FloatArray] = {
         "time_to_train_days": before_days + training_days,
         "training_days": training_days,
@@ -347,7 +453,7 @@ def simulate_training(
         "preparation_days": eng["preparation_days"],
         "engineering_days": eng["engineering_days"],
         "engineering_hours": eng["engineering_hours"],
-        "chip_hours": pool.count * training_h,
+        "chip_hours": reliable["chip_hours"],
         # chips are held from delivery (end of the lead time) to the last step
         "held_hours": (before_days - lead_days) * _HOURS_PER_DAY + training_h,
         "interruptions": reliable["interruptions"],
@@ -355,7 +461,7 @@ def simulate_training(
         "goodput": goodput,
         "finished": reliable["finished"],
         # no checkpoint before the end (an infinite interval): the whole work is one segment
-        "checkpoint_interval_hours": np.minimum(reliable["checkpoint_interval_hours"], compute_h),
+        "checkpoint_interval_hours": reliable["checkpoint_interval_hours"],
         "training_flops": flops,
     }
     return usage, draws

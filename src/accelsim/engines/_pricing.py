@@ -277,11 +277,19 @@ def price_training(
     out = {"energy_kwh": kwh, "emissions_kg_co2e": cost.emissions_kg(kwh, factor)}
     if pool.provider is None:
         return out
+    # a run that changes size holds its pool whole: rented chip-hours are the pool's count
+    # over the training, whatever share of it a phase trains on
+    phases = scenario.training.phases or []
+    billed = (
+        pool.count * (usage["training_days"] * 24.0)
+        if any(p.chips < pool.count for p in phases)
+        else usage["chip_hours"]
+    )
     out |= price_pool(
         pool,
         draws,
         scenario,
-        chip_hours=usage["chip_hours"],
+        chip_hours=billed,
         held_hours=usage["held_hours"],
         kwh=kwh,
         cat=cat,

@@ -76,9 +76,13 @@ def expected_completion_hours(
     write = _f(write_hours)
     per_full = _mean_attempt_time(interval + write, rate_per_hour)
     per_partial = _mean_attempt_time(partial + write, rate_per_hour)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         restart_factor = np.exp(_f(rate_per_hour) * _f(restart_hours))
-        return restart_factor * (full * per_full + has_partial * per_partial)
+        # no segment of a kind adds nothing, even where its attempt time overflows (0 x inf)
+        fulls = np.where(full > 0, full * per_full, 0.0)
+        partials = np.where(has_partial > 0, has_partial * per_partial, 0.0)
+        out: FloatArray = restart_factor * (fulls + partials)
+        return out
 
 
 def expected_interruptions(

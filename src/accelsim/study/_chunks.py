@@ -73,6 +73,14 @@ def _pick_engine(
         and len(scenario.fleet) == 1
         and scenario.background is None
     )
+    phased = isinstance(scenario.workload, TrainingRun) and scenario.workload.phases is not None
+    if phased and (engine == "des" or des_only is not None):
+        raise ValueError(
+            f"workload.phases (a run that changes size) runs on the analytic engine only; "
+            f"scenario {scenario.name!r} asks for the DES"
+            + (f" ({des_only})" if des_only is not None else "")
+            + ": use engine='analytic' or 'auto', or remove the phases"
+        )
     if engine == "auto":
         return "analytic" if exact and des_only is None else "des"
     if engine == "analytic" and not exact:
