@@ -16,15 +16,9 @@ Both must agree in distribution on the cases both can run (tests/agreement).
 """
 
 from accelsim.engines._analytic import simulate_training
-from accelsim.engines._des_runs import (
-    JOB_DTYPE,
-    DesOptions,
-    OverloadWarning,
-    check_runnable,
-    merge_kept,
-    simulate_block,
-    simulate_training_block,
-)
+from accelsim.engines._des_checks import OverloadWarning, check_runnable
+from accelsim.engines._des_hero import simulate_training_block
+from accelsim.engines._des_streams_run import JOB_DTYPE, DesOptions, merge_kept, simulate_block
 from accelsim.engines._inputs import (
     BLOCK_RUNS,
     Design,
