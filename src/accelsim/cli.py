@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import sys
 import time
@@ -17,22 +16,19 @@ import warnings
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import numpy as np
 import typer
 from pydantic import ValidationError
-from rich.console import Console
-from rich.table import Table as RichTable
-from rich.text import Text
 from typer.core import TyperGroup
 
-from accelsim import catalog
+from accelsim._cli_catalog import _MaxPriceAge, catalog_
+from accelsim._cli_output import _emit, _format, _json, _show
 from accelsim._yaml import load_yaml, to_plain
 from accelsim.catalog import active as active_catalog
-from accelsim.demo import catalog_table, default_scenarios
+from accelsim.demo import default_scenarios
 from accelsim.engines import check_runnable
 from accelsim.errors import AccelsimError
 from accelsim.results import SUMMARY_STATS, Result, Table, format_error, format_value
@@ -72,39 +68,6 @@ app = typer.Typer(
 )
 
 
-# ---------------------------------------------------------------- output
-
-
-def _rich(table: Table) -> list[Text | RichTable]:
-    """A :class:`~accelsim.results.Table` as rich renderables, drawn from its cells."""
-    out: list[Text | RichTable] = [Text(line) for line in table.title.split("\n") if table.title]
-    grid = RichTable(show_edge=False, header_style="bold")
-    for k, name in enumerate(table.header):
-        grid.add_column(name, justify="left" if k == 0 else "right")
-    for row in table.rows:
-        grid.add_row(*row)
-    out.append(grid)
-    out += [Text(line) for line in table.note.split("\n") if table.note]
-    return out
-
-
-def _show(content: Table | object, console: Console | None = None) -> None:
-    """Print human-readable output: a :class:`Table` as a rich table in a terminal (or on
-    ``console``), as plain text when stdout is piped; anything else as its text."""
-    if console is None and not sys.stdout.isatty():
-        print(content)
-        return
-    console = console or Console(highlight=False)
-    for part in _rich(content) if isinstance(content, Table) else [Text(str(content))]:
-        console.print(part)
-
-
-def _format(json_out: bool, csv_out: bool) -> str:
-    if json_out and csv_out:
-        raise typer.BadParameter("choose one of --json and --csv", param_hint="'--json/--csv'")
-    return "json" if json_out else "csv" if csv_out else "table"
-
-
 # ---------------------------------------------------------------- options
 
 _Workers = Annotated[
@@ -114,10 +77,6 @@ _Workers = Annotated[
 _Json = Annotated[bool, typer.Option("--json", help="A JSON summary instead of a table.")]
 _Csv = Annotated[bool, typer.Option("--csv", help="CSV for machines instead of a table.")]
 _Seed = Annotated[int, typer.Option(help="Root seed: same seed, same numbers.")]
-_MaxPriceAge = Annotated[
-    int,
-    typer.Option(min=0, help="Warn about (or list) prices observed more than this many days ago."),
-]
 
 
 def _warn_stale_prices(results: Iterable[Result], max_age_days: int) -> None:
@@ -128,14 +87,6 @@ def _warn_stale_prices(results: Iterable[Result], max_age_days: int) -> None:
         if line is not None and line not in seen:
             seen.add(line)
             print(f"accelsim: {line}", file=sys.stderr)
-
-
-class Listing(StrEnum):
-    """What ``accelsim catalog`` lists."""
-
-    chips = "chips"
-    prices = "prices"
-    priors = "priors"
 
 
 def _runs(text: str) -> int | Literal["auto"]:
@@ -175,39 +126,6 @@ def _executor(workers: int | None) -> AbstractContextManager[Executor | None]:
     return open_executor("processes", workers=workers)
 
 
-def _json(doc: Any) -> str:
-    """Valid JSON (RFC 8259 has no NaN or Infinity): a non-finite number becomes null and its
-    path is listed under ``"non_finite"`` of its top-level object (of each object of a list),
-    a key absent when every number is finite."""
-
-    def clean(node: Any, path: str, paths: list[str]) -> Any:
-        if isinstance(node, dict):
-            sub = (f"{path}.{k}" if path else str(k) for k in node)
-            return {k: clean(v, p, paths) for (k, v), p in zip(node.items(), sub, strict=True)}
-        if isinstance(node, list | tuple):
-            return [clean(v, f"{path}.{i}" if path else str(i), paths) for i, v in enumerate(node)]
-        if isinstance(node, float | np.floating) and not math.isfinite(node):
-            paths.append(path)
-            return None
-        return node
-
-    def top(node: Any) -> Any:
-        paths: list[str] = []
-        out = clean(node, "", paths)
-        if paths and isinstance(out, dict):
-            out["non_finite"] = paths
-        return out
-
-    out = [top(d) for d in doc] if isinstance(doc, list) else top(doc)
-    return json.dumps(out, indent=2, allow_nan=False, default=_plain)
-
-
-def _plain(value: Any) -> Any:
-    """numpy scalars and the like as Python numbers (``None`` when not finite)."""
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 def _check_metrics(s: Scenario, wanted: Sequence[str], option: str) -> None:
     """Refuse an unknown metric before the study: the names come from a one-run probe."""
     if not wanted:
@@ -225,28 +143,6 @@ def _check_metrics(s: Scenario, wanted: Sequence[str], option: str) -> None:
 def _check_runnable(s: Scenario) -> None:
     """What the DES would fail on (trace files, job caps), before any simulation."""
     check_runnable(s, active_catalog())
-
-
-def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
-    """A result as a table, JSON summary, or CSV of every run (to stdout or ``file``)."""
-    stream = sys.stdout if file is None else file
-    if fmt == "json":
-        summary = {m: res.stats(m) for m in res.metrics}
-        out: dict[str, Any] = {"scenario": res.scenario_name, "runs": res.runs, "metrics": summary}
-        if "precision" in res.extras:
-            out["precision"] = res.extras["precision"]
-        print(_json(out), file=stream)
-    elif fmt == "csv":
-        writer = csv.writer(stream, lineterminator="\n")
-        writer.writerow(["run", *res.metrics])
-        columns = [res.samples(m) for m in res.metrics]
-        for i in range(res.runs):
-            writer.writerow([i, *(repr(float(c[i])) for c in columns)])
-    else:
-        _show(res.as_table())
-
-
-# ---------------------------------------------------------------- commands
 
 
 @app.command()
@@ -270,80 +166,8 @@ def demo(
     print(f"({runs} paired runs, seed {seed}, {time.perf_counter() - started:.1f} s)")
 
 
-@app.command("catalog")
-def catalog_(
-    what: Annotated[Listing, typer.Argument(help="What to list.", show_default=False)],
-    provider: Annotated[
-        str | None, typer.Option(help="Only this provider's offers (prices).", show_default=False)
-    ] = None,
-    mfu: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="MFU for USD per delivered PFLOP-hour (chips).")
-    ] = 0.4,
-    stale: Annotated[
-        bool, typer.Option("--stale", help="Only prices older than --max-age-days (prices).")
-    ] = False,
-    max_age_days: _MaxPriceAge = 182,
-) -> None:
-    """The built-in chips, prices or priors, with their sources and dates."""
-    if not 0.0 < mfu <= 1.0:
-        raise AccelsimError(f"--mfu must lie in (0, 1], got {mfu:g}")
-    if what is Listing.chips:
-        _show(catalog_table(mfu=mfu))
-        return
-    if what is Listing.priors:
-        rows = [
-            [
-                name,
-                _describe(prior.value),
-                prior.unit,
-                "assumption" if prior.assumption else "published",
-                prior.sources[0].url,
-            ]
-            for name, prior in catalog.priors().by_name().items()
-        ]
-        _show(Table(("prior", "value", "unit", "basis", "first source"), _cells(rows)))
-        return
-    offers = catalog.offers(provider=provider)
-    if stale:
-        old = {id(o) for o in catalog.stale_offers(max_age_days=max_age_days)}
-        offers = [o for o in offers if id(o) in old]
-        if not offers:
-            print(f"no offer is older than {max_age_days} days")
-            return
-    if not offers:
-        raise AccelsimError(
-            f"no offers for provider {provider!r}; providers: {', '.join(catalog.price_sheets())}"
-        )
-    rows = [
-        [
-            o.provider,
-            o.chip,
-            o.pricing,
-            f"{o.usd_per_chip_hour:.3f}"
-            if o.usd_per_chip_hour is not None
-            else f"buy {o.purchase_usd_per_chip:,.0f}",
-            str(o.as_of),
-            o.source,
-        ]
-        for o in sorted(offers, key=lambda o: (o.provider, o.chip, o.pricing))
-    ]
-    header = ("provider", "chip", "pricing", "USD/chip-h", "as of", "source")
-    _show(Table(header, _cells(rows)))
-
-
-def _cells(rows: Sequence[Sequence[object]]) -> tuple[tuple[str, ...], ...]:
-    return tuple(tuple(str(c) for c in row) for row in rows)
-
-
-def _describe(value: object) -> str:
-    """A prior's value as its YAML form, e.g. ``pert(low=0.3, mode=0.42, high=0.56)``."""
-    if isinstance(value, int | float):
-        return f"{value:g}"
-    fields = value.model_dump(exclude={"dist"})  # type: ignore[attr-defined]
-    inner = ", ".join(
-        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in fields.items()
-    )
-    return f"{value.dist}({inner})"  # type: ignore[attr-defined]
+# The catalog command lives in accelsim._cli_catalog; registered here to keep its place.
+app.command("catalog")(catalog_)
 
 
 @app.command()
