@@ -8,7 +8,8 @@ too. The study entry points are in ``_simulate.py`` and ``_compare.py``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Literal
@@ -102,33 +103,22 @@ def _pick_engine(
 _Block = tuple[dict[str, FloatArray], InputDraws, dict[str, np.ndarray]]
 
 
-def _serving_fast_block(
+def _serving_block(
     scenario: Scenario,
     cat: Catalog,
     plan: InputPlan,
     start: int,
     stop: int,
     options: DesOptions,
+    *,
+    engine: Literal["analytic", "des"],
 ) -> _Block:
+    """A serving chunk on the fast path (``"analytic"``) or the request DES (``"des"``)."""
     del options  # checked in simulate(): serving keeps no records
     if plan.design != "mc" or plan.designed is not None:
         raise ValueError("serving draws its inputs by plain Monte Carlo only (design='mc')")
-    data, draws = simulate_serving_fast(scenario, plan.root, start, stop, cat=cat)
-    return data, draws, {}
-
-
-def _serving_des_block(
-    scenario: Scenario,
-    cat: Catalog,
-    plan: InputPlan,
-    start: int,
-    stop: int,
-    options: DesOptions,
-) -> _Block:
-    del options
-    if plan.design != "mc" or plan.designed is not None:
-        raise ValueError("serving draws its inputs by plain Monte Carlo only (design='mc')")
-    data, draws = simulate_serving_block(scenario, plan.root, start, stop, cat=cat)
+    run = simulate_serving_fast if engine == "analytic" else simulate_serving_block
+    data, draws = run(scenario, plan.root, start, stop, cat=cat)
     return data, draws, {}
 
 
@@ -192,8 +182,9 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
     metrics: list[dict[str, FloatArray]] = []
     inputs: list[dict[str, FloatArray]] = []
     kept: list[dict[str, np.ndarray]] = []
+    block: Callable[[Scenario, Catalog, InputPlan, int, int, DesOptions], _Block]
     if isinstance(scenario.workload, Serving):
-        block = _serving_fast_block if study.engine == "analytic" else _serving_des_block
+        block = functools.partial(_serving_block, engine=study.engine)
     elif study.engine == "analytic":
         block = _analytic_block
     elif isinstance(scenario.workload, TrainingRun):
