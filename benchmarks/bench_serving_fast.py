@@ -81,6 +81,7 @@ def test_thirty_day_hourly_study_runs_per_second(
     benchmark.pedantic(
         simulate_serving_fast,
         args=(cases["fixed fleet"], np.random.SeedSequence(1), 0, 4096),
+        kwargs={"cat": CAT},
         rounds=1,
         iterations=1,
     )
