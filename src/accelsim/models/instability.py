@@ -198,8 +198,12 @@ def rollback_days(
     exact = n <= EXACT_EVENTS_MAX
     index = np.arange(u.shape[0]).reshape(-1, *([1] * n.ndim))
     used = (index < np.where(exact, n, 0.0)) & (u > 0.0)
-    costs = m * np.exp(s * special.ndtri(np.where(used, u, 0.5)))
-    days = np.sum(np.where(used, costs, 0.0), axis=0)
+    # The quantile only where an event happened: most runs have a few of the k rows.
+    costs = np.zeros(u.shape)
+    costs[used] = np.broadcast_to(m, u.shape)[used] * np.exp(
+        np.broadcast_to(s, u.shape)[used] * special.ndtri(u[used])
+    )
+    days = np.sum(costs, axis=0)
     mean_x = m * np.exp(0.5 * s**2)
     var_x = m**2 * np.exp(s**2) * np.expm1(s**2)
     limit = n * mean_x + np.sqrt(n * var_x) * special.ndtri(_f(tail_uniforms))
