@@ -169,7 +169,8 @@ def test_defaults_pass_the_scenario_boundary() -> None:
     than any study draws) and the bound to be the boundary's.
     """
     from accelsim.engines._offers import MAX_LEAD_TIME_DAYS
-    from accelsim.scenario import _ASSUMPTION_HIGH, Assumptions
+    from accelsim.scenario import Assumptions
+    from accelsim.scenario._fleet import _ASSUMPTION_HIGH
 
     assert _ASSUMPTION_HIGH["lead_time_days"] == MAX_LEAD_TIME_DAYS
     shared = set(Assumptions.model_fields)

@@ -1,0 +1,53 @@
+"""What the user asks about: a workload on a fleet under assumptions (validated at the boundary).
+
+A :class:`Scenario` is a frozen pydantic model. Everything a simulation needs is checked here,
+once: chip ids exist, every pool's provider offers its chip at its pricing model, counts are
+positive, MFU lies in (0, 1], and a training run fits in the fleet's memory at all. Errors
+name the field path and the allowed range; :func:`load_scenario` adds the file and the line.
+Downstream code trusts these types and does not re-check them.
+"""
+
+from accelsim.scenario._common import (
+    TRAINING_HORIZON_DAYS,
+    Framework,
+    Precision,
+    SchedulerName,
+    Sharding,
+    Stage,
+    training_state_gib,
+)
+from accelsim.scenario._files import format_validation_error, load_scenario
+from accelsim.scenario._fleet import Assumptions, Credit, Pool
+from accelsim.scenario._goals import Goals
+from accelsim.scenario._scenario import Background, Scenario, Workload
+from accelsim.scenario._serving import SLO, Router, Scaling, Serving, ServingPrecision
+from accelsim.scenario._streams import JobStream, Trace
+from accelsim.scenario._training import TrainingPhase, TrainingRun
+
+__all__ = [
+    "SLO",
+    "TRAINING_HORIZON_DAYS",
+    "Assumptions",
+    "Background",
+    "Credit",
+    "Framework",
+    "Goals",
+    "JobStream",
+    "Pool",
+    "Precision",
+    "Router",
+    "Scaling",
+    "Scenario",
+    "SchedulerName",
+    "Serving",
+    "ServingPrecision",
+    "Sharding",
+    "Stage",
+    "Trace",
+    "TrainingPhase",
+    "TrainingRun",
+    "Workload",
+    "format_validation_error",
+    "load_scenario",
+    "training_state_gib",
+]

@@ -1,0 +1,313 @@
+"""The scenario: a workload on a fleet under assumptions, with its cross-field rules."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any
+
+import numpy as np
+from pydantic import (
+    Field,
+    model_validator,
+)
+
+from accelsim import catalog
+from accelsim.scenario._common import (
+    _GIB,
+    _MAX_HORIZON_DAYS,
+    _MIN_SEQUENCE_TOKENS,
+    SchedulerName,
+    _Model,
+    _runs_natively,
+    _support,
+    training_state_gib,
+)
+from accelsim.scenario._fleet import Assumptions, Credit, Pool
+from accelsim.scenario._serving import Serving
+from accelsim.scenario._streams import JobStream, Trace
+from accelsim.scenario._training import TrainingRun
+
+Workload = Annotated[TrainingRun | JobStream | Trace | Serving, Field(discriminator="kind")]
+Background = Annotated[JobStream | Trace, Field(discriminator="kind")]
+
+
+class Scenario(_Model):
+    """A workload on a fleet under assumptions: the input of every study."""
+
+    name: str = Field(min_length=1)
+    """A short label used in tables and plots."""
+    workload: Workload
+    """``TrainingRun``, ``JobStream``, ``Trace`` or ``Serving`` (``kind:`` in scenario files)."""
+    fleet: list[Pool] = Field(min_length=1)
+    """The pools of chips; a training run uses the first."""
+    assumptions: Assumptions = Assumptions()
+    """Uncertain inputs; unset fields take the catalog priors."""
+    background: Background | None = None
+    """Other work sharing the fleet with a training run (``kind: job_stream`` or ``trace``);
+    requires ``horizon_days``. The training run then competes with it on the first pool as
+    one gang job of priority 1 (the background keeps its own priorities), and its
+    time-to-train includes its queue wait. The background starts at time 0 and the
+    training run's clock (the decision) at ``warmup_days``, so it meets a busy cluster."""
+    scheduler: SchedulerName = "fifo"
+    """Queue policy of the shared-cluster engine."""
+    horizon_days: float | None = Field(default=None, gt=0, le=_MAX_HORIZON_DAYS)
+    """Simulated time for a job stream, a trace or a background [d]."""
+    warmup_days: float = Field(default=0.0, ge=0, le=_MAX_HORIZON_DAYS)
+    """Initial period excluded from stream metrics; with a background, the time the
+    background runs before the training run's decision [d]."""
+    credits: list[Credit] = Field(default_factory=list)
+    """Credits and grants that offset cloud hardware cost (:class:`Credit`); reported as
+    the ``credits_usd`` line."""
+    description: str = ""
+    """Free text for the reader of the scenario file."""
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Scenario:
+        work = self.workload
+        if self.background is not None and not isinstance(work, TrainingRun):
+            raise ValueError(
+                f"background is other work sharing the fleet with a training run; a "
+                f"{work.kind} workload has no training run to compete with, so put that work "
+                f"in the workload itself"
+            )
+        if self.background is not None and self.horizon_days is None:
+            raise ValueError(
+                "horizon_days is required with a background: it is the time over which the "
+                "shared fleet's metrics are measured"
+            )
+        self._check_applies(work)
+        if isinstance(work, TrainingRun):
+            self._check_fits(work)
+            self._check_layout(work)
+            self._check_phases(work)
+            for pool in self.fleet:
+                chip = catalog.chip(pool.chip)
+                if work.precision != "bf16" and getattr(chip, f"{work.precision}_tflops") is None:
+                    raise ValueError(
+                        f"fleet: chip {chip.id!r} has no published {work.precision} peak; "
+                        f"use precision 'bf16' or another chip"
+                    )
+        elif isinstance(work, Serving):
+            self._check_serving(work)
+        elif self.horizon_days is None:
+            raise ValueError(f"horizon_days is required for a {work.kind} workload")
+        if self.horizon_days is not None and self.warmup_days >= self.horizon_days:
+            raise ValueError(
+                f"warmup_days ({self.warmup_days:g}) must be less than horizon_days "
+                f"({self.horizon_days:g})"
+            )
+        for where, stream in (("workload", work), ("background", self.background)):
+            if isinstance(stream, JobStream):
+                _, most = _support(stream.chips)
+                biggest = max(pool.count for pool in self.fleet)
+                if most > biggest:
+                    raise ValueError(
+                        f"{where}.chips can reach {most:g} chips but the largest pool has "
+                        f"{biggest}; such jobs could never start"
+                    )
+                unsliced = [
+                    p.chip
+                    for p in self.fleet
+                    if catalog.chip(p.chip).kind == "tpu"
+                    and not (
+                        catalog.chip(p.chip).slice_sizes or catalog.chip(p.chip).slice_multiple
+                    )
+                ]
+                mix = (
+                    stream.framework
+                    if isinstance(stream.framework, dict)
+                    else {stream.framework: 1.0}
+                )
+                for framework in (f for f, weight in mix.items() if weight > 0):
+                    if not any(_runs_natively(framework, p.chip) for p in self.fleet):
+                        raise ValueError(
+                            f"{where}.framework: no pool runs {framework} code without a "
+                            f"port; add a pool whose chip stack fits"
+                        )
+                if stream.whole_domains and unsliced:
+                    # A TPU's scale-up domain is its whole pod: without the chip's valid slice
+                    # shapes, rounding to domains would hand every job a pod.
+                    raise ValueError(
+                        f"{where}.whole_domains needs valid slice shapes for TPU pools, and the "
+                        f"catalog has none for {', '.join(unsliced)} (its domain is a whole "
+                        f"pod): set whole_domains: false or give the chip slice_sizes"
+                    )
+        return self
+
+    def _check_applies(self, work: Any) -> None:
+        """A field that does not apply to this scenario is an error, never silently ignored."""
+        a = self.assumptions
+        if not any(p.pricing == "spot" for p in self.fleet):
+            for name in ("spot_preemptions_per_hour", "spot_return_hours"):
+                if getattr(a, name) is not None:
+                    raise ValueError(
+                        f"assumptions.{name} applies to spot pools and the fleet has none: "
+                        f"remove it or use pricing spot"
+                    )
+        if a.electricity_usd_per_kwh is not None and not any(
+            p.pricing == "on_prem" for p in self.fleet
+        ):
+            raise ValueError(
+                "assumptions.electricity_usd_per_kwh applies to on_prem pools (a cloud price "
+                "includes power) and the fleet has none: remove it"
+            )
+        if isinstance(work, TrainingRun) and self.background is None:
+            if self.warmup_days and self.horizon_days is None:
+                raise ValueError(
+                    "warmup_days applies with horizon_days (a measured window: a stream, a "
+                    "trace or a background); a training run alone has none: remove it"
+                )
+            if self.scheduler != "fifo":
+                raise ValueError(
+                    f"scheduler={self.scheduler!r} applies to a shared fleet (a job stream, "
+                    f"a trace or a background); a training run alone has no queue"
+                )
+
+    def _check_layout(self, work: TrainingRun) -> None:
+        """The run's sharding fits the first pool, and its batch feeds every replica."""
+        pool = self.fleet[0]
+        chip = catalog.chip(pool.chip)
+        params, chips = work.state_params, pool.count
+        # ZeRO figure 1 (Rajbhandari et al. 2020): bf16 weights 2, gradients 2, Adam 12 bytes.
+        replicated, sharded = {
+            "none": (16.0, 0.0),
+            "zero1": (4.0, 12.0),
+            "zero2": (2.0, 14.0),
+        }.get(work.sharding, (0.0, 16.0))
+        need_gib = params * (replicated + sharded / chips) / _GIB
+        if need_gib > chip.hbm_gib:
+            raise ValueError(
+                f"workload.sharding={work.sharding!r}: the training state needs "
+                f"{need_gib:,.0f} GiB per chip but {chip.id} has {chip.hbm_gib:g} GiB of HBM; "
+                f"use zero3/fsdp or more chips"
+            )
+        if work.global_batch_tokens is None:
+            return
+        # Fewest chips per replica: one scale-up domain, or the chips holding the state.
+        per_replica = max(
+            min(chip.scale_up_domain_chips, chips), math.ceil(need_gib / chip.hbm_gib), 1
+        )
+        replicas = max(chips // per_replica, 1)
+        sequence = work.seq_len or _MIN_SEQUENCE_TOKENS
+        smallest = _support(work.global_batch_tokens)[0]
+        if smallest < sequence * replicas:
+            raise ValueError(
+                f"workload.global_batch_tokens can be {smallest:.3g}, less than one sequence "
+                f"({sequence} tokens) per data-parallel replica ({replicas:,} replicas of "
+                f"{per_replica} x {chip.id}): raise it to >= {sequence * replicas:.3g}"
+            )
+
+    def _check_phases(self, work: TrainingRun) -> None:
+        """Phases run on the first pool, alone on it (the analytic engine), and fit it."""
+        if work.phases is None:
+            return
+        if len(self.fleet) != 1 or self.background is not None:
+            raise ValueError(
+                "workload.phases needs the analytic engine: one training run on one pool "
+                "without a background; remove the phases or the other pools and background"
+            )
+        pool = self.fleet[0]
+        hbm = catalog.chip(pool.chip).hbm_gib
+        need_gib = training_state_gib(work.state_params)
+        for i, phase in enumerate(work.phases):
+            if phase.chips > pool.count:
+                raise ValueError(
+                    f"workload.phases[{i}].chips={phase.chips} exceeds the pool's count "
+                    f"({pool.count}): a phase uses chips of the run's pool"
+                )
+            if need_gib > hbm * phase.chips:
+                raise ValueError(
+                    f"workload.phases[{i}].chips={phase.chips}: the training state needs "
+                    f"about {need_gib:,.0f} GiB even fully sharded, but {phase.chips} x "
+                    f"{pool.chip} have {hbm * phase.chips:,.0f} GiB of HBM; add chips"
+                )
+
+    def _check_fits(self, work: TrainingRun) -> None:
+        need_gib = training_state_gib(work.state_params)
+        have = {p.chip: catalog.chip(p.chip).hbm_gib * p.count for p in self.fleet}
+        best_chip, best_gib = max(have.items(), key=lambda kv: kv[1])
+        if need_gib > best_gib:
+            field = "params" if work.total_params is None else "total_params"
+            raise ValueError(
+                f"workload.{field}={work.state_params:.3g} needs about {need_gib:,.0f} GiB of "
+                f"weights, gradients and Adam state even fully sharded, but the largest pool "
+                f"({best_chip}) has {best_gib:,.0f} GiB of HBM in total; add chips"
+            )
+
+    def _check_serving(self, work: Serving) -> None:
+        if len(self.fleet) != 1:
+            raise ValueError(
+                f"a serving workload runs on one pool, but the fleet has {len(self.fleet)}: "
+                f"compare one scenario per pool"
+            )
+        if self.horizon_days is not None and self.horizon_days != work.horizon_days:
+            raise ValueError(
+                f"horizon_days ({self.horizon_days:g}) differs from workload.horizon_days "
+                f"({work.horizon_days:g}): a serving scenario's horizon is the workload's"
+            )
+        if self.warmup_days:
+            raise ValueError("warmup_days must be 0 for serving: every hour of it is priced")
+        pool = self.fleet[0]
+        chip = catalog.chip(pool.chip)
+        try:
+            chip.peak_tflops(work.precision)
+        except catalog.PrecisionUnavailableError as exc:
+            raise ValueError(f"workload.precision: {exc}") from None
+        chips = work.replica_chips(chip, pool.count)
+        if chips > pool.count or pool.count % chips:
+            raise ValueError(
+                f"workload.chips_per_replica={chips} must divide the pool's count "
+                f"({pool.count}) into whole replicas"
+            )
+        if chips > chip.scale_up_domain_chips:
+            raise ValueError(
+                f"workload.chips_per_replica={chips} exceeds the scale-up domain of {chip.id} "
+                f"({chip.scale_up_domain_chips} chips): tensor parallelism needs one domain"
+            )
+        if work.kv_share is None:
+            share = _support(catalog.serving_priors().memory_share.value)[1]
+            usable = f"at most {share:.0%} of it usable for weights and KV cache (prior)"
+        else:
+            share, usable = 1.0, "all of it"
+        hbm_bytes = chip.hbm_gib * _GIB * chips
+        need = work.weight_bytes()
+        if need >= share * hbm_bytes:
+            raise ValueError(
+                f"the weights ({need / 1e9:,.1f} GB at {work.precision}) do not fit a replica "
+                f"of {chips} x {chip.id}: HBM {hbm_bytes / 1e9:,.1f} GB, {usable}; use more "
+                f"chips_per_replica, a lower precision or a chip with more memory"
+            )
+        if work.scaling == "follow_demand":
+            most = pool.count // chips
+            for name in ("min_replicas", "max_replicas"):
+                value = getattr(work, name)
+                if value is not None and value > most:
+                    raise ValueError(
+                        f"workload.{name}={value} exceeds the {most} replicas the pool holds "
+                        f"({pool.count} chips / {chips} per replica)"
+                    )
+
+    @property
+    def training(self) -> TrainingRun:
+        """The workload as a :class:`TrainingRun` (error if it is a stream or trace)."""
+        if not isinstance(self.workload, TrainingRun):
+            raise TypeError(f"scenario {self.name!r} has a {self.workload.kind} workload")
+        return self.workload
+
+    def replace(self, path: str, value: Any) -> Scenario:
+        """A validated copy with the field at dotted ``path`` set, e.g. ``"fleet.0.count"``."""
+        data = self.model_dump(mode="python")
+        node: Any = data
+        keys = path.split(".")
+        if isinstance(value, np.generic):  # a grid from numpy: its Python number (strict types)
+            value = value.item()
+        try:
+            for key in keys[:-1]:
+                node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+            if isinstance(node, list):
+                node[int(keys[-1])] = value
+            else:
+                node[keys[-1]] = value
+        except (IndexError, ValueError, AttributeError, TypeError):
+            raise KeyError(f"no field at path {path!r} in scenario {self.name!r}") from None
+        return Scenario.model_validate(data)

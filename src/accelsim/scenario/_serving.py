@@ -1,0 +1,232 @@
+"""An LLM endpoint (:class:`Serving`) and its latency objective (:class:`SLO`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import (
+    Field,
+    model_validator,
+)
+
+from accelsim import catalog
+from accelsim.dists import Uncertain, as_dist
+from accelsim.errors import AccelsimError
+from accelsim.scenario._common import _GIB, Framework, _check_range, _Model
+
+ServingPrecision = Literal["bf16", "fp8", "int8", "fp4"]
+Scaling = Literal["fixed", "follow_demand"]
+Router = Literal["least_loaded", "round_robin"]
+_MODEL_FIELDS = ("params", "active_params", "layers", "d_model", "kv_heads", "head_dim")
+_MINUTES_PER_HOUR = 60.0
+
+
+class SLO(_Model):
+    """A latency objective: TTFT and TPOT bounds at a percentile, and the share of requests
+    that must be served in windows meeting them.
+
+    ``SLO(ttft_ms=2000, tpot_ms=100, percentile=99, attainment=0.99)`` reads: in each window
+    (``Serving.burst_window_minutes``) the 99th percentile of time to first token is at most
+    2 s and that of time per output token at most 100 ms, and at least 99 % of all requests
+    arrive in such windows (see :doc:`/serving`).
+    """
+
+    ttft_ms: float = Field(gt=0)
+    """Bound on time to first token at ``percentile`` [ms]."""
+    tpot_ms: float = Field(gt=0)
+    """Bound on time per output token at ``percentile`` [ms]."""
+    percentile: float = Field(default=99.0, gt=50, lt=100)
+    """Percentile the bounds apply at, in (50, 100) [%] (MLPerf Server and Interactive: 99)."""
+    attainment: float = Field(default=0.99, gt=0, le=1)
+    """Share of requests that must arrive in windows meeting the bounds [fraction]."""
+
+
+class Serving(_Model):
+    """An LLM endpoint: a model served to a stream of requests under a latency SLO.
+
+    The model is a preset id of :func:`accelsim.catalog.model_presets` (``model=``) or its
+    architecture given explicitly (``params``, ``layers``, ``d_model``, ``kv_heads``,
+    ``head_dim`` and, for a mixture of experts, ``active_params``), never both. Requests
+    arrive at ``rate_rps`` times the hour's ``daily_profile`` multiplier, growing by
+    ``growth_per_month``; within each burst window the rate is that mean times a gamma
+    multiplier of mean 1 and variance ``burstiness - 1`` (1: a Poisson stream). The scenario
+    serves on its one pool, in replicas of ``chips_per_replica`` chips.
+    """
+
+    kind: Literal["serving"] = "serving"
+    model: str | None = None
+    """Model preset id, e.g. ``"llama-3.1-70b"``; unknown ids are an error naming close ones."""
+    params: float | None = Field(default=None, gt=0)
+    """Total parameters, every expert included [count] (explicit architecture)."""
+    active_params: float | None = Field(default=None, gt=0)
+    """Parameters used per token [count]; unset = ``params`` (a dense model)."""
+    layers: int | None = Field(default=None, gt=0)
+    """Transformer layers [count]."""
+    d_model: int | None = Field(default=None, gt=0)
+    """Hidden size [count]."""
+    kv_heads: int | None = Field(default=None, gt=0)
+    """Key/value heads per layer [count]."""
+    head_dim: int | None = Field(default=None, gt=0)
+    """Dimension of one attention head [count]."""
+    framework: Framework = "pytorch"
+    """Framework of the serving stack's code; decides the porting hours to the chip's stack."""
+    precision: ServingPrecision = "bf16"
+    """Weights and matmuls: ``bf16``, ``fp8``, ``int8`` or ``fp4``, where the chip publishes
+    that peak."""
+    kv_precision: ServingPrecision | None = None
+    """KV-cache values; unset = ``precision``."""
+    rate_rps: Uncertain
+    """Mean request rate over the day, at the start of the horizon [1/s]."""
+    daily_profile: list[float] | None = None
+    """24 hourly multipliers of the rate with mean 1 (hour 0 first); unset = flat."""
+    burstiness: Uncertain = 1.0
+    """1 + the squared coefficient of variation of the request rate between burst windows,
+    in [1, 100]: 1 = Poisson; 2 = each window's rate exponentially distributed about the
+    mean. [ratio]"""
+    burst_window_minutes: float = 5.0
+    """Length of a burst window, also the window the SLO percentiles are judged over; a
+    divisor of 60. [min]"""
+    growth_per_month: Uncertain = 0.0
+    """Growth of the rate per 30.4-day month, compounded hourly [fraction], > -1."""
+    input_tokens: Uncertain
+    """Prompt length of one request [tokens]: a number or the distribution each request's
+    length is drawn from (rounded, clipped to [1, the preset's max_context])."""
+    output_tokens: Uncertain
+    """Output length of one request [tokens], like ``input_tokens``."""
+    slo: SLO
+    """The latency objective."""
+    chips_per_replica: int | None = Field(default=None, gt=0)
+    """Chips of one replica (tensor / expert parallel group); a divisor of the pool's count
+    within the chip's scale-up domain. Unset: the smallest power of two whose usable memory
+    holds the weights in at most ``replica_weight_share_max`` (serving prior)."""
+    kv_share: Uncertain | None = None
+    """Share of the memory left after the weights that holds KV cache, in (0, 1]; unset =
+    the serving prior ``memory_share`` (share of all memory for weights and KV cache)."""
+    max_batch: int | None = Field(default=None, gt=0)
+    """Most sequences a replica runs at once; unset = the serving prior of the chip's stack."""
+    prefill_chunk_tokens: int = Field(default=0, ge=0)
+    """Prompt tokens prefilled per iteration (chunked prefill); 0 = off (whole prompts)."""
+    router: Router = "least_loaded"
+    """How the request DES routes a request to a replica."""
+    scaling: Scaling = "fixed"
+    """``fixed``: the pool's count // chips_per_replica replicas all the time;
+    ``follow_demand``: each hour ``ceil(rate / (target_utilization x SLO capacity))``
+    replicas, within ``min_replicas`` and ``max_replicas``."""
+    min_replicas: int = Field(default=1, ge=0)
+    """Fewest replicas under ``follow_demand`` [count]."""
+    max_replicas: int | None = Field(default=None, gt=0)
+    """Most replicas under ``follow_demand`` [count]; unset = all the pool holds."""
+    cold_start_minutes: float = Field(default=0.0, ge=0, le=60)
+    """Time from a scale-up decision to the new replica serving (billed) [min]."""
+    target_utilization: float = Field(default=1.0, gt=0, le=1)
+    """Load per replica under ``follow_demand``, as a share of its SLO capacity (the largest
+    Poisson rate meeting the SLO): 1 = the fewest replicas meeting it; less leaves headroom
+    for bursts [fraction]."""
+    horizon_days: float = Field(default=30.0, gt=0, le=3660)
+    """Time served [d]."""
+
+    @model_validator(mode="after")
+    def _checks(self) -> Serving:
+        given = [f for f in _MODEL_FIELDS if getattr(self, f) is not None]
+        if self.model is not None:
+            if given:
+                raise ValueError(
+                    f"give model= (a preset) or the architecture ({', '.join(_MODEL_FIELDS)}), "
+                    f"not both: model={self.model!r} with {', '.join(given)}"
+                )
+            try:
+                catalog.model_preset(self.model)
+            except AccelsimError as exc:
+                raise ValueError(str(exc)) from None
+        else:
+            need = [f for f in _MODEL_FIELDS if f != "active_params" and f not in given]
+            if need:
+                raise ValueError(
+                    f"give model= (a preset id such as 'llama-3.1-70b') or the architecture; "
+                    f"missing {', '.join(need)}"
+                )
+            active, total = self.active_params, self.params
+            if active is not None and total is not None and active > total:
+                raise ValueError(
+                    f"active_params={active:.3g} exceeds params={total:.3g}: params counts "
+                    f"every expert"
+                )
+        if self.daily_profile is not None:
+            profile = self.daily_profile
+            if len(profile) != 24 or any(not (0 <= v < math.inf) for v in profile):
+                raise ValueError(
+                    f"daily_profile must be 24 hourly multipliers >= 0, got {len(profile)} values"
+                )
+            mean = sum(profile) / 24.0
+            if abs(mean - 1.0) > 1e-3:
+                raise ValueError(
+                    f"daily_profile must have mean 1 (it multiplies rate_rps), but its mean is "
+                    f"{mean:.4g}: divide each value by {mean:.4g}"
+                )
+        windows = _MINUTES_PER_HOUR / self.burst_window_minutes
+        if not (1 <= windows <= 3600) or abs(windows - round(windows)) > 1e-9:
+            raise ValueError(
+                f"burst_window_minutes must divide an hour (e.g. 1, 5, 15, 60), not "
+                f"{self.burst_window_minutes:g}"
+            )
+        _check_range("rate_rps", self.rate_rps, 0, math.inf, low_open=True)
+        _check_range("burstiness", self.burstiness, 1, 100, low_open=False)
+        _check_range("growth_per_month", self.growth_per_month, -1, 10, low_open=True)
+        # Lengths are rounded and clipped to [1, the preset's max_context] per request, so a
+        # continuous law with support from 0 (LogNormal) is fine; negative lengths are not.
+        _check_range("input_tokens", self.input_tokens, 0, math.inf, low_open=False)
+        _check_range("output_tokens", self.output_tokens, 0, math.inf, low_open=False)
+        _check_range("kv_share", self.kv_share, 0, 1, low_open=True)
+        autoscaling = ("min_replicas", "max_replicas", "cold_start_minutes", "target_utilization")
+        if self.scaling == "fixed":
+            # Judged by value, not by model_fields_set: a dumped scenario holds every field.
+            defaults = {f: Serving.model_fields[f].default for f in autoscaling}
+            set_here = sorted(f for f in autoscaling if getattr(self, f) != defaults[f])
+            if set_here:
+                raise ValueError(
+                    f"{', '.join(set_here)} apply to scaling='follow_demand'; with "
+                    f"scaling='fixed' the pool's count // chips_per_replica replicas serve"
+                )
+        if self.max_replicas is not None and self.max_replicas < self.min_replicas:
+            raise ValueError(
+                f"max_replicas ({self.max_replicas}) is below min_replicas ({self.min_replicas})"
+            )
+        return self
+
+    @property
+    def preset(self) -> catalog.ModelPreset | None:
+        """The model preset, or None for an explicit architecture."""
+        return None if self.model is None else catalog.model_preset(self.model)
+
+    @property
+    def total_params(self) -> float:
+        """Parameters held in memory, every expert included [count]."""
+        preset = self.preset
+        return preset.params if preset is not None else float(self.params or 0.0)
+
+    def weight_bytes(self) -> float:
+        """Bytes of one copy of the weights at ``precision`` [B]."""
+        return self.total_params * catalog.BYTES_PER_VALUE[self.precision]
+
+    def replica_chips(self, chip: catalog.Chip, pool_count: int) -> int:
+        """Chips per replica: the user's, or the smallest power of two (within the pool and
+        the scale-up domain) whose usable memory holds the weights in at most the prior
+        ``replica_weight_share_max``; the pool's count if none does (the scenario's
+        validation then reports the fit)."""
+        if self.chips_per_replica is not None:
+            return self.chips_per_replica
+        priors = catalog.serving_priors()
+        share = as_dist(priors.memory_share.value).expected_value()
+        weight_share = as_dist(priors.replica_weight_share_max.value).expected_value()
+        need = self.weight_bytes()
+        most = min(pool_count, chip.scale_up_domain_chips)
+        chips = 1
+        while chips <= most:
+            if (
+                pool_count % chips == 0
+                and need <= weight_share * share * chip.hbm_gib * _GIB * chips
+            ):
+                return chips
+            chips *= 2
+        return most
