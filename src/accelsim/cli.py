@@ -31,8 +31,15 @@ from accelsim.catalog import active as active_catalog
 from accelsim.demo import default_scenarios
 from accelsim.engines import check_runnable
 from accelsim.errors import AccelsimError
-from accelsim.results import SUMMARY_STATS, Result, Table, format_error, format_value
-from accelsim.scenario import Scenario, format_validation_error, load_scenario
+from accelsim.results import (
+    GOAL_METRICS,
+    SUMMARY_STATS,
+    Result,
+    Table,
+    format_error,
+    format_value,
+)
+from accelsim.scenario import Goals, Scenario, format_validation_error, load_scenario
 from accelsim.study import DEFAULT_RUNS, compare, open_executor, simulate, sweep
 
 if TYPE_CHECKING:
@@ -77,6 +84,60 @@ _Workers = Annotated[
 _Json = Annotated[bool, typer.Option("--json", help="A JSON summary instead of a table.")]
 _Csv = Annotated[bool, typer.Option("--csv", help="CSV for machines instead of a table.")]
 _Seed = Annotated[int, typer.Option(help="Root seed: same seed, same numbers.")]
+
+
+_Deadline = Annotated[
+    float | None,
+    typer.Option(help="Goal: time to train at most this many days.", show_default=False),
+]
+_Budget = Annotated[
+    float | None, typer.Option(help="Goal: TCO at most this many USD.", show_default=False)
+]
+_SloGoal = Annotated[
+    float | None,
+    typer.Option(
+        "--slo-attainment",
+        help="Goal: at least this share of requests within the SLO (serving).",
+        show_default=False,
+    ),
+]
+_MaxWait = Annotated[
+    float | None,
+    typer.Option(help="Goal: mean queue wait at most this many hours.", show_default=False),
+]
+_Confidence = Annotated[
+    float, typer.Option(help="Share of runs that must meet every goal at once.")
+]
+
+
+def _goals(
+    scenarios: Iterable[Scenario],
+    deadline_days: float | None,
+    budget_usd: float | None,
+    slo_attainment: float | None,
+    max_wait_hours: float | None,
+    confidence: float,
+) -> Goals | None:
+    """The goals the options ask for (None without any), checked before any study: each
+    goal's metric must be one every scenario reports."""
+    given = {
+        "deadline_days": deadline_days,
+        "budget_usd": budget_usd,
+        "slo_attainment": slo_attainment,
+        "max_wait_hours": max_wait_hours,
+    }
+    if all(v is None for v in given.values()):
+        return None
+    try:
+        goals = Goals(**{k: v for k, v in given.items() if v is not None}, confidence=confidence)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]).replace("_", "-") if err["loc"] else "goals"
+        raise AccelsimError(f"--{field}: {err['msg']}") from None
+    for s in scenarios:
+        for goal in goals.names:
+            _check_metrics(s, [GOAL_METRICS[goal].metric], f"--{goal.replace('_', '-')}")
+    return goals
 
 
 def _warn_stale_prices(results: Iterable[Result], max_age_days: int) -> None:
@@ -293,15 +354,28 @@ def compare_(
     workers: _Workers = None,
     json_out: _Json = False,
     max_price_age_days: _MaxPriceAge = 182,
+    deadline_days: _Deadline = None,
+    budget_usd: _Budget = None,
+    slo_attainment: _SloGoal = None,
+    max_wait_hours: _MaxWait = None,
+    confidence: _Confidence = 0.9,
 ) -> None:
-    """Compare scenario files with common random numbers: table, odds and a recommendation."""
+    """Compare scenario files with common random numbers: table, odds and a recommendation.
+
+    With goals (--deadline-days, --budget-usd, --slo-attainment, --max-wait-hours), the
+    table of P(meets goal) per option follows, and the recommendation picks among the
+    options meeting every goal in at least --confidence of runs.
+    """
     named: dict[str, Scenario] = {}
     for s in (load_scenario(p) for p in scenarios):
         if s.name in named:
             raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
         named[s.name] = s
+    goals = _goals(
+        named.values(), deadline_days, budget_usd, slo_attainment, max_wait_hours, confidence
+    )
     with _executor(workers) as pool:
-        cmp = compare(named, runs=runs, seed=seed, executor=pool)
+        cmp = compare(named, runs=runs, seed=seed, executor=pool, goals=goals)
     _warn_stale_prices(cmp.results.values(), max_price_age_days)
     if json_out:
         rec = cmp.recommendation
@@ -320,9 +394,23 @@ def compare_(
             },
             "recommendation": {"choice": rec.choice, "rationale": list(rec.rationale)},
         }
+        if goals is not None:
+            doc["goals"] = {
+                "targets": goals.model_dump(exclude_none=True),
+                "prob_meets": {
+                    name: {
+                        **{g: cmp.prob_meets(name, g) for g in goals.names},
+                        "all": cmp.prob_meets(name),
+                    }
+                    for name in cmp.options
+                },
+            }
         print(_json(doc))
         return
     _show(cmp.as_table())
+    if goals is not None:
+        print()
+        _show(cmp.as_goals_table())
     print()
     print(cmp.recommendation)
 
@@ -415,8 +503,17 @@ def report_(
         bool, typer.Option(help="Show what drives the uncertainty (rank correlations).")
     ] = True,
     workers: _Workers = None,
+    deadline_days: _Deadline = None,
+    budget_usd: _Budget = None,
+    slo_attainment: _SloGoal = None,
+    max_wait_hours: _MaxWait = None,
+    confidence: _Confidence = 0.9,
 ) -> None:
-    """Write a self-contained HTML report: question, answer, figures, assumptions, sources."""
+    """Write a self-contained HTML report: question, answer, figures, assumptions, sources.
+
+    Goals (as for ``compare``) need two options or more: the page then shows P(meets goal)
+    per option and recommends among the options meeting them.
+    """
     from accelsim.report import report as write_report
 
     named: dict[str, Scenario] = {}
@@ -424,13 +521,25 @@ def report_(
         if s.name in named:
             raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
         named[s.name] = s
+    goals = _goals(
+        named.values(), deadline_days, budget_usd, slo_attainment, max_wait_hours, confidence
+    )
+    if goals is not None and len(named) == 1:
+        raise AccelsimError(
+            "goals are read on a comparison: give two scenario files or more, or drop the goals"
+        )
     with _executor(workers) as pool:
         if len(named) == 1:
             results: Any = simulate(next(iter(named.values())), runs=runs, seed=seed, executor=pool)
         else:
-            results = compare(named, runs=runs, seed=seed, executor=pool)
+            results = compare(named, runs=runs, seed=seed, executor=pool, goals=goals)
     files = " ".join(scenarios)
-    how = f"accelsim report {files} --runs {runs} --seed {seed}"
+    flags = "".join(
+        f" --{g.replace('_', '-')} {getattr(goals, g):g}" for g in (goals.names if goals else ())
+    )
+    if goals is not None:
+        flags += f" --confidence {goals.confidence:g}"
+    how = f"accelsim report {files} --runs {runs} --seed {seed}{flags}"
     out = write_report(
         results, output, scenarios=named, title=title, sensitivity=sensitivity, reproduce=how
     )

@@ -163,6 +163,7 @@ def render_html(
         ],
         "descriptions": {n: s.description for n, s in named.items() if s.description},
         "recommendation": rec,
+        "goals": cmp.as_goals_table() if cmp is not None and cmp.goals is not None else None,
         "distributions": distributions,
         "axis_label": _axis_label,
         "svgs": svgs,
