@@ -108,55 +108,12 @@ def check_runnable(
     if not isinstance(work, JobStream | Trace) or scenario.horizon_days is None:
         return
     horizon_h = scenario.horizon_days * _HOURS_PER_DAY
-    warmup_h = scenario.warmup_days * _HOURS_PER_DAY
-    name = scenario.name
     _check_strikes(scenario, cat, horizon_h)
     if isinstance(work, JobStream):
-        mean_gap = as_dist(work.interarrival_hours).expected_value()
-        expected = horizon_h / mean_gap
-        if expected > max_jobs_per_run:
-            raise AccelsimError(
-                f"scenario {name!r}: {where} expects {expected:,.0f} jobs per run "
-                f"(horizon {horizon_h:g} h / mean inter-arrival {mean_gap:.3g} h), above the "
-                f"cap of {max_jobs_per_run:,}: shorten horizon_days or lengthen "
-                f"interarrival_hours"
-            )
-        mix = work.framework if isinstance(work.framework, dict) else {work.framework: 1.0}
-        pools = sorted(
-            {i for f, w in mix.items() if w > 0 for i in allowed_pools(scenario, f, cat)}
-        )
-        demand = (
-            as_dist(work.chips).expected_value() * as_dist(work.duration_hours).expected_value()
-        )
-        load = demand / mean_gap / _capacity(scenario, cat, pools)
+        load = _stream_load(scenario, work, where, cat, max_jobs_per_run)
     else:
-        path = Path(work.path)
-        if not path.is_file():
-            raise AccelsimError(f"scenario {name!r}: {where}.path: no such trace file: {path}")
-        try:
-            jobs = _trace_jobs(scenario, work, cat)
-        except ValueError as exc:
-            raise AccelsimError(f"scenario {name!r}: {where}: {exc}") from None
-        counts = [p.count for p in scenario.fleet]
-        offered = 0.0
-        for job in jobs:
-            allowed = job.pools if job.pools is not None else range(len(counts))
-            most = max((counts[i] for i in allowed), default=0)
-            if job.chips > most:
-                raise AccelsimError(
-                    f"scenario {name!r}: {where}: trace job {job.job_id} asks for "
-                    f"{job.chips} chips, but the pools it may run on hold at most {most}; "
-                    f"it could never start"
-                )
-            if warmup_h <= job.submit_hours < horizon_h:
-                offered += job.chips * job.work_hours
-        if len(jobs) > max_jobs_per_run:
-            raise AccelsimError(
-                f"scenario {name!r}: {where} has {len(jobs):,} jobs, above the cap of "
-                f"{max_jobs_per_run:,} per run"
-            )
-        capacity = _capacity(scenario, cat, range(len(counts)))
-        load = offered / ((horizon_h - warmup_h) * capacity)
+        load = _trace_load(scenario, work, where, cat, max_jobs_per_run)
+    name = scenario.name
     if warn and load >= 1.0:
         warnings.warn(
             f"scenario {name!r}: offered load {load:.2f} >= 1: the fleet cannot keep up with "
@@ -165,6 +122,61 @@ def check_runnable(
             OverloadWarning,
             stacklevel=2,
         )
+
+
+def _stream_load(
+    scenario: Scenario, work: JobStream, where: str, cat: Catalog, max_jobs: int
+) -> float:
+    """A stream's offered load (chips x hours of work per hour over capacity); refuses a
+    stream expected to submit more than ``max_jobs`` jobs in a run."""
+    horizon_h = float(scenario.horizon_days or 0.0) * _HOURS_PER_DAY
+    mean_gap = as_dist(work.interarrival_hours).expected_value()
+    expected = horizon_h / mean_gap
+    if expected > max_jobs:
+        raise AccelsimError(
+            f"scenario {scenario.name!r}: {where} expects {expected:,.0f} jobs per run "
+            f"(horizon {horizon_h:g} h / mean inter-arrival {mean_gap:.3g} h), above the "
+            f"cap of {max_jobs:,}: shorten horizon_days or lengthen interarrival_hours"
+        )
+    mix = work.framework if isinstance(work.framework, dict) else {work.framework: 1.0}
+    pools = sorted({i for f, w in mix.items() if w > 0 for i in allowed_pools(scenario, f, cat)})
+    demand = as_dist(work.chips).expected_value() * as_dist(work.duration_hours).expected_value()
+    return float(demand / mean_gap / _capacity(scenario, cat, pools))
+
+
+def _trace_load(scenario: Scenario, work: Trace, where: str, cat: Catalog, max_jobs: int) -> float:
+    """A trace's offered load over the measured window; refuses a missing file, bad rows, a
+    job no pool it may use can hold, and more than ``max_jobs`` jobs."""
+    name = scenario.name
+    horizon_h = float(scenario.horizon_days or 0.0) * _HOURS_PER_DAY
+    warmup_h = scenario.warmup_days * _HOURS_PER_DAY
+    path = Path(work.path)
+    if not path.is_file():
+        raise AccelsimError(f"scenario {name!r}: {where}.path: no such trace file: {path}")
+    try:
+        jobs = _trace_jobs(scenario, work, cat)
+    except ValueError as exc:
+        raise AccelsimError(f"scenario {name!r}: {where}: {exc}") from None
+    counts = [p.count for p in scenario.fleet]
+    offered = 0.0
+    for job in jobs:
+        allowed = job.pools if job.pools is not None else range(len(counts))
+        most = max((counts[i] for i in allowed), default=0)
+        if job.chips > most:
+            raise AccelsimError(
+                f"scenario {name!r}: {where}: trace job {job.job_id} asks for "
+                f"{job.chips} chips, but the pools it may run on hold at most {most}; "
+                f"it could never start"
+            )
+        if warmup_h <= job.submit_hours < horizon_h:
+            offered += job.chips * job.work_hours
+    if len(jobs) > max_jobs:
+        raise AccelsimError(
+            f"scenario {name!r}: {where} has {len(jobs):,} jobs, above the cap of "
+            f"{max_jobs:,} per run"
+        )
+    capacity = _capacity(scenario, cat, range(len(counts)))
+    return offered / ((horizon_h - warmup_h) * capacity)
 
 
 def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog) -> list[JobSpec]:
