@@ -36,7 +36,7 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog, Priors, ServingPriors
-from accelsim.engines._inputs import InputDraws, constant
+from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
 from accelsim.engines._offers import lead_time_days
 from accelsim.engines._pricing import credits_usd, pool_billing, pool_energy_kwh, price_pool
 from accelsim.engines._serving_setup import (
@@ -169,7 +169,7 @@ def serving_metrics(
 
 def simulate_serving_fast(
     scenario: Scenario,
-    root: np.random.SeedSequence,
+    root: InputPlan | np.random.SeedSequence,
     start: int,
     stop: int,
     *,
@@ -177,12 +177,14 @@ def simulate_serving_fast(
 ) -> tuple[dict[str, FloatArray], InputDraws]:
     """Metrics of the runs ``[start, stop)`` of a serving scenario by the fast path.
 
-    Chips, prices and priors come from ``cat``, the study's catalog. Returns the metric
-    arrays by name and the input draws.
+    ``root`` is the study's :class:`~accelsim.engines.InputPlan` (a design, or designed
+    uniforms of a sensitivity analysis) or a root seed (plain Monte Carlo). Chips, prices
+    and priors come from ``cat``, the study's catalog. Returns the metric arrays by name
+    and the input draws.
     """
     priors, serving = cat.priors, cat.serving_priors
     setup = serving_setup(scenario, cat)
-    draws = InputDraws(root=root, start=start, stop=stop)
+    draws = as_plan(root).draws(start, stop)
     replica = draw_replica(setup, scenario, draws, serving)
     usage = usage_fast(setup, scenario, draws, replica)
     return serving_metrics(setup, scenario, draws, replica, usage, priors, serving), draws
@@ -190,7 +192,7 @@ def simulate_serving_fast(
 
 def replica_capacity(
     scenario: Scenario,
-    root: np.random.SeedSequence,
+    root: InputPlan | np.random.SeedSequence,
     start: int,
     stop: int,
     *,
@@ -207,7 +209,7 @@ def replica_capacity(
     """
     serving = cat.serving_priors
     setup = serving_setup(scenario, cat)
-    draws = InputDraws(root=root, start=start, stop=stop)
+    draws = as_plan(root).draws(start, stop)
     replica = draw_replica(setup, scenario, draws, serving)
     slo = physics.slo_capacity_rps(
         replica.cost,

@@ -20,10 +20,11 @@ from accelsim.study._sensitivity_results import (
 from accelsim.study._serving import serving_capacity
 from accelsim.study._simulate import simulate
 from accelsim.study._sizing import FleetSizing, size_fleet
-from accelsim.study._sweep import SweepResult, sweep
+from accelsim.study._sweep import SERVING_SWEEP_METRICS, SweepResult, sweep
 
 __all__ = [
     "DEFAULT_RUNS",
+    "SERVING_SWEEP_METRICS",
     "ExecutorLike",
     "FleetSizing",
     "MorrisResult",

@@ -115,10 +115,16 @@ def _serving_block(
 ) -> _Block:
     """A serving chunk on the fast path (``"analytic"``) or the request DES (``"des"``)."""
     del options  # checked in simulate(): serving keeps no records
+    if engine == "analytic":
+        data, draws = simulate_serving_fast(scenario, plan, start, stop, cat=cat)
+        return data, draws, {}
     if plan.design != "mc" or plan.designed is not None:
-        raise ValueError("serving draws its inputs by plain Monte Carlo only (design='mc')")
-    run = simulate_serving_fast if engine == "analytic" else simulate_serving_block
-    data, draws = run(scenario, plan.root, start, stop, cat=cat)
+        raise ValueError(
+            "engine='des' draws a serving scenario's inputs by plain Monte Carlo only "
+            "(design='mc'); designs and sensitivity analyses of serving run on the fast "
+            "path: use engine='auto'"
+        )
+    data, draws = simulate_serving_block(scenario, plan.root, start, stop, cat=cat)
     return data, draws, {}
 
 

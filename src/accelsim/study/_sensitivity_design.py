@@ -1,5 +1,6 @@
 """A scenario's metric at designed inputs: which inputs it draws, and evaluating designs of
-U(0, 1) values (each mapped through its input's ``ppf``) on the analytic engine."""
+U(0, 1) values (each mapped through its input's ``ppf``) on the analytic engine (a serving
+scenario: on its fast path)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog, active
-from accelsim.engines import InputDraws, price_training, simulate_training
-from accelsim.scenario import Scenario, TrainingRun
+from accelsim.engines import InputDraws, price_training, simulate_serving_fast, simulate_training
+from accelsim.scenario import Scenario, Serving, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.study._chunks import _run_designed
 from accelsim.study._runner import ExecutorLike
@@ -22,20 +23,27 @@ _CLIP = 1e-12
 
 
 def _check_analytic(scenario: Scenario) -> None:
+    if isinstance(scenario.workload, Serving):
+        return  # the serving fast path evaluates designed inputs
     if not (
         isinstance(scenario.workload, TrainingRun)
         and len(scenario.fleet) == 1
         and scenario.background is None
     ):
         raise ValueError(
-            f"sensitivity methods other than 'spearman' run the analytic engine: one training "
-            f"run on one dedicated pool, which scenario {scenario.name!r} is not"
+            f"sensitivity methods other than 'spearman' run the analytic engine (one training "
+            f"run on one dedicated pool) or the serving fast path, which scenario "
+            f"{scenario.name!r} is not: a {scenario.workload.kind} workload on "
+            f"{len(scenario.fleet)} pool(s)"
+            + (" with a background" if scenario.background is not None else "")
         )
 
 
 def _block(
     scenario: Scenario, cat: Catalog, root: np.random.SeedSequence, a: int, b: int
 ) -> tuple[dict[str, FloatArray], InputDraws]:
+    if isinstance(scenario.workload, Serving):
+        return simulate_serving_fast(scenario, root, a, b, cat=cat)
     usage, draws = simulate_training(scenario, cat, root, a, b)
     return usage | price_training(scenario, cat, usage, draws), draws
 

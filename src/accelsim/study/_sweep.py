@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from accelsim._typing import FloatArray
 from accelsim.catalog import active
 from accelsim.results import SUMMARY_STATS, Result, Table, goals_table, prob_meets
-from accelsim.scenario import Goals, Scenario
+from accelsim.scenario import Goals, Scenario, Serving
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.study._chunks import DEFAULT_RUNS, _engine_for
 from accelsim.study._runner import ExecutorLike, open_executor
@@ -189,13 +189,23 @@ def _sweep_points(
     return points
 
 
+SERVING_SWEEP_METRICS = (
+    "usd_per_million_output_tokens",
+    "tco_usd",
+    "slo_attainment",
+    "replicas_peak",
+)
+"""The metrics a sweep of a serving scenario summarises unless told otherwise: cost per
+token, total cost, the SLO and the fleet it takes."""
+
+
 def sweep(
     scenario: Scenario,
     grid: Mapping[str, Sequence[Any]],
     *,
     runs: int = DEFAULT_RUNS,
     seed: SeedLike = None,
-    metrics: Sequence[str] = ("tco_usd", "time_to_train_days"),
+    metrics: Sequence[str] | None = None,
     executor: ExecutorLike = None,
     goals: Goals | None = None,
     **kwargs: Any,
@@ -213,8 +223,9 @@ def sweep(
         As in :func:`simulate`. Every point is simulated with the same root seed, so run
         ``i`` of every point shares its draws of every shared input (common random
         numbers): differences between points are not sampling noise of the inputs.
-    metrics : sequence of str
-        The metrics summarised in the rows.
+    metrics : sequence of str, optional
+        The metrics summarised in the rows; unset: :data:`SERVING_SWEEP_METRICS` for a
+        serving scenario, ``("tco_usd", "time_to_train_days")`` otherwise.
     executor : None, "processes", concurrent.futures.Executor or distributed.Client
         Where each point's chunks run, as in :func:`simulate`. It is opened once for the
         whole sweep (one process pool, not one per point); points run one after another,
@@ -264,6 +275,9 @@ def sweep(
             "simulate(point, store=...) with one store per point"
         )
     kwargs = {k: v for k, v in kwargs.items() if k not in ("store", "resume")}
+    if metrics is None:
+        serving = isinstance(scenario.workload, Serving)
+        metrics = SERVING_SWEEP_METRICS if serving else ("tco_usd", "time_to_train_days")
     points = _sweep_points(scenario, grid, kwargs)
     root = as_seed_sequence(seed)
     kwargs["catalog"] = kwargs.get("catalog") or active()  # one snapshot for every point
@@ -283,4 +297,4 @@ def sweep(
     return out
 
 
-__all__ = ["SweepResult", "sweep"]
+__all__ = ["SERVING_SWEEP_METRICS", "SweepResult", "sweep"]
