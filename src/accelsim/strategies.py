@@ -212,7 +212,8 @@ def pools(
         Provider ids (``"aws"``, ``"gcp"``, ``"on_prem"``, ...); None for all.
     pricing : str, sequence of str or None
         Pricing models (``"on_demand"``, ``"spot"``, ``"commit_1y"``, ``"commit_3y"``,
-        ``"on_prem"``); None for all.
+        ``"capacity_block"``, ``"on_prem"``); None for all. A capacity-block pool gets one
+        of the window lengths its offer sells.
     min_count, max_count : int
         Bounds of the pool's chip count, ``1 <= min_count <= max_count`` [chips].
 
@@ -252,11 +253,19 @@ def pools(
         )
     exponent = _floats(math.log2(min_count), math.log2(max_count))
     counts = exponent.map(lambda e: min(max(round(2.0**e), min_count), max_count))
-    return st.builds(
-        lambda key, count: Pool(chip=key[0], provider=key[1], pricing=key[2], count=count),
-        st.sampled_from(keys),
-        counts,
-    )
+    # a capacity block's window: one of the lengths its offer sells (shrinks to the shortest)
+    windows = {
+        k: catalog.price(k[0], provider=k[1], pricing=k[2]).block
+        for k in keys
+        if k[2] == "capacity_block"
+    }
+
+    def pool(key: tuple[str, str, Pricing], count: int, pick: int) -> Pool:
+        block = windows.get(key)
+        days = None if block is None else block.allowed_days()[pick % len(block.allowed_days())]
+        return Pool(chip=key[0], provider=key[1], pricing=key[2], count=count, block_days=days)
+
+    return st.builds(pool, st.sampled_from(keys), counts, st.integers(0, 1_000))
 
 
 def _log_uniform(lo: float, hi: float) -> st.SearchStrategy[float]:

@@ -32,6 +32,12 @@ _OFFERS = sorted(
 )
 
 
+def _window(chip: str, provider: str, pricing: str) -> int | None:
+    """A capacity block's shortest window (the pool needs one), else None."""
+    block = acs.catalog.price(chip, provider=provider, pricing=pricing).block
+    return None if block is None else block.allowed_days()[0]
+
+
 def scenario(
     chip: str = "h100-sxm",
     provider: str = "aws",
@@ -43,7 +49,15 @@ def scenario(
     return acs.Scenario(
         name="p",
         workload=acs.TrainingRun(params=7e9, tokens=tokens),
-        fleet=[acs.Pool(chip=chip, count=count, provider=provider, pricing=pricing)],  # type: ignore[arg-type]
+        fleet=[
+            acs.Pool(
+                chip=chip,
+                count=count,
+                provider=provider,
+                pricing=pricing,  # type: ignore[arg-type]
+                block_days=_window(chip, provider, pricing),
+            )
+        ],
         assumptions=acs.Assumptions(**assumptions),  # type: ignore[arg-type]
     )
 

@@ -162,13 +162,20 @@ def _offer_kwargs(**over: Any) -> dict[str, Any]:
     hourly=st.booleans(),
     purchase=st.booleans(),
     preempt=st.booleans(),
+    block=st.booleans(),
 )
 def test_offer_requires_exactly_the_fields_of_its_pricing(
-    pricing: str, hourly: bool, purchase: bool, preempt: bool
+    pricing: str, hourly: bool, purchase: bool, preempt: bool, block: bool
 ) -> None:
     """Oracle: the rule restated: rented => hourly price only; bought => purchase + life only;
-    a preemption rate only on spot."""
+    a preemption rate only on spot; window lengths on (and only on) a capacity block."""
     kwargs = _offer_kwargs(pricing=pricing)
+    if block:
+        kwargs["block"] = {
+            "lengths": [{"min_days": 1, "max_days": 14}],
+            "source": "https://example.com/blocks",
+            "as_of": "2025-01-01",
+        }
     if hourly:
         kwargs["usd_per_chip_hour"] = 2.0
     if purchase:
@@ -177,7 +184,11 @@ def test_offer_requires_exactly_the_fields_of_its_pricing(
         kwargs |= {"preemptions_per_chip_hour": 0.05, "preemption_note": "assumption"}
     rented_ok = pricing != "on_prem" and hourly and not purchase
     bought_ok = pricing == "on_prem" and purchase and not hourly
-    valid = (rented_ok or bought_ok) and (not preempt or pricing == "spot")
+    valid = (
+        (rented_ok or bought_ok)
+        and (not preempt or pricing == "spot")
+        and block == (pricing == "capacity_block")
+    )
     if valid:
         assert Offer(**kwargs).pricing == pricing
     else:

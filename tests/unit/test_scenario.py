@@ -179,8 +179,22 @@ def test_replace_returns_a_validated_copy() -> None:
 _OFFERED = sorted(
     {(o.chip, o.provider, o.pricing) for o in acs.catalog.offers()}
 )  # every (chip, provider, pricing) the built-in sheets hold
+
+
+def _window(chip: str, provider: str, pricing: str) -> int | None:
+    """A capacity block's shortest window (the pool needs one), else None."""
+    block = acs.catalog.price(chip, provider=provider, pricing=pricing).block
+    return None if block is None else block.allowed_days()[0]
+
+
 _pools = st.tuples(st.sampled_from(_OFFERED), st.integers(min_value=64, max_value=4096)).map(
-    lambda t: acs.Pool(chip=t[0][0], provider=t[0][1], pricing=t[0][2], count=t[1])
+    lambda t: acs.Pool(
+        chip=t[0][0],
+        provider=t[0][1],
+        pricing=t[0][2],
+        count=t[1],
+        block_days=_window(*t[0]),
+    )
 )
 _runs = st.builds(
     acs.TrainingRun,

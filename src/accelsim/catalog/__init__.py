@@ -30,6 +30,8 @@ from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, Provid
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
+    BlockLengths,
+    BlockTerms,
     Chip,
     NotPublished,
     Offer,
@@ -75,7 +77,7 @@ def price(
         Chip id (case-insensitive).
     provider : str
         Provider id, e.g. ``"gcp"``, ``"aws"``, ``"azure"``, ``"lambda"``, ``"on_prem"``.
-    pricing : {"on_demand", "spot", "commit_1y", "commit_3y", "on_prem"}
+    pricing : {"on_demand", "spot", "commit_1y", "commit_3y", "capacity_block", "on_prem"}
         Pricing model.
     region : str, optional
         Region to price in; by default the cheapest region the provider lists.
@@ -143,6 +145,8 @@ def reset() -> Catalog:
 __all__ = [
     "BYTES_PER_VALUE",
     "PRICING_MODELS",
+    "BlockLengths",
+    "BlockTerms",
     "Catalog",
     "Chip",
     "Fit",

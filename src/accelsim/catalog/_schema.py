@@ -14,13 +14,22 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 
 from accelsim.errors import AccelsimError
 
-Pricing = Literal["on_demand", "spot", "commit_1y", "commit_3y", "on_prem"]
-"""How capacity is paid for: by the hour (on-demand, spot, 1- or 3-year commitment) or bought."""
+Pricing = Literal["on_demand", "spot", "commit_1y", "commit_3y", "capacity_block", "on_prem"]
+"""How capacity is paid for: by the hour (on-demand, spot), for a committed term (1 or 3
+years), for a window bought ahead (``capacity_block``: e.g. EC2 Capacity Blocks for ML, paid
+whole whether used or not), or bought."""
 
 Precision = Literal["bf16", "fp8", "fp32", "int8", "fp4"]
 """Arithmetic precision of a peak-throughput figure (int8 in TOP/s, counted like TFLOP/s)."""
 
-PRICING_MODELS: tuple[Pricing, ...] = ("on_demand", "spot", "commit_1y", "commit_3y", "on_prem")
+PRICING_MODELS: tuple[Pricing, ...] = (
+    "on_demand",
+    "spot",
+    "commit_1y",
+    "commit_3y",
+    "capacity_block",
+    "on_prem",
+)
 
 Url = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
 ChipId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9.\-]*$", max_length=64)]
@@ -155,11 +164,68 @@ class Chip(_Frozen):
         return value
 
 
+class BlockLengths(_Frozen):
+    """A run of allowed window lengths: ``min_days``, ``min_days + step_days``, ... ``max_days``."""
+
+    min_days: int = Field(ge=1)
+    """Shortest window of the run [d]."""
+    max_days: int = Field(ge=1)
+    """Longest window of the run [d]."""
+    step_days: int = Field(default=1, ge=1)
+    """Increment between allowed windows [d]."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BlockLengths:
+        if self.max_days < self.min_days:
+            raise ValueError(f"max_days {self.max_days} < min_days {self.min_days}")
+        if (self.max_days - self.min_days) % self.step_days:
+            raise ValueError(
+                f"max_days {self.max_days} is not min_days {self.min_days} plus a whole number "
+                f"of steps of {self.step_days} d"
+            )
+        return self
+
+
+class BlockTerms(_Frozen):
+    """The window lengths a provider sells a capacity block in, with their source."""
+
+    lengths: tuple[BlockLengths, ...] = Field(min_length=1)
+    """Allowed window lengths, as runs of evenly spaced days."""
+    source: Url
+    """Address of the page stating the allowed lengths."""
+    as_of: datetime.date
+    """Date the allowed lengths were known to hold."""
+    note: str = ""
+    """Other terms (start times, advance booking, payment)."""
+
+    def allowed_days(self) -> tuple[int, ...]:
+        """Every allowed window length, ascending [d].
+
+        Examples
+        --------
+        >>> BlockTerms(lengths=[{"min_days": 1, "max_days": 3}, {"min_days": 7, "max_days": 21,
+        ...     "step_days": 7}], source="https://example.com", as_of="2025-01-01").allowed_days()
+        (1, 2, 3, 7, 14, 21)
+        """
+        days = {d for r in self.lengths for d in range(r.min_days, r.max_days + 1, r.step_days)}
+        return tuple(sorted(days))
+
+    def describe(self) -> str:
+        """The allowed lengths as text, e.g. ``"1-14 d (every 1 d), 21-182 d (every 7 d)"``."""
+        return ", ".join(
+            f"{r.min_days}-{r.max_days} d (every {r.step_days} d)"
+            if r.max_days > r.min_days
+            else f"{r.min_days} d"
+            for r in self.lengths
+        )
+
+
 class Offer(_Frozen):
     """One price for one chip from one provider under one pricing model.
 
     Rented capacity (every pricing but ``on_prem``) has ``usd_per_chip_hour``; bought capacity
-    (``on_prem``) has ``purchase_usd_per_chip`` and ``amortization_years`` instead.
+    (``on_prem``) has ``purchase_usd_per_chip`` and ``amortization_years`` instead. A
+    ``capacity_block`` offer also states the window lengths it is sold in (``block``).
     """
 
     provider: ProviderId
@@ -182,6 +248,8 @@ class Offer(_Frozen):
     """Spot preemption rate per chip-hour [1/(chip h)]; spot only; None = not known."""
     preemption_note: str | None = None
     """Evidence behind (or absence of) a preemption rate; spot only."""
+    block: BlockTerms | None = None
+    """The window lengths a capacity block is sold in; ``capacity_block`` offers only."""
     as_of: datetime.date
     """Date the price was observed."""
     source: Url
@@ -211,6 +279,13 @@ class Offer(_Frozen):
             raise ValueError("preemptions_per_chip_hour and preemption_note are for spot only")
         if self.preemptions_per_chip_hour is not None and not self.preemption_note:
             raise ValueError("a preemption rate needs a preemption_note naming its evidence")
+        if (self.block is None) == (self.pricing == "capacity_block"):
+            raise ValueError(
+                "a capacity_block offer needs block (the window lengths it is sold in, with "
+                "their source)"
+                if self.block is None
+                else "block (window lengths) is for capacity_block offers only"
+            )
         return self
 
 
@@ -343,6 +418,8 @@ class PriceSheet(_Frozen):
 
 __all__ = [
     "PRICING_MODELS",
+    "BlockLengths",
+    "BlockTerms",
     "Chip",
     "NotPublished",
     "Offer",

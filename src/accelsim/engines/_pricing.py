@@ -1,8 +1,9 @@
 """Usage -> cost: the economics step shared by both engines (physics never reads a price).
 
 Cloud pools pay for allocated chip-hours (on-demand, spot) or for the reserved share of a
-committed term, used or not; their energy is inside the rental price, so its cost is zero
-in the TCO while its kWh are still reported. On-prem pools pay straight-line amortisation
+committed term or capacity block, used or not (:func:`reserved_term_hours`); their energy
+is inside the rental price, so its cost is zero in the TCO while its kWh are still
+reported. On-prem pools pay straight-line amortisation
 of the purchase price over the hours the chips are held for this scenario (or the share of
 their life the pool's ``term_share`` reserves), hosting per provisioned kW-month, operations
 per chip-year, and electricity at the site's PUE. An unpriced pool (``provider=None``)
@@ -45,6 +46,37 @@ def _term_share(pool: Pool) -> float:
     if pool.term_share is not None:
         return pool.term_share
     return 0.0 if pool.pricing == "on_prem" else 1.0
+
+
+# A run that ends a hair past a window's end (float rounding of a computed duration) does not
+# buy another whole block.
+_BLOCK_RTOL = 1e-9
+
+
+def is_reserved(pool: Pool) -> bool:
+    """True for pricing paid by the term whether used or not (commitments, capacity blocks)."""
+    return pool.pricing in _COMMIT_YEARS or pool.pricing == "capacity_block"
+
+
+def reserved_term_hours(pool: Pool, held_hours: FloatArray | float) -> FloatArray:
+    """Length of the reservation a pool held ``held_hours`` buys, per run. [h]
+
+    A commitment buys its term (1 or 3 years). A capacity block buys windows of
+    ``pool.block_days``: at least one, and as many consecutive windows of that length as
+    the hours held need (a 10-day run in a 14-day block buys 14 days; a 17-day run buys
+    two blocks, 28 days), each paid whole. That a next window of the same size is free when
+    the first ends is an assumption (providers sell windows subject to availability).
+    The engines charge ``max(held, term_share * term)`` chip-hours at the offer's price
+    (:func:`accelsim.models.cost.commitment_cost_usd`).
+    """
+    held = np.asarray(held_hours, dtype=float)
+    if pool.pricing == "capacity_block":
+        assert pool.block_days is not None  # the Pool boundary requires it
+        window_h = 24.0 * pool.block_days
+        blocks = np.maximum(1.0, np.ceil(held / window_h * (1.0 - _BLOCK_RTOL)))
+        term: FloatArray = blocks * window_h
+        return term
+    return np.full_like(held, _COMMIT_YEARS[pool.pricing] * cost.HOURS_PER_YEAR)
 
 
 def pool_energy_kwh(
@@ -123,11 +155,11 @@ def price_pool(
     else:
         assert offer.usd_per_chip_hour is not None
         energy_usd = constant(0.0, draws.runs)  # inside the rental price
-        if pool.pricing in _COMMIT_YEARS:
+        if is_reserved(pool):
             hardware = cost.commitment_cost_usd(
                 pool.count,
                 offer.usd_per_chip_hour,
-                _COMMIT_YEARS[pool.pricing],
+                reserved_term_hours(pool, held_hours) / cost.HOURS_PER_YEAR,
                 held_hours,
                 _term_share(pool),
             )
@@ -209,12 +241,10 @@ def pool_billing(
     pool: Pool, hardware_usd: FloatArray, held_hours: FloatArray | float, start_days: float = 0.0
 ) -> Billing:
     """The billing window of a pool held ``held_hours`` from ``start_days`` (streams, serving):
-    its held hours, or the charged term of a commitment if longer."""
+    its held hours, or the charged term of a commitment or capacity block if longer."""
     held = np.asarray(held_hours, dtype=float)
-    if pool.pricing in _COMMIT_YEARS:
-        held = np.maximum(
-            held, _term_share(pool) * _COMMIT_YEARS[pool.pricing] * cost.HOURS_PER_YEAR
-        )
+    if is_reserved(pool):
+        held = np.maximum(held, _term_share(pool) * reserved_term_hours(pool, held))
     return Billing(pool, hardware_usd, start_days, held / 24.0)
 
 
@@ -323,10 +353,11 @@ def price_training(
 
 def _training_billing(pool: Pool, usage: dict[str, FloatArray], hardware: FloatArray) -> Billing:
     """A training run's billing window: the training phase for rented hours; for a
-    commitment, from the end of the lead time for the charged term (or the held hours)."""
+    commitment or capacity block, from the end of the lead time for the charged term (or
+    the held hours)."""
     end = usage["time_to_train_days"]
     training = usage.get("training_days", end)
-    if pool.pricing in _COMMIT_YEARS:
+    if is_reserved(pool):
         start = usage.get("lead_time_days", end - training)
         return replace(pool_billing(pool, hardware, usage["held_hours"]), start_days=start)
     return Billing(pool, hardware, end - training, training)
@@ -335,10 +366,12 @@ def _training_billing(pool: Pool, usage: dict[str, FloatArray], hardware: FloatA
 __all__ = [
     "Billing",
     "credits_usd",
+    "is_reserved",
     "pool_billing",
     "pool_energy_kwh",
     "price_pool",
     "price_training",
     "prices_used",
+    "reserved_term_hours",
     "wait_cost_usd",
 ]

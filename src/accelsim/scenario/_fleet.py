@@ -37,11 +37,16 @@ class Pool(_Model):
     simulates the pool unpriced: time, chip-hours and energy only, and no cost metrics
     (for chips kept only to validate against published runs, such as ``v100``)."""
     pricing: Pricing = "on_demand"
-    """``on_demand``, ``spot``, ``commit_1y``, ``commit_3y`` or ``on_prem``."""
+    """``on_demand``, ``spot``, ``commit_1y``, ``commit_3y``, ``capacity_block`` or
+    ``on_prem``."""
     term_share: float | None = Field(default=None, ge=0, le=1)
-    """Share of a committed term (or of on-prem hardware life) charged to this scenario,
-    used or not. Unset: the whole term of a commitment, and for on-prem only the hours the
-    chips are held (they are assumed reused afterwards)."""
+    """Share of a committed term or capacity block (or of on-prem hardware life) charged to
+    this scenario, used or not. Unset: the whole term or block, and for on-prem only the
+    hours the chips are held (they are assumed reused afterwards)."""
+    block_days: int | None = Field(default=None, ge=1, le=_MAX_HORIZON_DAYS)
+    """Window length of a ``capacity_block`` pool, one the offer sells (e.g. 1-14 d, then
+    weekly to 182 d on AWS) [d]. The window is paid whole; a run that outlasts it buys the
+    next window of the same length (consecutive blocks)."""
 
     @field_validator("chip")
     @classmethod
@@ -55,20 +60,40 @@ class Pool(_Model):
     def _offered(self) -> Pool:
         if self.term_share is not None and self.pricing in ("on_demand", "spot"):
             raise ValueError(
-                f"term_share applies to commit_1y, commit_3y and on_prem pools; a "
-                f"{self.pricing} pool pays for the hours it holds: remove term_share"
+                f"term_share applies to commit_1y, commit_3y, capacity_block and on_prem "
+                f"pools; a {self.pricing} pool pays for the hours it holds: remove term_share"
             )
-        if self.term_share == 0 and self.pricing.startswith("commit"):
+        if self.term_share == 0 and self.pricing in ("commit_1y", "commit_3y", "capacity_block"):
             raise ValueError(
-                f"term_share=0 charges none of the {self.pricing} term, yet the committed "
-                f"price needs the commitment: use a share in (0, 1] or pricing on_demand"
+                f"term_share=0 charges none of the {self.pricing} term, yet the reserved "
+                f"price needs the reservation: use a share in (0, 1] or pricing on_demand"
+            )
+        if self.block_days is not None and self.pricing != "capacity_block":
+            raise ValueError(
+                f"block_days is the window of a capacity_block pool; pricing {self.pricing} "
+                f"has none: remove block_days or use pricing capacity_block"
             )
         if self.provider is None:
+            if self.pricing == "capacity_block" and self.block_days is None:
+                raise ValueError("a capacity_block pool needs block_days (its window) [d]")
             return self
         try:
-            catalog.price(self.chip, provider=self.provider, pricing=self.pricing)
+            offer = catalog.price(self.chip, provider=self.provider, pricing=self.pricing)
         except AccelsimError as exc:
             raise ValueError(str(exc)) from None
+        if offer.block is not None:
+            allowed = offer.block.allowed_days()
+            if self.block_days is None or self.block_days not in allowed:
+                got = (
+                    "a capacity_block pool needs block_days (its window)"
+                    if self.block_days is None
+                    else f"block_days={self.block_days} is not a window {self.provider} sells"
+                )
+                raise ValueError(
+                    f"{got}; {self.provider} sells {self.chip} capacity blocks of "
+                    f"{offer.block.describe()} ({offer.block.source}, as of "
+                    f"{offer.block.as_of.isoformat()})"
+                )
         return self
 
 
