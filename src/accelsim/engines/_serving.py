@@ -39,6 +39,7 @@ from accelsim.catalog import Catalog, Priors, ServingPriors
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
 from accelsim.engines._offers import lead_time_days
 from accelsim.engines._pricing import credits_usd, pool_billing, pool_energy_kwh, price_pool
+from accelsim.engines._serving_disagg import simulate_serving_disaggregated
 from accelsim.engines._serving_setup import (
     SECONDS_PER_HOUR,
     Replica,
@@ -50,7 +51,7 @@ from accelsim.engines._serving_setup import (
 from accelsim.engines._serving_usage import usage_fast
 from accelsim.models import cost, engineering
 from accelsim.models import serving as physics
-from accelsim.scenario import Scenario
+from accelsim.scenario import Scenario, Serving
 
 
 def serving_metrics(
@@ -182,6 +183,9 @@ def simulate_serving_fast(
     and priors come from ``cat``, the study's catalog. Returns the metric arrays by name
     and the input draws.
     """
+    work = scenario.workload
+    if isinstance(work, Serving) and work.disaggregated is not None:
+        return simulate_serving_disaggregated(scenario, root, start, stop, cat=cat)
     priors, serving = cat.priors, cat.serving_priors
     setup = serving_setup(scenario, cat)
     draws = as_plan(root).draws(start, stop)
@@ -207,6 +211,13 @@ def replica_capacity(
     ``feasible`` (1: the SLO is met at some rate; 0: the model or one sequence does not fit,
     or no rate meets the SLO, and the SLO figures are 0).
     """
+    work = scenario.workload
+    if isinstance(work, Serving) and work.disaggregated is not None:
+        raise ValueError(
+            f"serving_capacity reports one colocated replica; scenario {scenario.name!r} "
+            f"serves on disaggregated prefill and decode pools: simulate it and read "
+            f"offline_tokens_per_s_per_chip and the prefill_/decode_ replica metrics"
+        )
     serving = cat.serving_priors
     setup = serving_setup(scenario, cat)
     draws = as_plan(root).draws(start, stop)

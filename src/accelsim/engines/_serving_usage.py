@@ -60,6 +60,43 @@ class LatencyTable:
     """SLO capacity as a share of ``λ_sat`` (0: the SLO fails at any load). (runs,) [fraction]"""
 
 
+def slo_load_from_margin(margin: FloatArray) -> FloatArray:
+    """SLO capacity as a share of ``λ_sat`` from the SLO margin at :data:`LOAD_NODES`.
+
+    ``margin`` (runs, nodes) is ``1 − latency / bound`` (negative: missed). Latency rises
+    with the load: the capacity lies between the last node meeting the SLO and the first
+    one missing it, where the margin's linear interpolation crosses zero; 0 where the first
+    node misses it.
+    """
+    ok = margin >= 0.0
+    first_fail = np.where(ok.all(axis=1), len(LOAD_NODES), np.argmin(ok, axis=1))
+    last_ok = np.maximum(first_fail - 1, 0)
+    nxt = np.minimum(first_fail, len(LOAD_NODES) - 1)
+    rows = np.arange(margin.shape[0])
+    m0, m1 = margin[rows, last_ok], margin[rows, nxt]
+    step = np.where(m0 > m1, m0 / np.where(m0 > m1, m0 - m1, 1.0), 0.0)
+    crossing = LOAD_NODES[last_ok] + (LOAD_NODES[nxt] - LOAD_NODES[last_ok]) * step
+    return np.asarray(np.where(first_fail == 0, 0.0, crossing), dtype=float)
+
+
+def node_weights(x: FloatArray, served: FloatArray) -> FloatArray:
+    """Served requests attributed to the load nodes (runs, nodes) by linear interpolation.
+
+    ``x`` and ``served`` are (runs, periods): each period's load as a share of ``λ_sat``
+    (clipped to the nodes) and its served requests; a metric read off the latency table by
+    linear interpolation in ``x`` is then the table dotted with these weights.
+    """
+    k = len(LOAD_NODES)
+    runs = x.shape[0]
+    idx = np.clip(np.searchsorted(LOAD_NODES, x, side="right") - 1, 0, k - 2)
+    lo = LOAD_NODES[idx]
+    alpha = np.clip((x - lo) / (LOAD_NODES[idx + 1] - lo), 0.0, 1.0)
+    cells = (np.arange(runs)[:, None] * k + idx).ravel()
+    weights = np.bincount(cells, (served * (1.0 - alpha)).ravel(), minlength=runs * k)
+    weights += np.bincount(cells + 1, (served * alpha).ravel(), minlength=runs * k)
+    return np.asarray(weights[: runs * k].reshape(runs, k), dtype=float)
+
+
 def latency_table(setup: ServingSetup, replica: Replica) -> LatencyTable:
     """The latency table and the SLO capacity of each run's replica."""
     sat = np.where(replica.feasible, replica.saturated_rps, 1.0)
@@ -84,18 +121,7 @@ def latency_table(setup: ServingSetup, replica: Replica) -> LatencyTable:
         )
     )
     margin = np.minimum(1.0 - slo.ttft_tail_s / setup.ttft_s, 1.0 - slo.tpot_tail_s / setup.tpot_s)
-    margin = np.where(slo.saturated, -1.0, margin)
-    ok = margin >= 0.0
-    # Latency rises with the load: the capacity lies between the last node meeting the SLO
-    # and the first one missing it, where the margin's linear interpolation crosses zero.
-    first_fail = np.where(ok.all(axis=1), len(LOAD_NODES), np.argmin(ok, axis=1))
-    last_ok = np.maximum(first_fail - 1, 0)
-    nxt = np.minimum(first_fail, len(LOAD_NODES) - 1)
-    rows = np.arange(len(sat))
-    m0, m1 = margin[rows, last_ok], margin[rows, nxt]
-    step = np.where(m0 > m1, m0 / np.where(m0 > m1, m0 - m1, 1.0), 0.0)
-    crossing = LOAD_NODES[last_ok] + (LOAD_NODES[nxt] - LOAD_NODES[last_ok]) * step
-    slo_load = np.where(first_fail == 0, 0.0, crossing)
+    slo_load = slo_load_from_margin(np.where(slo.saturated, -1.0, margin))
     return LatencyTable(
         ttft_p50_s=tail.ttft_p50_s,
         ttft_p99_s=tail.ttft_tail_s,
@@ -208,8 +234,6 @@ def _accumulate(
     slo_load: FloatArray,
     k: int,
 ) -> None:
-    runs = demand.shape[0]
-    base = np.arange(runs)[:, None] * k
     bursts = burstiness[sl]
     for value in np.unique(bursts):
         mask = bursts == value
@@ -227,19 +251,12 @@ def _accumulate(
                 )
                 served = requests * np.minimum(1.0, 1.0 / np.maximum(x, 1e-300))
                 compliant = requests * (x <= slo_load[rows, None])
-                idx = np.clip(np.searchsorted(LOAD_NODES, x, side="right") - 1, 0, k - 2)
-                lo = LOAD_NODES[idx]
-                alpha = np.clip((x - lo) / (LOAD_NODES[idx + 1] - lo), 0.0, 1.0)
-                cells = (base[: requests.shape[0]] + idx).ravel()
-                weights = np.bincount(cells, (served * (1.0 - alpha)).ravel(), minlength=runs * k)
-                weights += np.bincount(cells + 1, (served * alpha).ravel(), minlength=runs * k)
                 sub = (
                     np.flatnonzero(mask) + sl.start
                     if not mask.all()
                     else np.arange(sl.start, sl.stop)
                 )
-                n = len(sub)
-                out.node_weights[sub] += weights[: n * k].reshape(n, k)
+                out.node_weights[sub] += node_weights(x, served)
                 out.demand_requests[sub] += requests.sum(axis=1)
                 out.served_requests[sub] += served.sum(axis=1)
                 out.compliant_requests[sub] += compliant.sum(axis=1)
@@ -286,6 +303,8 @@ __all__ = [
     "burst_multipliers",
     "hour_totals",
     "latency_table",
+    "node_weights",
     "replicas_per_hour",
+    "slo_load_from_margin",
     "usage_fast",
 ]

@@ -20,7 +20,14 @@ from accelsim.scenario._files import format_validation_error, load_scenario
 from accelsim.scenario._fleet import Assumptions, Credit, Pool
 from accelsim.scenario._goals import Goals
 from accelsim.scenario._scenario import Background, Scenario, Workload
-from accelsim.scenario._serving import SLO, Router, Scaling, Serving, ServingPrecision
+from accelsim.scenario._serving import (
+    SLO,
+    Disaggregation,
+    Router,
+    Scaling,
+    Serving,
+    ServingPrecision,
+)
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingPhase, TrainingRun
 
@@ -30,6 +37,7 @@ __all__ = [
     "Assumptions",
     "Background",
     "Credit",
+    "Disaggregation",
     "Framework",
     "Goals",
     "JobStream",

@@ -23,7 +23,7 @@ from accelsim.scenario._common import (
     training_state_gib,
 )
 from accelsim.scenario._fleet import Assumptions, Credit, Pool
-from accelsim.scenario._serving import Serving
+from accelsim.scenario._serving import Serving, check_disaggregated
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingRun
 
@@ -235,7 +235,7 @@ class Scenario(_Model):
             )
 
     def _check_serving(self, work: Serving) -> None:
-        if len(self.fleet) != 1:
+        if work.disaggregated is None and len(self.fleet) != 1:
             raise ValueError(
                 f"a serving workload runs on one pool, but the fleet has {len(self.fleet)}: "
                 f"compare one scenario per pool"
@@ -247,6 +247,9 @@ class Scenario(_Model):
             )
         if self.warmup_days:
             raise ValueError("warmup_days must be 0 for serving: every hour of it is priced")
+        if work.disaggregated is not None:
+            check_disaggregated(work, self.fleet)
+            return
         pool = self.fleet[0]
         chip = catalog.chip(pool.chip)
         try:

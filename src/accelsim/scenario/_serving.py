@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from collections.abc import Sequence
+from typing import Any, Literal
 
 from pydantic import (
     Field,
@@ -13,7 +14,13 @@ from pydantic import (
 from accelsim import catalog
 from accelsim.dists import Uncertain, as_dist
 from accelsim.errors import AccelsimError
-from accelsim.scenario._common import _GIB, Framework, _check_range, _Model
+from accelsim.scenario._common import (
+    _GIB,
+    Framework,
+    _check_range,
+    _Model,
+    _support,
+)
 
 ServingPrecision = Literal["bf16", "fp8", "int8", "fp4"]
 Scaling = Literal["fixed", "follow_demand"]
@@ -40,6 +47,37 @@ class SLO(_Model):
     """Percentile the bounds apply at, in (50, 100) [%] (MLPerf Server and Interactive: 99)."""
     attainment: float = Field(default=0.99, gt=0, le=1)
     """Share of requests that must arrive in windows meeting the bounds [fraction]."""
+
+
+class Disaggregation(_Model):
+    """Prefill and decode on separate pools of the fleet (DistServe, Splitwise, Mooncake).
+
+    ``Serving(..., disaggregated=Disaggregation(prefill_pool=0, decode_pool=1))``: prefill
+    replicas on ``fleet[prefill_pool]`` run whole prompts (no decode in their iterations)
+    and send each prompt's KV cache over the chips' scale-out network to a decode replica
+    on ``fleet[decode_pool]``, which decodes with no prefill in its iterations. Each pool
+    has its own chip, replica size and offer (see :doc:`/serving`).
+    """
+
+    prefill_pool: int = Field(default=0, ge=0)
+    """Index in ``Scenario.fleet`` of the pool running prefill [index]."""
+    decode_pool: int = Field(default=1, ge=0)
+    """Index in ``Scenario.fleet`` of the pool running decode [index]."""
+    prefill_chips_per_replica: int | None = Field(default=None, gt=0)
+    """Chips of one prefill replica; unset: the rule of ``Serving.chips_per_replica`` on the
+    prefill pool's chip."""
+    decode_chips_per_replica: int | None = Field(default=None, gt=0)
+    """Chips of one decode replica; unset: the rule of ``Serving.chips_per_replica`` on the
+    decode pool's chip."""
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Disaggregation:
+        if self.prefill_pool == self.decode_pool:
+            raise ValueError(
+                f"disaggregated.prefill_pool and decode_pool must name two pools, both are "
+                f"{self.prefill_pool}"
+            )
+        return self
 
 
 class Serving(_Model):
@@ -125,6 +163,9 @@ class Serving(_Model):
     for bursts [fraction]."""
     horizon_days: float = Field(default=30.0, gt=0, le=3660)
     """Time served [d]."""
+    disaggregated: Disaggregation | None = None
+    """Prefill and decode on two pools of the fleet (:class:`Disaggregation`); unset =
+    colocated on the one pool (continuous batching of both in every replica)."""
 
     @model_validator(mode="after")
     def _checks(self) -> Serving:
@@ -188,6 +229,13 @@ class Serving(_Model):
                     f"{', '.join(set_here)} apply to scaling='follow_demand'; with "
                     f"scaling='fixed' the pool's count // chips_per_replica replicas serve"
                 )
+        if self.disaggregated is not None:
+            for name, why in (
+                ("chips_per_replica", "set disaggregated.prefill_/decode_chips_per_replica"),
+                ("prefill_chunk_tokens", "a prefill replica runs whole prompts"),
+            ):
+                if getattr(self, name):
+                    raise ValueError(f"{name} does not apply with disaggregated pools: {why}")
         if self.max_replicas is not None and self.max_replicas < self.min_replicas:
             raise ValueError(
                 f"max_replicas ({self.max_replicas}) is below min_replicas ({self.min_replicas})"
@@ -209,13 +257,17 @@ class Serving(_Model):
         """Bytes of one copy of the weights at ``precision`` [B]."""
         return self.total_params * catalog.BYTES_PER_VALUE[self.precision]
 
-    def replica_chips(self, chip: catalog.Chip, pool_count: int) -> int:
+    def replica_chips(self, chip: catalog.Chip, pool_count: int, role: str | None = None) -> int:
         """Chips per replica: the user's, or the smallest power of two (within the pool and
         the scale-up domain) whose usable memory holds the weights in at most the prior
         ``replica_weight_share_max``; the pool's count if none does (the scenario's
-        validation then reports the fit)."""
-        if self.chips_per_replica is not None:
-            return self.chips_per_replica
+        validation then reports the fit). ``role`` (``"prefill"``, ``"decode"``) reads the
+        :class:`Disaggregation` field of that pool instead of ``chips_per_replica``."""
+        given = self.chips_per_replica
+        if role is not None and self.disaggregated is not None:
+            given = getattr(self.disaggregated, f"{role}_chips_per_replica")
+        if given is not None:
+            return given
         priors = catalog.serving_priors()
         share = as_dist(priors.memory_share.value).expected_value()
         weight_share = as_dist(priors.replica_weight_share_max.value).expected_value()
@@ -230,3 +282,79 @@ class Serving(_Model):
                 return chips
             chips *= 2
         return most
+
+
+def check_replica_pool(work: Serving, pool: Any, chips: int, where: str) -> None:
+    """Raise ``ValueError`` unless replicas of ``chips`` chips of ``pool`` hold the model.
+
+    ``where`` names the field of the replica size in the message (e.g.
+    ``"workload.chips_per_replica"``). Checked: the precision's peak on the chip, whole
+    replicas in the pool, one scale-up domain per replica, and weights that fit the memory
+    the engine may use (the upper end of the ``memory_share`` prior unless ``kv_share`` is
+    set).
+    """
+    chip = catalog.chip(pool.chip)
+    try:
+        chip.peak_tflops(work.precision)
+    except catalog.PrecisionUnavailableError as exc:
+        raise ValueError(f"workload.precision: {exc}") from None
+    if chips > pool.count or pool.count % chips:
+        raise ValueError(
+            f"{where}={chips} must divide the pool's count ({pool.count}) into whole replicas"
+        )
+    if chips > chip.scale_up_domain_chips:
+        raise ValueError(
+            f"{where}={chips} exceeds the scale-up domain of {chip.id} "
+            f"({chip.scale_up_domain_chips} chips): tensor parallelism needs one domain"
+        )
+    if work.kv_share is None:
+        share = _support(catalog.serving_priors().memory_share.value)[1]
+        usable = f"at most {share:.0%} of it usable for weights and KV cache (prior)"
+    else:
+        share, usable = 1.0, "all of it"
+    hbm_bytes = chip.hbm_gib * _GIB * chips
+    need = work.weight_bytes()
+    if need >= share * hbm_bytes:
+        raise ValueError(
+            f"the weights ({need / 1e9:,.1f} GB at {work.precision}) do not fit a replica "
+            f"of {chips} x {chip.id}: HBM {hbm_bytes / 1e9:,.1f} GB, {usable}; use more "
+            f"{where.rsplit('.', 1)[-1]}, a lower precision or a chip with more memory"
+        )
+
+
+def check_disaggregated(work: Serving, fleet: Sequence[Any]) -> None:
+    """Raise ``ValueError`` unless the fleet holds the two pools ``work.disaggregated`` names,
+    each fitting the model (:func:`check_replica_pool`), and no other pool."""
+    dis = work.disaggregated
+    if dis is None:
+        return
+    if len(fleet) != 2:
+        raise ValueError(
+            f"disaggregated serving runs on two pools (prefill and decode), but the fleet has "
+            f"{len(fleet)}"
+        )
+    if len({pool.provider is None for pool in fleet}) > 1:
+        raise ValueError(
+            "disaggregated serving prices both pools or neither: give both a provider, or "
+            "neither (no cost metrics)"
+        )
+    for role in ("prefill", "decode"):
+        index = getattr(dis, f"{role}_pool")
+        if index >= len(fleet):
+            raise ValueError(
+                f"workload.disaggregated.{role}_pool={index} names no pool: the fleet has "
+                f"pools 0 and 1"
+            )
+        pool = fleet[index]
+        chips = work.replica_chips(catalog.chip(pool.chip), pool.count, role)
+        where = f"workload.disaggregated.{role}_chips_per_replica"
+        check_replica_pool(work, pool, chips, where)
+        if work.scaling == "follow_demand":
+            most = pool.count // chips
+            for name in ("min_replicas", "max_replicas"):
+                value = getattr(work, name)
+                if value is not None and value > most:
+                    raise ValueError(
+                        f"workload.{name}={value} exceeds the {most} {role} replicas pool "
+                        f"{index} holds ({pool.count} chips / {chips} per replica)"
+                    )

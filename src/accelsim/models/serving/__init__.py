@@ -15,12 +15,22 @@ Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbp
 ``interconnect_gbps`` [GB/s] as in :class:`accelsim.catalog.Chip`.
 
 The formulas live in three private modules, re-exported here: ``_iteration`` (iteration
-time, decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput) and
-``_load`` (latency under load, SLO capacity).
+time, decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput),
+``_load`` (latency under load, SLO capacity) and ``_disaggregated`` (prefill and decode
+replicas on separate pools).
 """
 
 from __future__ import annotations
 
+from accelsim.models.serving._disaggregated import (
+    DecodeLatency,
+    PrefillLatency,
+    decode_latency,
+    decode_saturated_rps,
+    kv_transfer_seconds,
+    prefill_latency,
+    prefill_seconds,
+)
 from accelsim.models.serving._iteration import (
     IterationCost,
     decode_stretch_seconds,
@@ -33,6 +43,7 @@ from accelsim.models.serving._load import (
     LoadLatency,
     SloCapacity,
     latency_under_load,
+    mg1_wait_moments,
     slo_capacity_rps,
 )
 from accelsim.models.serving._memory import (
@@ -46,18 +57,26 @@ from accelsim.models.serving._memory import (
 )
 
 __all__ = [
+    "DecodeLatency",
     "IterationCost",
     "LoadLatency",
+    "PrefillLatency",
     "SloCapacity",
     "batch_limit",
+    "decode_latency",
+    "decode_saturated_rps",
     "decode_stretch_seconds",
     "iteration_cost",
     "iteration_seconds",
     "kv_bytes_per_token",
     "kv_bytes_per_token_from_values",
     "kv_capacity_tokens",
+    "kv_transfer_seconds",
     "latency_under_load",
+    "mg1_wait_moments",
     "offline_tokens_per_s",
+    "prefill_latency",
+    "prefill_seconds",
     "scalar_decode_stretch_seconds",
     "scalar_iteration_seconds",
     "slo_capacity_rps",

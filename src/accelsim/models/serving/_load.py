@@ -64,8 +64,12 @@ def _solve_iteration(
     inp: FloatArray,
     out: FloatArray,
     limit: FloatArray,
+    prefill_share: ArrayLike = 1.0,
 ) -> tuple[FloatArray, BoolArray]:
     """Steady-state iteration time T = f(T) under load, and whether it exists.
+
+    ``prefill_share`` is 1 where the replica also prefills its requests' prompts
+    (colocated) and 0 where it only decodes (a disaggregated decode replica).
 
     With ``n(t) = 1 + λ(in + out)t`` tokens, :func:`iteration_seconds` at the fixed-point
     arguments is ``max(c(t), m(t)) + comm·n(t) + overhead`` with ``c`` affine in ``t`` and
@@ -78,14 +82,15 @@ def _solve_iteration(
     quadratic convergence (tested against a 200-step bisection to 1e-12 relative).
     """
     ctx = inp + out / 2.0
-    token_rate = rate * (inp + out)
+    share = _f(prefill_share)
+    token_rate = rate * (share * inp + out)
     s_flop, s_byte = cost.seconds_per_flop, cost.seconds_per_byte
     attention = cost.attention_flops_per_context_token
     fixed0 = cost.comm_seconds_per_token + cost.overhead_seconds
     fixed1 = cost.comm_seconds_per_token * token_rate
     compute0 = (cost.flops_per_token + attention * ctx) * s_flop + fixed0
     compute1 = (
-        cost.flops_per_token * token_rate + attention * rate * (out * ctx + inp * inp / 2.0)
+        cost.flops_per_token * token_rate + attention * rate * (out * ctx + share * inp * inp / 2.0)
     ) * (s_flop) + (fixed1 - 1.0)
     weights = cost.weight_bytes * s_byte
     memory0 = cost.kv_bytes_per_token * ctx * s_byte + fixed0
@@ -158,6 +163,49 @@ def _mixture_moments(
             total = total + w * v**k
         moments.append(_f(total))
     return moments
+
+
+def mg1_wait_moments(
+    rate: ArrayLike, load: ArrayLike, x2: ArrayLike, x3: ArrayLike, x4: ArrayLike
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """First three raw moments of the FCFS M/G/1 waiting time (Takács' recursion).
+
+    The one queueing formula of the serving model: the prefill queue of a colocated replica
+    (:func:`latency_under_load`) and of a disaggregated prefill replica
+    (:func:`accelsim.models.serving.prefill_latency`) both call it.
+
+    Parameters
+    ----------
+    rate : array_like
+        Poisson arrival rate. [1/s]
+    load : array_like
+        ``ρ = rate · E[X]``, in [0, 1). [fraction]
+    x2, x3, x4 : array_like
+        Second to fourth raw moments of the service time X. [s²], [s³], [s⁴]
+
+    Returns
+    -------
+    tuple of FloatArray
+        ``E[W]``, ``E[W²]``, ``E[W³]``. [s], [s²], [s³]
+
+    Notes
+    -----
+    ``E[W^k] = λ/(1 − ρ) Σ_{i=1..k} C(k, i) E[X^{i+1}]/(i + 1) E[W^{k−i}]`` (Takács 1962);
+    ``k = 1`` is Pollaczek–Khinchine, ``λE[X²]/(2(1 − ρ))``.
+
+    Examples
+    --------
+    >>> w1, _, _ = mg1_wait_moments(0.5, 0.5, 2.0, 6.0, 24.0)  # M/M/1, mean service 1 s
+    >>> float(w1)  # ρ/(μ − λ) = 0.5/0.5
+    1.0
+    """
+    lam = _f(rate)
+    x2_, x3_, x4_ = _f(x2), _f(x3), _f(x4)
+    scale = lam / (1.0 - _f(load))
+    w1 = scale * x2_ / 2.0
+    w2 = scale * (x2_ * w1 + x3_ / 3.0)
+    w3 = scale * (1.5 * x2_ * w2 + x3_ * w1 + x4_ / 4.0)
+    return _f(w1), _f(w2), _f(w3)
 
 
 def latency_under_load(
@@ -300,11 +348,7 @@ def latency_under_load(
     x2 = per_token**2 * (inp**2 + var)  # raw moments of the prompt work X = δ·P
     x3 = per_token**3 * (inp**3 + 3.0 * inp * var + m3)
     x4 = per_token**4 * (inp**4 + 6.0 * inp**2 * var + 4.0 * inp * m3 + m4)
-    # M/G/1 waiting-time moments (Takács): E[W^k] = λ/(1−ρ) Σ C(k,i) E[X^{i+1}]/(i+1) E[W^{k−i}]
-    load = rate / (1.0 - rho)
-    w1 = load * x2 / 2.0
-    w2 = load * (x2 * w1 + x3 / 3.0)
-    w3 = load * (1.5 * x2 * w2 + x3 * w1 + x4 / 4.0)
+    w1, w2, w3 = mg1_wait_moments(rate, rho, x2, x3, x4)
     # The residual of one iteration's prompt work is already in R: W keeps the rest of the
     # Pollaczek–Khinchine mean, with the shape (moments given W > 0) of the M/G/1 wait.
     wait = np.maximum(w1 - rate * (per_token * piece) ** 2 / 2.0, 0.0)

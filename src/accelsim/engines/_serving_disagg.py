@@ -1,0 +1,370 @@
+"""The serving fast path for disaggregated prefill and decode pools.
+
+A scenario whose ``Serving.disaggregated`` names two pools runs here (from
+:func:`accelsim.engines.simulate_serving_fast`); the request DES does not model it yet. Per
+run, in one vectorised pass, as the colocated fast path (``accelsim.engines._serving``):
+
+1. **Two replicas**: a prefill replica on the prefill pool's chip and a decode replica on
+   the decode pool's, each drawn as a colocated one (:func:`draw_replica`, same priors).
+2. **Latency tables** at the loads ``LOAD_NODES · λ_sat`` of each: TTFT through the
+   prefill replica (:func:`~accelsim.models.serving.prefill_latency`: M/G/1 queue + own
+   prefill + KV transfer, over 32 equiprobable nodes of the prompt-length law), TPOT of
+   the decode replica (:func:`~accelsim.models.serving.decode_latency`, no prefill
+   interference). ``λ_sat`` is ``1/E[prefill time]`` for prefill and the decode rate at
+   the batch limit for decode. Each pool's SLO capacity is where its own margin (TTFT for
+   prefill, TPOT for decode) crosses zero.
+3. **Hours**: each pool's replicas are fixed (its count // chips per replica) or follow
+   the demand with its own SLO capacity, cold start as colocated (after a scale-up the
+   cold-start share of the hour runs on the previous replicas).
+4. **Windows**: a window complies when both pools' loads are within their SLO capacities;
+   requests beyond either pool's saturated rate are shed.
+
+Each pool is priced at its own offer; ``chip_hours``, energy and hardware are the two
+pools' sums.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from accelsim._typing import FloatArray
+from accelsim.catalog import Catalog
+from accelsim.dists import as_dist
+from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
+from accelsim.engines._offers import lead_time_days
+from accelsim.engines._pricing import credits_usd, pool_billing, pool_energy_kwh, price_pool
+from accelsim.engines._serving_setup import (
+    HOURS_PER_MONTH,
+    SECONDS_PER_HOUR,
+    Replica,
+    ServingSetup,
+    draw_replica,
+    serving_setup,
+    token_lengths,
+)
+from accelsim.engines._serving_usage import (
+    BURST_POINTS,
+    LOAD_NODES,
+    METRIC_PERCENTILE,
+    burst_multipliers,
+    node_weights,
+    replicas_per_hour,
+    slo_load_from_margin,
+)
+from accelsim.models import cost, engineering
+from accelsim.models import serving as physics
+from accelsim.scenario import Scenario, Serving
+
+PROMPT_NODES = 32
+"""Equiprobable nodes of the prompt-length law over which prefill and transfer are taken."""
+ROLES = ("prefill", "decode")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Stage:
+    setup: ServingSetup
+    pool_index: int
+    replica: Replica
+    saturated_rps: FloatArray
+    slo_load: FloatArray
+    first: FloatArray
+    """(runs, nodes): TTFT p50 (prefill) or TPOT p50 (decode) at the load nodes. [s]"""
+    tail: FloatArray
+    """(runs, nodes): the same at the 99th percentile. [s]"""
+    feasible: FloatArray
+
+
+def _column(c: physics.IterationCost, extra: int = 1) -> physics.IterationCost:
+    shape = (-1,) + (1,) * extra
+    return physics.IterationCost(
+        *(np.asarray(getattr(c, f.name)).reshape(shape) for f in dataclasses.fields(c))
+    )
+
+
+def _stages(
+    scenario: Scenario, cat: Catalog, draws: InputDraws
+) -> tuple[ServingSetup, _Stage, _Stage, FloatArray]:
+    """Both pools' replicas, latency tables and SLO capacities; the transfer per node."""
+    work = scenario.workload
+    assert isinstance(work, Serving)
+    assert work.disaggregated is not None
+    base = serving_setup(scenario, cat)
+    setups = {}
+    for role in ROLES:
+        index = getattr(work.disaggregated, f"{role}_pool")
+        pool = scenario.fleet[index]
+        chip = cat.chip(pool.chip)
+        chips = work.replica_chips(chip, pool.count, role)
+        setups[role] = (
+            index,
+            dataclasses.replace(
+                base,
+                chip=chip,
+                chips_per_replica=chips,
+                replicas_pool=pool.count // chips,
+                peak_tflops=chip.peak_tflops(work.precision),
+            ),
+        )
+    u = (np.arange(PROMPT_NODES) + 0.5) / PROMPT_NODES
+    prompts = token_lengths(as_dist(work.input_tokens), u, base.max_tokens)
+    (ip, sp), (idx_d, sd) = setups["prefill"], setups["decode"]
+    link = min(
+        sp.chips_per_replica * sp.chip.scale_out_gbps, sd.chips_per_replica * sd.chip.scale_out_gbps
+    )
+    transfer = physics.kv_transfer_seconds(prompts, base.kv_bytes_per_token, link)
+    serving = cat.serving_priors
+    loads = LOAD_NODES[None, :]
+    levels = sorted({METRIC_PERCENTILE, base.percentile})
+
+    rep_p = draw_replica(sp, scenario, draws, serving)
+    service = physics.prefill_seconds(_column(rep_p.cost), prompts)  # (runs, prompts)
+    fits = rep_p.kv_capacity_tokens >= prompts.max()
+    sat_p = np.where(fits, 1.0 / service.mean(axis=1), 0.0)
+    rate_p = np.where(fits, sat_p, 1.0)[:, None] * loads
+    by_level = {
+        q: physics.prefill_latency(rate_p, service[:, None, :], transfer, q) for q in levels
+    }
+    slo_p = by_level[base.percentile]
+    margin_p = np.where(slo_p.saturated, -1.0, 1.0 - slo_p.ttft_tail_s / base.ttft_s)
+    metric_p = by_level[METRIC_PERCENTILE]
+    prefill = _Stage(
+        sp, ip, rep_p, sat_p, np.where(fits, slo_load_from_margin(margin_p), 0.0),
+        metric_p.ttft_p50_s, metric_p.ttft_tail_s, fits.astype(float),
+    )  # fmt: skip
+
+    rep_d = draw_replica(sd, scenario, draws, serving)
+    inp, out = base.input_mean, base.output_mean
+    sat_d = physics.decode_saturated_rps(rep_d.cost, rep_d.batch_limit, inp, out)
+    ok_d = rep_d.batch_limit >= 1.0
+    rate_d = np.where(ok_d, sat_d, 1.0)[:, None] * loads
+    limit = np.maximum(rep_d.batch_limit, 1.0)[:, None]
+    dec = {
+        q: physics.decode_latency(_column(rep_d.cost), rate_d, inp, out, limit, q) for q in levels
+    }
+    slo_d = dec[base.percentile]
+    margin_d = np.where(slo_d.saturated, -1.0, 1.0 - slo_d.tpot_tail_s / base.tpot_s)
+    metric_d = dec[METRIC_PERCENTILE]
+    decode = _Stage(
+        sd, idx_d, rep_d, np.where(ok_d, sat_d, 0.0),
+        np.where(ok_d, slo_load_from_margin(margin_d), 0.0),
+        metric_d.tpot_p50_s, metric_d.tpot_tail_s, ok_d.astype(float),
+    )  # fmt: skip
+    return base, prefill, decode, transfer
+
+
+def _hours(
+    base: ServingSetup,
+    draws: InputDraws,
+    stages: tuple[_Stage, _Stage],
+) -> dict[str, FloatArray]:
+    """Every hour and burst window of the horizon summed per run, for both pools."""
+    work = base.work
+    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
+    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
+    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
+    runs, k = draws.runs, len(LOAD_NODES)
+    h = np.arange(base.hours, dtype=float)
+    duration = np.minimum(base.horizon_hours - h, 1.0)
+    shape = base.profile[h.astype(np.int64) % 24]
+    demand = rate[:, None] * shape * np.exp(np.outer(np.log1p(growth), h / HOURS_PER_MONTH))
+    replicas = [replicas_per_hour(s.setup, demand, s.slo_load * s.saturated_rps) for s in stages]
+    out = {
+        "demand": np.zeros(runs),
+        "served": np.zeros(runs),
+        "compliant": np.zeros(runs),
+        "peak": (replicas[0] + replicas[1]).max(axis=1),
+    }
+    for role, n in zip(ROLES, replicas, strict=True):
+        out[f"{role}_hours"] = n @ duration
+        out[f"{role}_peak"] = n.max(axis=1)
+    weights = [np.zeros((runs, k)), np.zeros((runs, k))]
+    cold = min(work.cold_start_minutes / 60.0, 1.0)
+    periods = [(np.broadcast_to(duration, demand.shape), replicas)]
+    if cold > 0.0 and work.scaling == "follow_demand":
+        before = [np.concatenate([n[:, :1], n[:, :-1]], axis=1) for n in replicas]
+        rising = (replicas[0] > before[0]) | (replicas[1] > before[1])
+        held = [np.minimum(n, b) for n, b in zip(replicas, before, strict=True)]
+        periods = [
+            (duration * np.where(rising, 1.0 - cold, 1.0), replicas),
+            (duration * np.where(rising, cold, 0.0), held),
+        ]  # fmt: skip
+    for value in np.unique(burst):
+        rows = burst == value
+        for m in burst_multipliers(float(value)):
+            weight = 1.0 / (BURST_POINTS if value > 1.0 else 1)
+            for hours, counts in periods:
+                requests = demand[rows] * (SECONDS_PER_HOUR * m * weight) * hours[rows]
+                xs = []
+                for s, n in zip(stages, counts, strict=True):
+                    capacity = n[rows] * s.saturated_rps[rows, None]
+                    xs.append(
+                        np.divide(
+                            demand[rows] * m,
+                            capacity,
+                            out=np.full(requests.shape, np.inf),
+                            where=capacity > 0.0,
+                        )
+                    )
+                worst = np.maximum(xs[0], xs[1])
+                served = requests * np.minimum(1.0, 1.0 / np.maximum(worst, 1e-300))
+                compliant = requests * (
+                    (xs[0] <= stages[0].slo_load[rows, None])
+                    & (xs[1] <= stages[1].slo_load[rows, None])
+                )
+                for w, x in zip(weights, xs, strict=True):
+                    w[rows] += node_weights(x, served)
+                out["demand"][rows] += requests.sum(axis=1)
+                out["served"][rows] += served.sum(axis=1)
+                out["compliant"][rows] += compliant.sum(axis=1)
+    feasible = (stages[0].feasible > 0) & (stages[1].feasible > 0)
+    for name, w, s in (("ttft", weights[0], stages[0]), ("tpot", weights[1], stages[1])):
+        total = w.sum(axis=1)
+        share = w / np.where(total > 0.0, total, 1.0)[:, None]
+        out[f"{name}_p50_s"] = np.where(feasible, np.einsum("rk,rk->r", share, s.first), 0.0)
+        out[f"{name}_p99_s"] = np.where(feasible, np.einsum("rk,rk->r", share, s.tail), 0.0)
+    out["compliant"] = np.where(feasible, out["compliant"], 0.0)
+    out["finished"] = feasible & (out["served"] >= out["demand"] * (1.0 - 1e-9))
+    return out
+
+
+def simulate_serving_disaggregated(
+    scenario: Scenario,
+    root: InputPlan | np.random.SeedSequence,
+    start: int,
+    stop: int,
+    *,
+    cat: Catalog,
+) -> tuple[dict[str, FloatArray], InputDraws]:
+    """Metrics of the runs ``[start, stop)`` of a disaggregated serving scenario (module
+    docstring): the colocated metrics plus ``prefill_replicas_peak``,
+    ``decode_replicas_peak``, ``prefill_replicas_mean``, ``decode_replicas_mean``,
+    ``prefill_chip_hours``, ``decode_chip_hours`` and ``kv_transfer_ms`` (mean per request).
+    """
+    priors, serving = cat.priors, cat.serving_priors
+    draws = as_plan(root).draws(start, stop)
+    base, prefill, decode, transfer = _stages(scenario, cat, draws)
+    usage = _hours(base, draws, (prefill, decode))
+    work = base.work
+    a = scenario.assumptions
+    runs = draws.runs
+    out_mean, in_mean = base.output_mean, base.input_mean
+    served, demand = usage["served"], usage["demand"]
+    metrics: dict[str, FloatArray] = {
+        "replicas_peak": usage["peak"],
+        "replicas_mean": (usage["prefill_hours"] + usage["decode_hours"]) / base.horizon_hours,
+        "ttft_p50_ms": usage["ttft_p50_s"] * 1e3,
+        "ttft_p99_ms": usage["ttft_p99_s"] * 1e3,
+        "tpot_p50_ms": usage["tpot_p50_s"] * 1e3,
+        "tpot_p99_ms": usage["tpot_p99_s"] * 1e3,
+        "slo_attainment": np.where(
+            demand > 0.0, usage["compliant"] / np.where(demand > 0.0, demand, 1.0), 1.0
+        ),
+        "requests_served": served,
+        "requests_dropped": np.maximum(demand - served, 0.0),
+        "output_tokens": served * out_mean,
+        "kv_transfer_ms": np.full(runs, float(np.mean(transfer)) * 1e3),
+        "finished": usage["finished"].astype(float),
+    }
+    chip_hours = np.zeros(runs)
+    capacity_chip_hours = np.zeros(runs)  # chip-hours per saturated request [h·s]
+    busy = np.zeros(runs)
+    kwh = np.zeros(runs)
+    launch = np.zeros(runs)
+    porting = np.zeros(runs)
+    ported: set[str] = set()
+    serving_power = priors.model_copy(
+        update={"power_fraction_of_tdp": serving.power_fraction_of_tdp}
+    )
+    engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
+    week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
+    priced: list[dict[str, FloatArray]] = []
+    bills = []
+    for role, stage in zip(ROLES, (prefill, decode), strict=True):
+        pool = scenario.fleet[stage.pool_index]
+        chips = float(stage.setup.chips_per_replica)
+        hours = usage[f"{role}_hours"] * chips
+        sat = stage.saturated_rps
+        metrics[f"{role}_replicas_peak"] = usage[f"{role}_peak"]
+        metrics[f"{role}_replicas_mean"] = usage[f"{role}_hours"] / base.horizon_hours
+        metrics[f"{role}_chip_hours"] = hours
+        chip_hours = chip_hours + hours
+        capacity = usage[f"{role}_hours"] * SECONDS_PER_HOUR * sat
+        busy = busy + hours * np.where(
+            capacity > 0.0, served / np.where(capacity > 0, capacity, 1), 0
+        )
+        capacity_chip_hours = capacity_chip_hours + np.where(
+            sat > 0.0, chips / np.where(sat > 0, sat, 1), np.inf
+        )
+        fit = priors.framework_fit.fit(work.framework, stage.setup.chip.software_stack)
+        porting_h = draws.get(
+            f"assumptions.porting_hours.{fit}", a.porting_hours, priors.porting_hours[fit].value
+        )
+        if stage.setup.chip.software_stack not in ported:  # one port per software stack
+            ported.add(stage.setup.chip.software_stack)
+            porting = porting + porting_h
+        lead = lead_time_days(cat, pool, a.lead_time_days, draws)
+        launch = np.maximum(
+            launch, np.maximum(lead, engineering.calendar_days(porting_h, engineers, week_h))
+        )
+        energy = pool_energy_kwh(pool, draws, scenario, serving_power, hours, cat=cat)
+        kwh = kwh + energy
+        if pool.provider is not None:
+            price = price_pool(
+                pool, draws, scenario, chip_hours=hours,
+                held_hours=constant(base.horizon_hours, runs), kwh=energy, cat=cat,
+            )  # fmt: skip
+            priced.append(price)
+            bills.append(pool_billing(pool, price["hardware_cost_usd"], base.horizon_hours))
+    metrics["chip_hours"] = chip_hours
+    # utilisation: each pool's served share of its saturated capacity, chip-hour weighted
+    metrics["utilization"] = np.where(
+        chip_hours > 0.0, busy / np.where(chip_hours > 0, chip_hours, 1), 0.0
+    )
+    # a balanced prefill + decode pair: output tokens/s per chip of both pools
+    finite = np.isfinite(capacity_chip_hours)
+    metrics["offline_tokens_per_s_per_chip"] = np.where(
+        finite, out_mean / np.where(finite, capacity_chip_hours, 1.0), 0.0
+    )
+    metrics["engineering_hours"] = np.asarray(porting, dtype=float)
+    metrics["launch_days"] = launch
+    factor = draws.get(
+        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
+    )
+    metrics["energy_kwh"] = kwh
+    metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
+    if len(priced) == 2:
+        for key in priced[0]:
+            metrics[key] = priced[0][key] + priced[1][key]
+        wage = draws.get(
+            "assumptions.engineer_usd_per_hour",
+            a.engineer_usd_per_hour,
+            priors.engineer_usd_per_hour.value,
+        )
+        delay = draws.get(
+            "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
+        )
+        metrics["engineering_cost_usd"] = cost.engineering_cost_usd(porting, wage)
+        metrics["delay_cost_usd"] = cost.delay_cost_usd(launch, delay)
+        tco = (
+            metrics["hardware_cost_usd"]
+            + metrics["energy_cost_usd"]
+            + metrics["engineering_cost_usd"]
+            + metrics["delay_cost_usd"]
+        )
+        if scenario.credits:
+            metrics["credits_usd"] = credits_usd(scenario, cat, bills, runs)
+            tco = tco + metrics["credits_usd"]
+        metrics["tco_usd"] = tco
+        out_tokens = served * out_mean
+        metrics["usd_per_million_output_tokens"] = tco * 1e6 / np.maximum(out_tokens, 1.0)
+        metrics["usd_per_million_tokens"] = (
+            tco * 1e6 / np.maximum(served * (in_mean + out_mean), 1.0)
+        )
+    return {
+        k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()
+    }, draws
+
+
+__all__ = ["PROMPT_NODES", "simulate_serving_disaggregated"]

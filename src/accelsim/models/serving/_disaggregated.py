@@ -1,0 +1,221 @@
+"""Disaggregated serving: prefill replicas and decode replicas on separate pools.
+
+Part of :mod:`accelsim.models.serving` (import the names from there). A request waits in
+the FCFS queue of a prefill replica, which runs its whole prompt in one prefill-only
+iteration (:func:`prefill_seconds`, the one iteration formula with no decode), then its KV
+cache crosses the scale-out network to a decode replica (:func:`kv_transfer_seconds`),
+which decodes with no prefill in its iterations (:func:`decode_latency`). This is the
+layout of DistServe (Zhong et al., OSDI'24, arXiv 2401.09670), Splitwise (Patel et al.,
+ISCA'24, arXiv 2311.18677) and Mooncake (arXiv 2407.00079). Units: seconds [s], rates
+[1/s], bytes [B].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from accelsim._typing import ArrayLike, BoolArray, FloatArray
+from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
+from accelsim.models.serving._load import (
+    _poisson_quantile,
+    _solve_iteration,
+    mg1_wait_moments,
+)
+
+_GIGA = 1e9
+_BISECTION_STEPS = 40
+"""Bisection steps of a TTFT quantile: the bracket shrinks by 2**-40 of its width."""
+
+
+def prefill_seconds(cost: IterationCost, prompt_tokens: ArrayLike) -> FloatArray:
+    """Time of a prefill replica's iteration over one whole prompt, nothing else. [s]
+
+    :func:`~accelsim.models.serving.iteration_seconds` with no decode, ``prompt_tokens``
+    prefilled, each attending to half the prompt on average.
+    """
+    prompt = _f(prompt_tokens)
+    return iteration_seconds(cost, 0.0, prompt, 0.0, prompt / 2.0)
+
+
+def kv_transfer_seconds(
+    prompt_tokens: ArrayLike, kv_bytes_per_token: ArrayLike, link_gbps: ArrayLike
+) -> FloatArray:
+    """Time to move one prompt's KV cache from a prefill to a decode replica. [s]
+
+    ``prompt_tokens · kv_bytes_per_token / (link_gbps · 10⁹)``: the whole cache at the line
+    rate of the narrower side, ``link_gbps`` = min over the two replicas of chips ·
+    the catalog's ``scale_out_gbps`` (an assumption: no overlap of the transfer with the
+    prefill, as DistServe's layer-wise pipelining would give, and no protocol overhead).
+    """
+    return _f(_f(prompt_tokens) * _f(kv_bytes_per_token) / (_f(link_gbps) * _GIGA))
+
+
+@dataclass(frozen=True)
+class PrefillLatency:
+    """Time to first token through a prefill replica under Poisson load (every field
+    finite; where ``saturated``, the fields are evaluated just below saturation and are
+    lower bounds, not predictions)."""
+
+    ttft_mean_s: FloatArray
+    """Mean time to first token: queue wait + own prefill + KV transfer. [s]"""
+    ttft_p50_s: FloatArray
+    """Median time to first token. [s]"""
+    ttft_tail_s: FloatArray
+    """Time to first token at the requested percentile. [s]"""
+    utilization: FloatArray
+    """``ρ = rate · E[prefill time]``, the share of time the replica is busy. [fraction]"""
+    saturated: BoolArray
+    """True where ``ρ >= 1``: the queue grows without bound."""
+
+
+def prefill_latency(
+    rate_rps: ArrayLike,
+    service_s: ArrayLike,
+    transfer_s: ArrayLike,
+    percentile: ArrayLike = 0.99,
+) -> PrefillLatency:
+    """TTFT of a prefill replica serving Poisson arrivals, FCFS, one prompt at a time.
+
+    Parameters
+    ----------
+    rate_rps : array_like
+        Arrival rate at this replica (> 0), broadcast against ``service_s[..., 0]``. [1/s]
+    service_s : array_like
+        Prefill time of a prompt at equiprobable nodes of the prompt-length law, on the
+        last axis (``prefill_seconds`` at those lengths): a quadrature of the law, so
+        every moment is over the law itself, not the formula at its mean. [s]
+    transfer_s : array_like
+        KV transfer time at the same nodes (0: none). [s]
+    percentile : float, optional
+        Tail quantile for ``ttft_tail_s``, in (0.5, 1). [fraction]
+
+    Returns
+    -------
+    PrefillLatency
+
+    Notes
+    -----
+    ``TTFT = W + Y`` with ``Y = S + K`` the request's own prefill and transfer (a function
+    of its prompt length, taken over the nodes: the median of a mixture is not the formula
+    at the mean prompt) and ``W`` the FCFS M/G/1 wait, independent of the request's own
+    service. ``W = 0`` with probability ``1 − ρ``; otherwise ``W₊`` is a two-phase
+    hyperexponential (balanced means) matching the M/G/1 moments given a wait,
+    ``E[W]/ρ`` and ``E[W²]/ρ`` (by :func:`~accelsim.models.serving.mg1_wait_moments`, the
+    colocated TTFT's queue formula, with the service moments over the nodes); exact for
+    M/M/1, where ``W₊`` is exponential. Quantiles solve ``(1 − ρ)P(Y ≤ t) + ρP(Y + W₊ ≤
+    t) = q`` by bisection.
+    One prompt per iteration is an assumption (a prefill engine may batch queued prompts:
+    at high load that serves faster than modelled). Oracles: the mean is
+    Pollaczek–Khinchine's exactly (DistServe §3.1's M/D/1 ``D + λD²/(2(1 − λD))`` for one
+    prompt length); the percentiles against a Lindley-recursion simulation of the queue
+    (tests/unit/test_serving_disaggregated.py, stated tolerance).
+    """
+    service = _f(service_s)
+    total = service + _f(transfer_s)
+    rate = np.maximum(_f(rate_rps), 1e-300)
+    x = [np.mean(service**k, axis=-1) for k in (1, 2, 3, 4)]
+    rho_raw = rate * x[0]
+    saturated = rho_raw >= 1.0
+    rho = np.clip(rho_raw, 0.0, 1.0 - 1e-9)
+    w1, w2, _ = mg1_wait_moments(rate, rho, x[1], x[2], x[3])
+    busy = np.maximum(rho, 1e-300)
+    busy_wait = np.maximum(w1 / busy, 1e-300)  # mean wait of a request that waits
+    # W₊: two-phase hyperexponential with balanced means matching E[W₊] and E[W₊²]
+    # (squared CV c² >= 1; c² < 1 is taken as 1, an exponential).
+    cv2 = np.maximum((w2 / busy) / busy_wait**2 - 1.0, 1.0)
+    p1 = 0.5 * (1.0 + np.sqrt((cv2 - 1.0) / (cv2 + 1.0)))
+    fast, slow = 2.0 * p1 / busy_wait, 2.0 * (1.0 - p1) / busy_wait
+    nodes = np.sort(total, axis=-1)
+
+    def quantile(level: float) -> FloatArray:
+        # F(t) = (1 − ρ)·P(Y ≤ t) + ρ·P(Y + W₊ ≤ t)
+        def cdf(t: FloatArray) -> FloatArray:
+            gap = t[..., None] - nodes
+            positive = np.maximum(gap, 0.0)
+            tail = p1[..., None] * np.exp(-fast[..., None] * positive) + (
+                1.0 - p1[..., None]
+            ) * np.exp(-slow[..., None] * positive)
+            waited = np.where(gap >= 0.0, 1.0 - tail, 0.0)
+            return _f(np.mean((1.0 - rho[..., None]) * (gap >= 0.0) + rho[..., None] * waited, -1))
+
+        lo = np.broadcast_to(nodes[..., 0], rho.shape).copy()
+        # beyond the longest Y, the slower phase alone leaves at most 1 − level
+        reach = np.log(np.maximum(rho / (1.0 - level), 1.0)) / slow
+        hi = np.broadcast_to(nodes[..., -1], rho.shape) + reach + 1e-12
+        for _ in range(_BISECTION_STEPS):
+            mid = 0.5 * (lo + hi)
+            below = cdf(mid) < level
+            lo = np.where(below, mid, lo)
+            hi = np.where(below, hi, mid)
+        return _f(hi)
+
+    levels = np.unique(_f(percentile))
+    if levels.size != 1:
+        raise ValueError(f"percentile must be one level, got {levels}")
+    return PrefillLatency(
+        ttft_mean_s=_f(w1 + np.mean(total, axis=-1)),
+        ttft_p50_s=quantile(0.5),
+        ttft_tail_s=quantile(float(levels[0])),
+        utilization=_f(rho_raw),
+        saturated=np.asarray(saturated, dtype=np.bool_),
+    )
+
+
+@dataclass(frozen=True)
+class DecodeLatency:
+    """Time per output token of a decode-only replica under Poisson load (finite; where
+    ``saturated`` the batch limit overflows and the fields are evaluated at it)."""
+
+    decode_batch: FloatArray
+    """Mean sequences in decode (Little's law). [count]"""
+    tpot_p50_s: FloatArray
+    """Median time per output token: the steady-state iteration time. [s]"""
+    tpot_tail_s: FloatArray
+    """TPOT at the requested percentile (Poisson batch-size quantile). [s]"""
+    saturated: BoolArray
+    """True where no steady state exists within the batch limit."""
+
+
+def decode_latency(
+    cost: IterationCost,
+    rate_rps: ArrayLike,
+    input_tokens: ArrayLike,
+    output_tokens: ArrayLike,
+    batch_limit: ArrayLike,
+    percentile: ArrayLike = 0.99,
+) -> DecodeLatency:
+    """TPOT of a decode replica that never prefills (its prompts arrive as KV cache).
+
+    The colocated decode model of :func:`~accelsim.models.serving.latency_under_load` with
+    no prompt tokens in any iteration: the fixed point ``T = iteration_seconds(1 + B, 0,
+    (1 + B)(in + out/2))``, ``B = λ·out·T`` (the same solver), the tail at the exact Poisson
+    quantile of the batch. Arguments as there. [1/s], [tokens], [count], [fraction]
+    """
+    rate = np.maximum(_f(rate_rps), 1e-300)
+    inp, out, limit = _f(input_tokens), _f(output_tokens), _f(batch_limit)
+    t, overflow = _solve_iteration(cost, rate, inp, out, limit, prefill_share=0.0)
+    batch = rate * out * t
+    tail_batch = 1.0 + _poisson_quantile(_f(percentile), np.maximum(batch, 1e-12))
+    tail = iteration_seconds(cost, tail_batch, 0.0, tail_batch * (inp + out / 2.0), 0.0)
+    return DecodeLatency(
+        decode_batch=_f(batch),
+        tpot_p50_s=_f(t),
+        tpot_tail_s=_f(np.maximum(tail, t)),
+        saturated=np.asarray(overflow, dtype=np.bool_),
+    )
+
+
+def decode_saturated_rps(
+    cost: IterationCost, batch_limit: ArrayLike, input_tokens: ArrayLike, output_tokens: ArrayLike
+) -> FloatArray:
+    """Request rate of a decode replica running its batch limit (0 where it is below 1).
+
+    ``limit / (out · iteration_seconds(limit, 0, limit · (in + out/2)))``. [1/s]
+    """
+    limit = _f(batch_limit)
+    inp, out = _f(input_tokens), _f(output_tokens)
+    batch = np.maximum(limit, 1.0)
+    step = iteration_seconds(cost, batch, 0.0, batch * (inp + out / 2.0), 0.0)
+    return _f(np.where(limit >= 1.0, batch / (out * step), 0.0))
