@@ -220,7 +220,10 @@ class Catalog:
         """This catalog with ``chips`` and ``sheets`` laid over it.
 
         A chip replaces the chip of the same id. A sheet's offers replace every offer of the
-        same (provider, chip, pricing); its name and site (if given) replace the sheet's.
+        same (provider, chip, pricing); its name and site (if given) replace the sheet's. The
+        built-in sheet's ``not_published`` entries stay unless the new sheet says otherwise:
+        an offer or a ``not_published`` entry of the new sheet for the same (chip, pricing)
+        replaces them.
         """
         chip_map = dict(self.chips)
         chip_map.update({c.id: c for c in chips})
@@ -232,11 +235,14 @@ class Catalog:
                 continue
             replaced = {(o.chip, o.pricing) for o in new.offers}
             kept = tuple(o for o in old.offers if (o.chip, o.pricing) not in replaced)
+            restated = replaced | {(e.chip, e.pricing) for e in new.not_published}
+            still = tuple(e for e in old.not_published if (e.chip, e.pricing) not in restated)
             sheet_map[new.provider] = PriceSheet(
                 provider=new.provider,
                 name=new.name,
                 offers=kept + new.offers,
                 site=new.site if new.site is not None else old.site,
+                not_published=still + new.not_published,
             )
         return replace(self, chips=chip_map, sheets=sheet_map)
 
@@ -297,7 +303,9 @@ def load(path: str | Path) -> Catalog:
 
     The file (YAML 1.2) may hold a ``chips:`` list and a ``price_sheets:`` list with the same
     fields as the built-in data. User chips replace built-in chips of the same id; user offers
-    replace built-in offers of the same (provider, chip, pricing). From then on every lookup in
+    replace built-in offers of the same (provider, chip, pricing). A user sheet keeps its
+    provider's built-in ``not_published`` entries except those it restates (an offer or a
+    ``not_published`` entry for the same chip and pricing). From then on every lookup in
     *this process* (``chip``, ``price``, ``offers``, ...) uses the merged catalog, until
     :func:`reset` or the next :func:`load`; loading twice merges over the built-ins each time,
     not over the previous load. Worker processes started with ``spawn`` do not inherit it.

@@ -10,7 +10,7 @@ import numpy as np
 from accelsim import catalog
 from accelsim.dists import EVERY_DIST_TYPE
 from accelsim.report._page_data import Assumption, Price
-from accelsim.results import Result, format_value
+from accelsim.results import Result, format_usd, format_value
 from accelsim.scenario import Scenario
 
 # ---------------------------------------------------------------- assumptions
@@ -202,9 +202,9 @@ def prices(results: Mapping[str, Result], scenarios: Mapping[str, Scenario]) -> 
             except (LookupError, ValueError):
                 continue
             price = (
-                f"${offer.usd_per_chip_hour:,.2f} per chip-hour"
+                f"{format_usd(offer.usd_per_chip_hour, small=',.2f')} per chip-hour"
                 if offer.usd_per_chip_hour is not None
-                else f"${offer.purchase_usd_per_chip:,.0f} per chip, "
+                else f"{format_usd(offer.purchase_usd_per_chip or 0.0)} per chip, "
                 f"{offer.amortization_years:g} years"
             )
             out.append(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim.results import Z95, Result, format_value
+from accelsim.results import Z95, Result, format_usd, format_value
 
 TRAINING, SERVING, JOB_STREAM, OTHER = "training", "serving", "job_stream", "other"
 
@@ -49,7 +49,7 @@ def fmt(metric: str, value: float) -> str:
     if not np.isfinite(value):
         return "n/a"
     if metric.startswith("usd_per"):
-        return f"${value:,.3g}" if abs(value) < 1e3 else f"${value:,.0f}"
+        return format_usd(value, small=".3g")
     if metric.endswith("_ms"):
         return f"{value:,.3g} ms" if abs(value) < 1e3 else f"{value:,.0f} ms"
     if metric in ("slo_attainment", "utilization", "goodput") or metric.startswith("utilization"):

@@ -25,16 +25,59 @@ def unit_of(metric: str) -> str:
     return ""
 
 
+_USD_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k"))
+
+
+def format_usd(value: float, *, small: str = ",.0f") -> str:
+    """Dollars as a person reads them, sign first: ``$12.3M``, ``-$33.4k``, ``$950``.
+
+    Every amount of money accelsim prints goes through this function. From $1,000 up the
+    amount is rounded to three significant digits and scaled (k, M, B, T); below, it is
+    written with the format spec ``small`` (``",.0f"``: whole dollars; ``".3g"`` for prices
+    such as ``$4.92``). A negative amount (a credit) reads ``-$33.4k``, never ``$-33.4k``;
+    an amount that rounds to zero has no sign.
+
+    Parameters
+    ----------
+    value : float
+        Amount. [USD]
+    small : str
+        Format spec of amounts below $1,000 after rounding.
+
+    Returns
+    -------
+    str
+        The amount as text (``"nan"``/``"inf"`` as :func:`str` writes them).
+
+    Examples
+    --------
+    >>> format_usd(-33_412.0), format_usd(12_345_678.0), format_usd(4.916, small=".3g")
+    ('-$33.4k', '$12.3M', '$4.92')
+    >>> format_usd(999_950.0), format_usd(-0.2)
+    ('$1M', '$0')
+    """
+    if not np.isfinite(value):
+        return str(value)
+    magnitude = float(f"{abs(value):.3g}")
+    text = ""
+    for scale, tag in _USD_SCALES:
+        if magnitude >= scale:
+            scaled = magnitude / scale
+            text = (f"{scaled:,.0f}" if scaled >= 1000 else f"{scaled:.3g}") + tag
+            break
+    else:
+        text = f"{abs(value):{small}}"
+    is_zero = not any(c in "123456789" for c in text.split("e")[0])
+    return ("-" if value < 0 and not is_zero else "") + "$" + text
+
+
 def format_value(metric: str, value: float) -> str:
-    """A number as a person reads it, e.g. ``$12.3M``, ``41.2 d``, ``0.412``."""
+    """A number as a person reads it, e.g. ``$12.3M``, ``-$33.4k``, ``41.2 d``, ``0.412``."""
     if not np.isfinite(value):
         return str(value)
     unit = unit_of(metric)
     if unit == "USD":
-        for scale, tag in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-            if abs(value) >= scale:
-                return f"${value / scale:,.3g}{tag}"
-        return f"${value:,.0f}"
+        return format_usd(value)
     if abs(value) >= 1e9:
         text = f"{value:.3g}"
     elif abs(value) >= 1e6:
