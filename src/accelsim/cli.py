@@ -241,7 +241,7 @@ def validate(
     for path in scenarios:
         s = load_scenario(path)
         _check_runnable(s)
-        print(f"{path}: ok ({s.name}: {s.workload.kind} on {len(s.fleet)} pool(s))")
+        print(f"{path}: ok ({s.name}: {s.workload_kind} on {len(s.fleet)} pool(s))")
 
 
 @app.command()

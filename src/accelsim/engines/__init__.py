@@ -10,7 +10,8 @@ cost. Two engines, one model:
   on a dedicated pool: :func:`simulate_training`;
 - the discrete-event engine (:mod:`accelsim.engines.des`, SimPy) for anything with
   contention: :func:`simulate_block` (job streams and traces on shared pools) and
-  :func:`simulate_training_block` (a training run sharing its fleet with a background).
+  :func:`simulate_training_block` (a training run sharing its fleet with a background),
+  :func:`simulate_mixed_block` (several workloads on one fleet, ``Scenario.workloads``).
 
 Both must agree in distribution on the cases both can run (tests/agreement).
 """
@@ -18,6 +19,7 @@ Both must agree in distribution on the cases both can run (tests/agreement).
 from accelsim.engines._analytic import simulate_training
 from accelsim.engines._des_checks import OverloadWarning, check_runnable
 from accelsim.engines._des_hero import simulate_training_block
+from accelsim.engines._des_mixed import simulate_mixed_block
 from accelsim.engines._des_streams_run import JOB_DTYPE, DesOptions, merge_kept, simulate_block
 from accelsim.engines._inputs import (
     BLOCK_RUNS,
@@ -49,6 +51,7 @@ __all__ = [
     "replica_capacity",
     "run_info",
     "simulate_block",
+    "simulate_mixed_block",
     "simulate_serving_block",
     "simulate_serving_fast",
     "simulate_training",

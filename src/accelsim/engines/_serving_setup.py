@@ -101,7 +101,8 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     the study's catalog ``cat`` (which travels with the study to every worker)."""
     work = scenario.workload
     if not isinstance(work, Serving):
-        raise TypeError(f"scenario {scenario.name!r} has a {work.kind} workload, not serving")
+        kind = scenario.workload_kind
+        raise TypeError(f"scenario {scenario.name!r} has a {kind} workload, not serving")
     pool = scenario.fleet[0]
     chip = cat.chip(pool.chip)
     chips = work.replica_chips(chip, pool.count)

@@ -171,6 +171,49 @@ def replicas_per_hour(
     return np.asarray(np.clip(wanted, float(work.min_replicas), most), dtype=float)
 
 
+def demand_rps(
+    setup: ServingSetup, rate_rps: FloatArray, growth: FloatArray, hours: FloatArray
+) -> FloatArray:
+    """Mean request rate of each run in each hour ``hours`` (from 0): ``rate ·
+    profile[h mod 24] · (1 + g)^(h / 730.5)``, shape (runs, hours). [1/s]"""
+    shape = setup.profile[hours.astype(np.int64) % 24]
+    growth_factor = np.exp(np.outer(np.log1p(growth), hours / HOURS_PER_MONTH))
+    return np.asarray(rate_rps[:, None] * shape * growth_factor, dtype=float)
+
+
+def held_totals(
+    setup: ServingSetup,
+    demand: FloatArray,
+    serving_replicas: FloatArray,
+    burstiness: FloatArray,
+    replica: Replica,
+    table: LatencyTable,
+) -> HourTotals:
+    """The totals of :func:`hour_totals` for replicas given per hour rather than planned.
+
+    ``serving_replicas`` (runs, hours) are the replicas that actually served each hour, on
+    time average (a shared fleet may grant fewer than the plan asked for); the windows'
+    attainment, shedding and latency follow from them by the same per-window function.
+    """
+    runs, k = demand.shape[0], len(LOAD_NODES)
+    out = HourTotals(
+        demand_requests=np.zeros(runs),
+        served_requests=np.zeros(runs),
+        compliant_requests=np.zeros(runs),
+        replica_hours=np.zeros(runs),
+        replicas_peak=np.zeros(runs),
+        node_weights=np.zeros((runs, k)),
+    )
+    hours = np.arange(demand.shape[1], dtype=float)
+    duration = np.minimum(setup.horizon_hours - hours, 1.0)
+    out.replica_hours[:] = serving_replicas @ duration
+    out.replicas_peak[:] = serving_replicas.max(axis=1)
+    periods = [(np.broadcast_to(duration, demand.shape), serving_replicas)]
+    sat, slo_load = replica.saturated_rps, table.slo_load
+    _accumulate(out, slice(0, runs), demand, periods, burstiness, sat, slo_load, k)
+    return out
+
+
 def hour_totals(
     setup: ServingSetup,
     rate_rps: FloatArray,
@@ -198,15 +241,13 @@ def hour_totals(
         cell = np.where(h < 24, h, 24 + h % 24).astype(np.int64)
         duration = np.bincount(cell, duration, minlength=48)
         h = np.arange(48, dtype=float)
-    shape = setup.profile[h.astype(np.int64) % 24]
     cold = min(setup.work.cold_start_minutes / 60.0, 1.0)
     sat = replica.saturated_rps
     slo_rps = table.slo_load * sat
     for a in range(0, runs, _SUB_RUNS):
         b = min(a + _SUB_RUNS, runs)
         sl = slice(a, b)
-        growth_factor = np.exp(np.outer(np.log1p(growth[sl]), h / HOURS_PER_MONTH))
-        demand = rate_rps[sl, None] * shape * growth_factor  # (runs, hours) [1/s]
+        demand = demand_rps(setup, rate_rps[sl], growth[sl], h)  # (runs, hours) [1/s]
         replicas = replicas_per_hour(setup, demand, slo_rps[sl])
         out.replica_hours[sl] = replicas @ duration
         out.replicas_peak[sl] = replicas.max(axis=1)
@@ -271,7 +312,14 @@ def usage_fast(
     growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
     burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
     table = latency_table(setup, replica)
-    totals = hour_totals(setup, rate, growth, burst, replica, table)
+    return usage_from_totals(
+        replica, table, hour_totals(setup, rate, growth, burst, replica, table)
+    )
+
+
+def usage_from_totals(replica: Replica, table: LatencyTable, totals: HourTotals) -> ServingUsage:
+    """The usage record of the hours' totals: latency percentiles averaged over the served
+    requests, attainment, and ``finished`` (feasible, every request served)."""
     served = totals.node_weights.sum(axis=1)
     share = totals.node_weights / np.where(served > 0.0, served, 1.0)[:, None]
 
@@ -301,10 +349,13 @@ __all__ = [
     "HourTotals",
     "LatencyTable",
     "burst_multipliers",
+    "demand_rps",
+    "held_totals",
     "hour_totals",
     "latency_table",
     "node_weights",
     "replicas_per_hour",
     "slo_load_from_margin",
     "usage_fast",
+    "usage_from_totals",
 ]

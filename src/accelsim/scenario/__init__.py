@@ -30,6 +30,12 @@ from accelsim.scenario._serving import (
 )
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingPhase, TrainingRun
+from accelsim.scenario._workloads_mix import (
+    mix_part,
+    workload_chips,
+    workload_name,
+    workload_priority,
+)
 
 __all__ = [
     "SLO",
@@ -57,5 +63,9 @@ __all__ = [
     "Workload",
     "format_validation_error",
     "load_scenario",
+    "mix_part",
     "training_state_gib",
+    "workload_chips",
+    "workload_name",
+    "workload_priority",
 ]

@@ -44,6 +44,8 @@ _MIN_ENGINEERS = 0.1
 # A mean inter-arrival below 3.6 s means millions of jobs a day: a units mistake.
 _MIN_MEAN_INTERARRIVAL_HOURS = 1e-3
 _MAX_HORIZON_DAYS = 3660.0
+MIX_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+"""A workload's name in a mix: it prefixes metric names, so no ``.``, ``,``, ``@`` or space."""
 
 
 class _Model(BaseModel):

@@ -26,6 +26,7 @@ from accelsim.scenario._fleet import Assumptions, Credit, Pool
 from accelsim.scenario._serving import Serving, check_disaggregated
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingRun
+from accelsim.scenario._workloads_mix import _MAX_MIX, check_lone, check_mix
 
 Workload = Annotated[TrainingRun | JobStream | Trace | Serving, Field(discriminator="kind")]
 Background = Annotated[JobStream | Trace, Field(discriminator="kind")]
@@ -36,8 +37,13 @@ class Scenario(_Model):
 
     name: str = Field(min_length=1)
     """A short label used in tables and plots."""
-    workload: Workload
-    """``TrainingRun``, ``JobStream``, ``Trace`` or ``Serving`` (``kind:`` in scenario files)."""
+    workload: Workload | None = None
+    """``TrainingRun``, ``JobStream``, ``Trace`` or ``Serving`` (``kind:`` in scenario files);
+    exactly one of ``workload`` and ``workloads``."""
+    workloads: list[Workload] | None = Field(default=None, min_length=1, max_length=_MAX_MIX)
+    """Several workloads sharing the fleet, each named and prioritised (``name``,
+    ``priority``): one DES run holds them all, with one TCO and its chargeback per workload
+    (:mod:`accelsim.scenario._workloads_mix` has the rules); requires ``horizon_days``."""
     fleet: list[Pool] = Field(min_length=1)
     """The pools of chips; a training run uses the first."""
     assumptions: Assumptions = Assumptions()
@@ -64,6 +70,10 @@ class Scenario(_Model):
     @model_validator(mode="after")
     def _cross_checks(self) -> Scenario:
         work = self.workload
+        if work is None or self.workloads is not None:
+            check_mix(self)  # several workloads on one fleet: their own rules
+            return self
+        check_lone(work)
         if self.background is not None and not isinstance(work, TrainingRun):
             raise ValueError(
                 f"background is other work sharing the fleet with a training run; a "
@@ -291,10 +301,15 @@ class Scenario(_Model):
                     )
 
     @property
+    def workload_kind(self) -> str:
+        """The workload's ``kind``, or ``"mixed"`` for several workloads (``workloads``)."""
+        return "mixed" if self.workload is None else self.workload.kind
+
+    @property
     def training(self) -> TrainingRun:
         """The workload as a :class:`TrainingRun` (error if it is a stream or trace)."""
         if not isinstance(self.workload, TrainingRun):
-            raise TypeError(f"scenario {self.name!r} has a {self.workload.kind} workload")
+            raise TypeError(f"scenario {self.name!r} has a {self.workload_kind} workload")
         return self.workload
 
     def replace(self, path: str, value: Any) -> Scenario:

@@ -16,6 +16,7 @@ from accelsim.dists import Uncertain, as_dist
 from accelsim.errors import AccelsimError
 from accelsim.scenario._common import (
     _GIB,
+    MIX_NAME_PATTERN,
     Framework,
     _check_range,
     _Model,
@@ -166,6 +167,17 @@ class Serving(_Model):
     disaggregated: Disaggregation | None = None
     """Prefill and decode on two pools of the fleet (:class:`Disaggregation`); unset =
     colocated on the one pool (continuous batching of both in every replica)."""
+
+    name: str | None = Field(default=None, pattern=MIX_NAME_PATTERN)
+    """In a mix (``Scenario.workloads``): the endpoint's name, prefixing its metrics
+    (``<name>.slo_attainment``); unset = ``serving``. Not for a lone workload."""
+    priority: int | None = Field(default=None, ge=-1000, le=1000)
+    """In a mix: the priority of its replicas under the ``priority`` schedulers (larger
+    first); unset = 2. Not for a lone workload."""
+    chips: int | None = Field(default=None, ge=1, le=10_000_000)
+    """In a mix: chips of the first pool the endpoint may hold [count] (its replicas'
+    pool: ``fixed`` serves ``chips // chips_per_replica`` replicas); unset = the whole
+    pool. Not for a lone workload."""
 
     @model_validator(mode="after")
     def _checks(self) -> Serving:

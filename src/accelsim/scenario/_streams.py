@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
+    Field,
     field_validator,
     model_validator,
 )
@@ -14,7 +15,13 @@ from pydantic import (
 from accelsim import catalog
 from accelsim.dists import Uncertain, as_dist
 from accelsim.errors import AccelsimError
-from accelsim.scenario._common import _MIN_MEAN_INTERARRIVAL_HOURS, Framework, _check_range, _Model
+from accelsim.scenario._common import (
+    _MIN_MEAN_INTERARRIVAL_HOURS,
+    MIX_NAME_PATTERN,
+    Framework,
+    _check_range,
+    _Model,
+)
 
 
 class JobStream(_Model):
@@ -34,6 +41,10 @@ class JobStream(_Model):
     job cannot run on a pool whose stack its framework would need a port to."""
     whole_domains: bool = False
     """Allocate whole scale-up domains (NVLink nodes, TPU slices) to each job."""
+
+    name: str | None = Field(default=None, pattern=MIX_NAME_PATTERN)
+    """In a mix (``Scenario.workloads``): the stream's name, prefixing its metrics
+    (``<name>.mean_wait_hours``); unset = ``research``. Not for a lone workload."""
 
     @model_validator(mode="after")
     def _positive(self) -> JobStream:
@@ -79,6 +90,10 @@ class Trace(_Model):
     skip_zero: bool = False
     """Skip rows with zero chips or zero duration (CPU-only or instantly failed jobs, common
     in public traces) instead of reporting them as bad rows."""
+
+    name: str | None = Field(default=None, pattern=MIX_NAME_PATTERN)
+    """In a mix (``Scenario.workloads``): the trace's name, prefixing its metrics; unset =
+    ``trace``. Not for a lone workload."""
 
     @field_validator("path", mode="before")
     @classmethod

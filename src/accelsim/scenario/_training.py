@@ -15,6 +15,7 @@ from accelsim.scenario._common import (
     _MAX_PARAMS,
     _MAX_TOKENS,
     _MAX_TRAINING_FLOPS,
+    MIX_NAME_PATTERN,
     TRAINING_HORIZON_DAYS,
     Framework,
     Precision,
@@ -95,6 +96,16 @@ class TrainingRun(_Model):
     is held whole throughout: held hours, rental and reservation costs count the pool's
     full count over the whole training (chips a phase leaves idle are paid for, not
     released); energy follows ``chip_hours`` (the chips training)."""
+
+    name: str | None = Field(default=None, pattern=MIX_NAME_PATTERN)
+    """In a mix (``Scenario.workloads``): the run's name, prefixing its metrics
+    (``<name>.time_to_train_days``); unset = ``training``. Not for a lone workload."""
+    priority: int | None = Field(default=None, ge=-1000, le=1000)
+    """In a mix: the run's priority under the ``priority`` schedulers (larger first); unset
+    = 1. Not for a lone workload."""
+    chips: int | None = Field(default=None, ge=1, le=10_000_000)
+    """In a mix: chips of the first pool the run trains on [count]; unset = the whole pool.
+    Not for a lone workload (it trains on its first pool's count)."""
 
     @model_validator(mode="after")
     def _phases_add_up(self) -> TrainingRun:

@@ -27,6 +27,7 @@ from accelsim.engines import (
     blocks,
     price_training,
     simulate_block,
+    simulate_mixed_block,
     simulate_serving_block,
     simulate_serving_fast,
     simulate_training,
@@ -62,6 +63,13 @@ def _pick_engine(
     """The engine to run; ``des_only`` names an option only the DES engine supports."""
     if engine not in ("auto", "analytic", "des"):
         raise ValueError(f"engine must be 'auto', 'analytic' or 'des', not {engine!r}")
+    if scenario.workloads is not None:
+        if engine == "analytic":
+            raise ValueError(
+                f"scenario {scenario.name!r} holds several workloads on one fleet, which only "
+                f"the DES engine runs: use engine='des' or 'auto'"
+            )
+        return "des"
     if isinstance(scenario.workload, Serving):
         # Serving: "analytic" is the fast path (hourly demand, latency from the replica
         # model), which "auto" picks; "des" simulates every request (slow: for checks and
@@ -90,7 +98,7 @@ def _pick_engine(
     if engine == "auto":
         return "analytic" if exact and des_only is None else "des"
     if engine == "analytic" and not exact:
-        shape = f"a {scenario.workload.kind} workload on {len(scenario.fleet)} pool(s)"
+        shape = f"a {scenario.workload_kind} workload on {len(scenario.fleet)} pool(s)"
         if scenario.background is not None:
             shape += " with a background"
         raise ValueError(
@@ -194,7 +202,9 @@ def _run_chunk(study: _Study, start: int, stop: int) -> _Chunk:
     inputs: list[dict[str, FloatArray]] = []
     kept: list[dict[str, np.ndarray]] = []
     block: Callable[[Scenario, Catalog, InputPlan, int, int, DesOptions], _Block]
-    if isinstance(scenario.workload, Serving):
+    if scenario.workloads is not None:
+        block = simulate_mixed_block
+    elif isinstance(scenario.workload, Serving):
         block = functools.partial(_serving_block, engine=study.engine)
     elif study.engine == "analytic":
         block = _analytic_block

@@ -33,7 +33,7 @@ def _check_analytic(scenario: Scenario) -> None:
         raise ValueError(
             f"sensitivity methods other than 'spearman' run the analytic engine (one training "
             f"run on one dedicated pool) or the serving fast path, which scenario "
-            f"{scenario.name!r} is not: a {scenario.workload.kind} workload on "
+            f"{scenario.name!r} is not: a {scenario.workload_kind} workload on "
             f"{len(scenario.fleet)} pool(s)"
             + (" with a background" if scenario.background is not None else "")
         )

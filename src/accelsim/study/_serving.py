@@ -56,7 +56,7 @@ def serving_capacity(
     if not isinstance(scenario.workload, Serving):
         raise ValueError(
             f"serving_capacity needs a serving workload; scenario {scenario.name!r} has a "
-            f"{scenario.workload.kind} workload"
+            f"{scenario.workload_kind} workload"
         )
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be an integer >= 1, got {runs!r}")

@@ -26,6 +26,7 @@ from accelsim.engines.des._fifo import fifo_recursion_applies, simulate_fifo
 from accelsim.engines.des._metrics import DesResult, PoolMetrics, TimeSeries, summarize
 from accelsim.engines.des._processes import Arrivals, Delivery, Strikes
 from accelsim.engines.des._records import EventRecord, JobRecord, Recorder
+from accelsim.engines.des._reservations import Holdings, Withdrawals
 from accelsim.engines.des._schedulers import SCHEDULERS, Scheduler, resolve_scheduler
 from accelsim.engines.des._serving import simulate_serving
 from accelsim.engines.des._serving_types import (
@@ -51,6 +52,8 @@ def run(
     keep_jobs: bool = False,
     keep_events: bool = False,
     utilization_resolution_hours: float | None = None,
+    withdrawals: Iterable[tuple[float, int]] | None = None,
+    holdings: Holdings | None = None,
 ) -> DesResult:
     """Simulate jobs on shared pools of chips up to a horizon.
 
@@ -79,6 +82,12 @@ def run(
         Keep an :class:`EventRecord` per state change (memory grows with the events).
     utilization_resolution_hours : float or None
         Width of the bins of a busy/up/queue time series, or ``None`` for none. [h]
+    withdrawals : iterable of (float, int), optional
+        ``(time, job_id)`` in non-decreasing time: the job is ended then wherever it is
+        (a reservation whose window closed, :class:`Withdrawals`). [h]
+    holdings : Holdings, optional
+        Told of every attempt's start and release, to integrate chip-hours per class of
+        job (read it after the run).
 
     Returns
     -------
@@ -112,7 +121,8 @@ def run(
     if not pools:
         raise ValueError("a run needs at least one pool")
     policy = resolve_scheduler(scheduler)
-    if fifo_recursion_applies(pools, policy, keep_events=keep_events):
+    plain = withdrawals is None and holdings is None
+    if plain and fifo_recursion_applies(pools, policy, keep_events=keep_events):
         return simulate_fifo(
             pools,
             jobs,
@@ -131,6 +141,8 @@ def run(
         keep_jobs=keep_jobs,
         keep_events=keep_events,
         utilization_resolution_hours=utilization_resolution_hours,
+        withdrawals=withdrawals,
+        holdings=holdings,
     )
 
 
@@ -145,6 +157,8 @@ def _event_loop(
     keep_jobs: bool,
     keep_events: bool,
     utilization_resolution_hours: float | None,
+    withdrawals: Iterable[tuple[float, int]] | None = None,
+    holdings: Holdings | None = None,
 ) -> DesResult:
     """:func:`run` on SimPy's event loop, whatever the case (arguments already checked)."""
     env = simpy.Environment(initial_time=0.0)
@@ -156,7 +170,7 @@ def _event_loop(
         keep_jobs=keep_jobs,
         keep_events=keep_events,
     )
-    cluster = Cluster(env, pools, policy, recorder)
+    cluster = Cluster(env, pools, policy, recorder, holdings)
     for p, pool in enumerate(pools):
         for rate, cause, down, source in (
             (pool.failure_rate_per_chip_hour, "failure", pool.repair_hours, "failures"),
@@ -180,8 +194,12 @@ def _event_loop(
                 strikes.start(pool.lead_time_hours)
         Delivery(cluster, p).start(pool.lead_time_hours)
     Arrivals(cluster, jobs, horizon_hours).start()
+    if withdrawals is not None:
+        Withdrawals(cluster, withdrawals, horizon_hours).start()
     env.run(until=horizon_hours)
     running, queued = cluster.close()
+    if holdings is not None:
+        holdings.close(horizon_hours)
     return summarize(recorder, pools, running, queued)
 
 
@@ -190,6 +208,7 @@ __all__ = [
     "TRACE_COLUMNS",
     "DesResult",
     "EventRecord",
+    "Holdings",
     "JobRecord",
     "JobSpec",
     "PoolMetrics",

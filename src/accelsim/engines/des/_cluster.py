@@ -26,7 +26,7 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Iterator, Sequence
 from types import MappingProxyType
-from typing import Any, cast, overload
+from typing import Any, Protocol, cast, overload
 
 import simpy
 from simpy.events import Event
@@ -55,6 +55,16 @@ def wakeup(env: simpy.Environment, delay: float, callback: Any, value: Any) -> E
     event = env.timeout(delay, value)
     event.callbacks.append(callback)
     return event
+
+
+class Holder(Protocol):
+    """Told of every attempt's start and release of chips (e.g. ``_reservations.Holdings``)."""
+
+    def start(self, job_id: int, chips: int, now: float) -> None:
+        """An attempt of ``job_id`` takes ``chips`` chips at ``now``. [chips, h]"""
+
+    def stop(self, job_id: int, now: float) -> None:
+        """The running attempt of ``job_id`` releases its chips at ``now``. [h]"""
 
 
 class _ReadOnly(Sequence[Waiting]):
@@ -133,8 +143,10 @@ class Cluster:
         pools: Sequence[PoolSpec],
         scheduler: Scheduler,
         recorder: Recorder,
+        holdings: Holder | None = None,
     ) -> None:
         self.env = env
+        self._hold = holdings
         self.pools = tuple(pools)
         self.free = [0] * len(pools)
         self.up = [0] * len(pools)
@@ -285,6 +297,8 @@ class Cluster:
         job.pool = p
         job.alloc = chips
         job.started = now
+        if self._hold is not None:
+            self._hold.start(spec.job_id, chips, now)
         compute = job.remaining_work / self.pools[p].speed
         if job.plain:
             job.partial = compute  # and full == 0 (never changes for a plain job)
@@ -332,6 +346,8 @@ class Cluster:
         if self._track_running:
             del self._running[job_id]
         del self._by_pool[p][job_id]
+        if self._hold is not None:
+            self._hold.stop(job_id, self.env.now)
         self.free[p] += job.alloc
         job.attempt = None
         job.pool = -1
@@ -406,6 +422,48 @@ class Cluster:
         if self._log is not None:
             self._event("interrupt", p, spec.job_id, cause)
         self._enqueue(job)
+
+    def withdraw(self, job_id: int) -> None:
+        """End a job now wherever it is: a reservation whose time window closed.
+
+        A running attempt keeps the compute it did (counted as useful) and releases its
+        chips; a waiting job leaves the queue. Either way the job is over (counted as
+        completed at ``now``); a job that already finished is left alone.
+        """
+        job = self._jobs.get(job_id)
+        if job is None:
+            return
+        now = self.env.now
+        spec = job.spec
+        p, alloc = job.pool, job.alloc
+        if p >= 0:
+            done = progress(
+                now - job.started,
+                job.restart_due,
+                job.full,
+                job.interval,
+                job.partial,
+                spec.checkpoint_write_hours,
+            )[0]
+            self._credit(job, p, done)
+            self._release(job)
+            self._rec.pools[p].busy.set(now, self.up[p] - self.free[p])
+        else:
+            assert job.waiting is not None
+            del self._pending[bisect_left(self._pending, job.waiting)]
+            job.waiting = None
+            alloc = 0
+        del self._jobs[job_id]
+        rec = self._rec
+        rec.completed += 1
+        if spec.submit_hours >= self._warmup:
+            rec.jct_sum_hours += now - spec.submit_hours
+            rec.jct_count += 1
+        if rec.jobs is not None:
+            rec.jobs.append(self._record(job, p, alloc, now))
+        if self._log is not None:
+            self._event("finish", p, job_id)
+        self.dispatch()
 
     # -- capacity ---------------------------------------------------------------------------
 
@@ -529,4 +587,4 @@ class Cluster:
         )
 
 
-__all__ = ["Cluster", "wakeup"]
+__all__ = ["Cluster", "Holder", "wakeup"]

@@ -1,0 +1,367 @@
+"""Scenario -> DES engine: several workloads on one fleet (``Scenario.workloads``).
+
+Each Monte Carlo run is one discrete-event simulation of the whole fleet over
+``horizon_days``, holding every workload of the mix as jobs of the shared cluster:
+
+- **A training run** is one gang job of its ``chips`` on the first pool, not preemptible,
+  at its priority, as the hero run of :mod:`accelsim.engines._des_hero`: its physics
+  (compute hours, checkpoint interval, write and restart times, interruption rate) come
+  from the analytic engine on the run's own part (:func:`accelsim.scenario.mix_part`), it
+  is submitted at ``max(capacity lead time, porting and optimisation)`` after the decision
+  (time 0), and its metrics come back through the analytic engine with the DES's training
+  time and queue wait (two passes over the same draws). When the mix has a training run,
+  the first pool's chips fail at the first training run's interruption rate per chip,
+  replaced at once by hot spares (the hero run's failure model), so both engines mean the
+  same training days.
+- **A serving endpoint** is a time-varying reservation of replicas x ``chips_per_replica``
+  chips of the first pool, following the hourly replica plan of the serving fast path
+  (:func:`~accelsim.engines._serving_usage.replicas_per_hour`): each replica window of the
+  plan (:func:`~accelsim.engines._des_mixed_parts.replica_windows`) is a job, not
+  preemptible, at the endpoint's priority, withdrawn when its window ends wherever it is
+  (waiting or running). Under ``priority_preemptive`` a replica evicts lower-priority
+  preemptible work, which pays its lost work and restart; chips it leaves at low demand run
+  other jobs. The replicas that actually served each hour (time average; a replica
+  serves ``cold_start_minutes`` after it gets its chips) give the SLO attainment through
+  the fast path's own per-window function: if chips held by work it may not evict keep
+  replicas out, attainment falls in those hours.
+- **Job streams and traces** are as in a stream scenario
+  (:mod:`accelsim.engines._des_streams_run`): their jobs keep their priorities and are
+  preemptible.
+
+The fleet is the organisation's, in service from time 0 (as for the hero run: a lead
+time is a training run's own capacity wait, not the delivery of a fleet already serving and
+running research) and held to the horizon: every pool is priced for the whole horizon,
+used or not; energy on allocated chip-hours. The fleet's
+TCO is that hardware and energy, plus each workload's engineering (a training run's
+porting and optimisation, an endpoint's porting), plus the queue wait of every job but the
+endpoints' replicas at ``wait_usd_per_job_hour``. Not in it: the delay cost of a late
+training run or endpoint launch (the mix's decision is time 0 for everyone), credits (refused
+in a mix).
+
+**Chargeback.** :class:`~accelsim.engines.des.Holdings` integrates the chip-hours each
+workload held, attempt by attempt (``chip_hours.<name>``; their sum equals the pools'
+allocated chip-hours, the rest of the held fleet is ``idle_chip_hours``: chips idle or
+down). Hardware and energy are charged back in proportion to chip-hours held, the idle
+chip-hours spread in the same proportion (``chargeback_usd.<name>``; over the whole fleet,
+so with pools of different prices a workload pays the fleet's mean price per chip-hour),
+so the chargebacks sum to the fleet's hardware and energy cost; a run in which no workload
+held a chip charges it to ``unattributed_usd``.
+
+Metric names: fleet-wide names as usual (``tco_usd``, ``hardware_cost_usd``, ...), each
+workload's own prefixed by its name and a dot (``research.mean_wait_hours``), the
+attribution by the metric then the name (``chargeback_usd.research``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import replace
+
+import numpy as np
+
+from accelsim._typing import FloatArray
+from accelsim.catalog import Catalog
+from accelsim.engines import des
+from accelsim.engines._des_checks import check_runnable
+from accelsim.engines._des_mixed_parts import (
+    ServingPlan,
+    TrainingPlan,
+    plan_serving,
+    plan_training,
+    record_serving,
+    record_training,
+    replica_windows,
+    serving_metrics_held,
+    stream_metrics,
+    training_metrics,
+)
+from accelsim.engines._des_streams_run import (
+    DesOptions,
+    _fleet_draws,
+    _FleetDraws,
+    _Kept,
+    _pool_specs,
+    _price_fleet,
+    _stream_jobs,
+)
+from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
+from accelsim.engines.des import DesResult, Holdings, JobSpec, PoolSpec
+from accelsim.scenario import (
+    JobStream,
+    Scenario,
+    Serving,
+    Trace,
+    TrainingRun,
+    mix_part,
+    workload_name,
+    workload_priority,
+)
+from accelsim.seeding import child
+
+_HOURS_PER_DAY = 24.0
+ID_STRIDE = 1 << 40
+"""Job ids of the ``j``-th stream or trace of a mix start at ``j * ID_STRIDE`` after the
+training runs and replica windows (ids break ties between jobs submitted together)."""
+
+
+class _Mix:
+    """A mix's workloads for one block of runs: plans before the DES, outcomes after."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        cat: Catalog,
+        plan: InputPlan,
+        span: tuple[int, int],
+        options: DesOptions,
+    ) -> None:
+        assert scenario.workloads is not None
+        assert scenario.horizon_days is not None
+        start, stop = span
+        self.works = scenario.workloads
+        self.scenario, self.cat, self.plan, self.options = scenario, cat, plan, options
+        self.start, self.stop = start, stop
+        self.horizon_hours = scenario.horizon_days * _HOURS_PER_DAY
+        self.draws = plan.draws(start, stop)
+        self.names = [workload_name(w) for w in scenario.workloads]
+        self.parts = [mix_part(scenario, i) for i in range(len(scenario.workloads))]
+        self.training: list[TrainingPlan] = []
+        self.serving: list[ServingPlan] = []
+        self.streams: list[int] = []
+        for i, (work, part) in enumerate(zip(scenario.workloads, self.parts, strict=True)):
+            if isinstance(work, TrainingRun):
+                self.training.append(
+                    plan_training(
+                        i, self.names[i], part, workload_priority(work), cat, plan, start, stop
+                    )
+                )
+            elif isinstance(work, Serving):
+                self.serving.append(
+                    plan_serving(i, self.names[i], part, workload_priority(work), cat, self.draws)
+                )
+            else:
+                self.streams.append(i)
+        self.fleet: _FleetDraws = _fleet_draws(scenario, cat, self.draws)
+        self.rows: list[dict[str, float]] = []
+
+    def pools(self, k: int) -> list[PoolSpec]:
+        """Run ``k``'s pools; with a training run, the first keeps the hero's failure model."""
+        # The organisation's fleet is in service from time 0 (a lead time is a training
+        # run's own capacity wait, as for the hero run).
+        specs = [
+            replace(p, lead_time_hours=0.0)
+            for p in _pool_specs(self.scenario, self.cat, self.fleet, k)
+        ]
+        if self.training:
+            t = self.training[0]
+            rate = float(t.physics[4][k])
+            specs[0] = replace(
+                specs[0],
+                failure_rate_per_chip_hour=rate / t.chips,
+                preemptions_per_chip_hour=0.0,
+                repair_hours=None,
+                preemption_return_hours=None,
+            )
+        return specs
+
+    def simulate(self, k: int, kept: _Kept) -> None:
+        """Run ``k`` of the block: one DES of every workload; keeps its outcomes."""
+        run = self.start + k
+        jobs: list[Iterable[JobSpec]] = []
+        first_id = 0
+        bounds: list[tuple[int, int]] = []  # (first job id, workload index), increasing ids
+        for t in self.training:
+            work, interval, write, restart, _ = (float(x[k]) for x in t.physics)
+            tau = None if not np.isfinite(interval) else interval
+            bounds.append((first_id, t.index))
+            spec = JobSpec(
+                job_id=first_id,
+                submit_hours=float(t.submit_hours[k]),
+                chips=t.chips,
+                work_hours=work,
+                priority=t.priority,
+                pools=(0,),
+                checkpoint_interval_hours=tau,
+                checkpoint_write_hours=write,
+                restart_hours=restart,
+                preemptible=False,
+            )
+            jobs.append([spec])
+            first_id += 1
+        withdrawals: list[tuple[float, int]] = []
+        for s in self.serving:
+            begins, ends = replica_windows(s.planned[k], self.horizon_hours)
+            bounds.append((first_id, s.index))
+            chips = s.setup.chips_per_replica
+            ids = range(first_id, first_id + begins.size)
+            jobs.append(
+                [
+                    JobSpec(i, b, chips, e - b, s.priority, (0,), preemptible=False)
+                    for i, b, e in zip(ids, begins.tolist(), ends.tolist(), strict=True)
+                ]
+            )
+            withdrawals += zip(ends.tolist(), ids, strict=True)
+            first_id += begins.size
+        for j, i in enumerate(self.streams):
+            lowest = first_id + j * ID_STRIDE
+            bounds.append((lowest, i))
+            work_i = self.works[i]
+            assert isinstance(work_i, JobStream | Trace)
+            jobs.append(
+                _stream_jobs(
+                    self.parts[i],
+                    self.cat,
+                    work_i,
+                    self.plan.root,
+                    run,
+                    self.horizon_hours,
+                    lowest,
+                    self.options.max_jobs_per_run,
+                )
+            )
+        lows = [b[0] for b in bounds]
+        owner = [b[1] for b in bounds]
+
+        def job_class(job_id: int) -> int:
+            return owner[bisect_right(lows, job_id) - 1]
+
+        holdings = des.Holdings(
+            job_class, len(self.names), intervals_of=[s.index for s in self.serving]
+        )
+        pools = self.pools(k)
+        result = des.run(
+            pools,
+            heapq.merge(*jobs, key=lambda j: (j.submit_hours, j.job_id)),
+            scheduler=self.scenario.scheduler,
+            horizon_hours=self.horizon_hours,
+            seed_seq=child(self.plan.root, "des", run),
+            keep_jobs=True,
+            withdrawals=sorted(withdrawals),
+            holdings=holdings,
+            utilization_resolution_hours=kept.options.resolution_hours,
+        )
+        kept.add(run, result)
+        self.rows.append(self._row(k, result, pools, holdings, lows, owner))
+
+    def _row(
+        self,
+        k: int,
+        result: DesResult,
+        pools: list[PoolSpec],
+        holdings: Holdings,
+        lows: list[int],
+        owner: list[int],
+    ) -> dict[str, float]:
+        horizon = self.horizon_hours
+        assert result.jobs is not None
+        by_owner: dict[int, list[des.JobRecord]] = {i: [] for i in owner}
+        for record in result.jobs:
+            by_owner[owner[bisect_right(lows, record.job_id) - 1]].append(record)
+        row: dict[str, float] = {}
+        for t in self.training:
+            mine = by_owner[t.index]
+            record_training(t, k, mine[0] if mine else None, horizon)
+        replica_queue = 0.0
+        for s in self.serving:
+            intervals = holdings.intervals[s.index]
+            record_serving(s, k, intervals, horizon)
+            # a replica's job lives from its window's start to its end (or the horizon)
+            life = sum(
+                (r.end_hours if r.end_hours == r.end_hours else horizon) - r.submit_hours
+                for r in by_owner[s.index]
+            )
+            replica_queue += life - sum(e - b for b, e, _ in intervals)
+        for i in self.streams:
+            for key, value in stream_metrics(by_owner[i], horizon).items():
+                row[f"{self.names[i]}.{key}"] = value
+        held_total = 0.0
+        for i, name in enumerate(self.names):
+            row[f"chip_hours.{name}"] = holdings.chip_hours[i]
+            held_total += holdings.chip_hours[i]
+        fleet_held = 0.0
+        for p, pm in enumerate(result.pools):
+            held_h = max(0.0, horizon - pools[p].lead_time_hours)
+            row[f"held_hours_pool{p}"] = held_h
+            row[f"allocated_chip_hours_pool{p}"] = pm.allocated_chip_hours
+            fleet_held += pools[p].chips * held_h
+        row["chip_hours"] = held_total
+        # The cluster's own integral of busy chips: what the attribution must add up to.
+        row["allocated_chip_hours"] = sum(pm.allocated_chip_hours for pm in result.pools)
+        row["fleet_chip_hours"] = fleet_held
+        row["idle_chip_hours"] = max(fleet_held - held_total, 0.0)
+        row["utilization"] = result.utilization  # allocated / up, as for a stream
+        # Queue wait of every job but the replicas (an endpoint's wait shows in its SLO).
+        row["queue_wait_job_hours"] = max(result.mean_queue_length * horizon - replica_queue, 0.0)
+        row["jobs_completed"] = sum(row[f"{self.names[i]}.jobs_completed"] for i in self.streams)
+        return row
+
+
+def _metrics(mix: _Mix) -> tuple[dict[str, FloatArray], InputDraws]:
+    """Every metric of the block's runs, priced (module docstring)."""
+    scenario, cat, draws = mix.scenario, mix.cat, mix.draws
+    data = {key: np.array([r[key] for r in mix.rows]) for key in mix.rows[0]}
+    engineering = np.zeros(draws.runs)
+    finished = np.ones(draws.runs)
+    for t in mix.training:
+        out, part_draws = training_metrics(t, cat, mix.plan, mix.start, mix.stop, mix.horizon_hours)
+        draws.drawn.update(part_draws.drawn)
+        engineering = engineering + out.get("engineering_cost_usd", 0.0)
+        finished = np.minimum(finished, out["finished"])
+        data |= {f"{t.name}.{key}": value for key, value in out.items()}
+    for s in mix.serving:
+        out = serving_metrics_held(s, draws)
+        engineering = engineering + out.get("engineering_cost_usd", 0.0)
+        finished = np.minimum(finished, out["finished"])
+        data |= {f"{s.name}.{key}": value for key, value in out.items()}
+    data["finished"] = finished
+    priced = _price_fleet(scenario, cat, draws, data)
+    data["energy_kwh"] = priced["energy_kwh"]
+    for p in range(len(scenario.fleet)):
+        del data[f"held_hours_pool{p}"], data[f"allocated_chip_hours_pool{p}"]
+    del data["jobs_completed"]
+    if "tco_usd" not in priced:
+        return data, draws  # an unpriced pool: usage only
+    held_cost = priced["hardware_cost_usd"] + priced["energy_cost_usd"]
+    total = data["chip_hours"]
+    share_of = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
+    for name in mix.names:
+        data[f"chargeback_usd.{name}"] = held_cost * data[f"chip_hours.{name}"] * share_of
+    data["unattributed_usd"] = np.where(total > 0, 0.0, held_cost)
+    data["hardware_cost_usd"] = priced["hardware_cost_usd"]
+    data["energy_cost_usd"] = priced["energy_cost_usd"]
+    data["wait_cost_usd"] = priced["wait_cost_usd"]
+    data["engineering_cost_usd"] = engineering
+    data["tco_usd"] = priced["tco_usd"] + engineering
+    return data, draws
+
+
+def simulate_mixed_block(
+    scenario: Scenario,
+    cat: Catalog,
+    plan: InputPlan | np.random.SeedSequence,
+    start: int,
+    stop: int,
+    options: DesOptions = DesOptions(),  # noqa: B008 (frozen: a shared default is safe)
+) -> tuple[dict[str, FloatArray], InputDraws, dict[str, np.ndarray]]:
+    """Metrics, draws and kept arrays of runs ``[start, stop)`` of a mix of workloads.
+
+    ``cat`` is the study's catalog and ``plan`` how it draws (a bare seed: plain Monte Carlo).
+    """
+    if scenario.workloads is None:
+        raise TypeError(f"scenario {scenario.name!r} has one workload, not workloads=[...]")
+    plan = as_plan(plan)
+    mix = _Mix(scenario, cat, plan, (start, stop), options)
+    for i in mix.streams:
+        check_runnable(
+            mix.parts[i], cat, max_jobs_per_run=options.max_jobs_per_run, warn=start == 0
+        )
+    kept = _Kept(options)
+    for k in range(stop - start):
+        mix.simulate(k, kept)
+    data, draws = _metrics(mix)
+    return data, draws, kept.arrays()
+
+
+__all__ = ["ID_STRIDE", "simulate_mixed_block"]
