@@ -153,8 +153,10 @@ def ecdf(results: Results, metric: str = "time_to_train_days", ax: Axes | None =
 def tco_breakdown(results: Results, ax: Axes | None = None) -> Axes:
     """Mean TCO per option as a stacked bar of its parts, with P5-P95 of the total.
 
-    The parts (:data:`COST_PARTS` present in the results) sum to ``tco_usd`` run by run, so
-    each bar's height is the mean TCO; the error bar spans the total's P5-P95.
+    The parts (:data:`COST_PARTS` present in the results, then ``wait_cost_usd``) sum to
+    ``tco_usd`` run by run, so each bar's height is the mean TCO; the error bar spans the
+    total's P5-P95. Credits (``credits_usd``, a negative line) are their own bar below
+    zero, and then the stack's height less the credits is the mean TCO, marked on each bar.
 
     Parameters
     ----------
@@ -173,10 +175,16 @@ def tco_breakdown(results: Results, ax: Axes | None = None) -> Axes:
     names = list(named)
     x = np.arange(len(names), dtype=float)
     bottom = np.zeros(len(names))
-    for part in COST_PARTS:
+    for part in (*COST_PARTS, "wait_cost_usd", "credits_usd"):
         if not any(part in r.data for r in named.values()):
             continue
         height = np.array([r.mean(part) if part in r.data else 0.0 for r in named.values()])
+        if part == "credits_usd":  # an offset: drawn down from zero, its own line
+            ax.bar(x, height, width=0.6, label="credits", hatch="//", edgecolor="black")
+            ax.axhline(0.0, color="black", linewidth=0.8)
+            net = [r.mean("tco_usd") for r in named.values()]
+            ax.scatter(x, net, marker="_", s=900, color="black", zorder=3, label="net TCO")
+            continue
         ax.bar(x, height, bottom=bottom, width=0.6, label=part.removesuffix("_cost_usd"))
         bottom += height
     spread = np.array([_spread(r, "tco_usd") for r in named.values()])

@@ -22,40 +22,53 @@ from accelsim.results import Result
 # ---------------------------------------------------------------- tables
 
 
-def _cell(res: Result, metric: str, x: np.ndarray | None = None, share_of: str = "") -> Cell:
+def _cell(res: Result, metric: str, x: np.ndarray | None = None, base: float | None = None) -> Cell:
+    """A mean with its P5–P95, and with ``base`` (an amount > 0) the mean's share of it."""
     values = res.samples(metric) if x is None else x
     mean = float(np.mean(values))
     main = fmt(metric, mean)
-    if share_of and share_of in res.metrics and res.mean(share_of) > 0:
-        main += f" ({mean / res.mean(share_of):.0%})"
+    if base is not None and base > 0:
+        main += f" ({mean / base:.0%})"
     return Cell(main, _spread(res, metric, values))
 
 
+def _gross_cost(res: Result) -> float:
+    """Mean cost before credits: TCO less its (negative) credits line. [USD]"""
+    credits = res.mean("credits_usd") if "credits_usd" in res.metrics else 0.0
+    return res.mean("tco_usd") - credits
+
+
+_COST_LABELS = {"tco_usd": "total (TCO)", "credits_usd": "credits (offset)"}
+
+
 def cost_grid(results: Mapping[str, Result]) -> Grid | None:
-    """Mean of each cost part (its share of TCO) and its P5–P95, per option."""
+    """Mean of each cost part (its share of TCO) and its P5–P95, per option; credits, where
+    a scenario has them, as their own negative line."""
     if not all("tco_usd" in r.metrics for r in results.values()):
         return None
     known = [m for m in COST_PARTS if any(m in r.metrics for r in results.values())]
     others = sorted(
         {m for r in results.values() for m in r.metrics if m.endswith("_cost_usd")} - set(known)
     )
+    # credits offset the parts: their own (negative) line, just above the total
+    credits = ["credits_usd"] if any("credits_usd" in r.metrics for r in results.values()) else []
     rows = []
-    for part in [*known, *others, "tco_usd"]:
-        label = (
-            "total (TCO)" if part == "tco_usd" else part.removesuffix("_cost_usd").replace("_", " ")
-        )
+    for part in [*known, *others, *credits, "tco_usd"]:
+        label = _COST_LABELS.get(part, part.removesuffix("_cost_usd").replace("_", " "))
         cells = [
-            _cell(r, part, share_of="tco_usd" if part != "tco_usd" else "")
+            _cell(r, part, base=_gross_cost(r) if part != "tco_usd" else None)
             if part in r.metrics
             else Cell("—")
             for r in results.values()
         ]
         rows.append((Cell(label), *cells))
-    return Grid(
-        ("cost", *results),
-        tuple(rows),
-        "Mean (share of mean TCO), and P5 – P95 over the runs.",
+    caption = (
+        "Mean (share of the mean cost before credits; credits offset it, so the total is "
+        "the cost less the credits), and P5 – P95 over the runs."
+        if credits
+        else "Mean (share of mean TCO), and P5 – P95 over the runs."
     )
+    return Grid(("cost", *results), tuple(rows), caption)
 
 
 _TIME_ROWS = (

@@ -26,6 +26,7 @@ from accelsim.study._sweep import SweepResult, sweep
 _HEADS = {
     "hardware_cost_usd": "mean hardware",
     "wait_cost_usd": "mean wait cost",
+    "credits_usd": "mean credits",
     "mean_wait_hours": "mean wait",
 }
 
@@ -59,11 +60,7 @@ class FleetSizing:
     def as_table(self) -> Table:
         """:meth:`table` as a :class:`~accelsim.results.Table`."""
         results = self.sweep.results
-        extra = [
-            m
-            for m in ("hardware_cost_usd", "wait_cost_usd", "mean_wait_hours")
-            if all(m in r.data for r in results)
-        ]
+        extra = [m for m in _HEADS if all(m in r.data for r in results)]
         rows = []
         for i, count in enumerate(self.counts):
             mean, se = self.mean_tco_usd[i], self.std_error_usd[i]
@@ -92,7 +89,8 @@ class FleetSizing:
         return Table(header, tuple(rows), title, note)
 
     def table(self) -> str:
-        """One row per count: mean TCO ±95 % MC error, its hardware and wait parts, the mean
+        """One row per count: mean TCO ±95 % MC error, its hardware and wait parts, the
+        credits that offset it (a negative line, when the scenario has credits), the mean
         queue wait (when the scenario reports them) and P(cheapest)."""
         return str(self.as_table())
 
@@ -126,6 +124,8 @@ def size_fleet(
     stream's or trace's TCO holds the fleet's hardware and energy and, when the scenario
     prices waiting (``Assumptions.wait_usd_per_job_hour``), the ``wait_cost_usd`` of its
     queue; without that price waiting is free and the smallest count that runs is cheapest.
+    Credits (``Scenario.credits``) offset the TCO as the negative ``credits_usd`` line, shown
+    in the table as its own column.
 
     Parameters
     ----------
