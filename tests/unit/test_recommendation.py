@@ -316,3 +316,66 @@ def test_an_option_that_does_not_always_finish_is_named_with_the_reason() -> Non
     assert "every 6 minutes" in notes[0]
     assert "P(finish) 50.0%" in res.summary().splitlines()[0]
     assert "P(finish)" not in Result("steady", {"finished": np.ones(4)}).summary()
+
+
+# --- serving: practical checks (SLO risk, serving-stack fit, lock-in) --------------------
+
+
+def _served(path: str, name: str, tco: np.ndarray, attainment: np.ndarray, hours: np.ndarray):
+    import accelsim as acs
+
+    scenario = acs.load_scenario(path)
+    data = {
+        "tco_usd": np.asarray(tco, float),
+        "slo_attainment": np.asarray(attainment, float),
+        "engineering_hours": np.asarray(hours, float),
+    }
+    return Result(name, data, scenario=scenario)
+
+
+_GPU = "examples/serve_llama70b_h100.yaml"
+_TPU = "examples/serve_llama70b_tpu_v6e.yaml"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(min_value=0.9, max_value=1.0), min_size=20, max_size=20),
+    st.lists(st.floats(min_value=0.9, max_value=1.0), min_size=20, max_size=20),
+    st.lists(st.floats(min_value=0.0, max_value=2000.0), min_size=20, max_size=20),
+    st.floats(min_value=0.5, max_value=2.0),
+)
+def test_serving_checks_agree_with_the_numbers(
+    att_gpu: list[float], att_tpu: list[float], hours: list[float], price: float
+) -> None:
+    from accelsim import catalog
+
+    n = 20
+    gpu = _served(_GPU, "gpu", np.full(n, 1.0), np.array(att_gpu), np.zeros(n))
+    tpu = _served(_TPU, "tpu", np.full(n, price), np.array(att_tpu), np.array(hours))
+    rec = Comparison({"gpu": gpu, "tpu": tpu}).recommendation
+    text = str(rec)
+    target = 0.99  # the examples' SLO attainment
+    other = "tpu" if rec.choice == "gpu" else "gpu"
+    share = {
+        "gpu": np.mean(np.array(att_gpu) >= target),
+        "tpu": np.mean(np.array(att_tpu) >= target),
+    }
+    assert (
+        f"SLO risk: P(slo_attainment >= {target:.4g}) is {_pct(share[rec.choice])} for "
+        f"{rec.choice} and {_pct(share[other])} for {other}."
+    ) in text
+    # the GPU option runs PyTorch natively on CUDA; the TPU option ports it to XLA
+    assert (
+        "Serving stack: gpu serves pytorch model code on the cuda stack of h100-sxm (native)"
+        in text
+    )
+    assert "with vLLM, TensorRT-LLM, SGLang; no porting." in text
+    median = f"{np.median(hours):,.0f}"
+    ported = "Serving stack: tpu's pytorch model code must be ported to the xla stack of tpu-v6e"
+    assert ported in text
+    assert ("no porting" if median == "0" else f"median porting {median} engineer-hours") in (
+        text[text.index(ported) :].splitlines()[0]
+    )
+    providers = sorted({o.provider for o in catalog.offers(chip="tpu-v6e")})
+    assert f"Lock-in: tpu serves on tpu-v6e, a TPU offered only by {', '.join(providers)}" in text
+    assert "Lock-in: gpu" not in text

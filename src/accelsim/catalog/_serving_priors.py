@@ -24,7 +24,7 @@ from typing import get_args
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from accelsim.catalog._priors import Prior, Stack, load_validated, shipped
-from accelsim.catalog._schema import Precision
+from accelsim.catalog._schema import Precision, Source
 
 _SHIPPED = "serving.yaml"
 
@@ -43,6 +43,23 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(
         frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
     )
+
+
+class ServingStack(_Frozen):
+    """The maintained LLM serving engines of one software stack, with their sources."""
+
+    engines: tuple[str, ...]
+    """Engine names, most used first, e.g. ``("vLLM", "TensorRT-LLM", "SGLang")``."""
+    sources: tuple[Source, ...]
+    """Where each engine documents the stack (at least one)."""
+    note: str = ""
+    """What a model code base needs to serve on the stack."""
+
+    @model_validator(mode="after")
+    def _sourced(self) -> ServingStack:
+        if not self.engines or not self.sources:
+            raise ValueError("a serving stack names at least one engine and one source")
+        return self
 
 
 class ServingPriors(_Frozen):
@@ -64,10 +81,15 @@ class ServingPriors(_Frozen):
     is chosen automatically (the rest is KV cache). [fraction]"""
     power_fraction_of_tdp: Prior
     """Average chip draw while serving over the chip's TDP. [fraction]"""
+    serving_stacks: dict[Stack, ServingStack] = {}
+    """The serving engines of each software stack (the recommendation's stack-fit words);
+    a user file may leave it out (the shipped table is used), or must name every stack."""
 
     @model_validator(mode="after")
     def _complete(self) -> ServingPriors:
-        for name in ("efficiency", "max_batch"):
+        for name in ("efficiency", "max_batch", "serving_stacks"):
+            if name == "serving_stacks" and not self.serving_stacks:
+                continue
             missing = [k for k in get_args(Stack) if k not in getattr(self, name)]
             if missing:
                 raise ValueError(f"{name} must name every stack; missing {missing}")
@@ -85,7 +107,9 @@ class ServingPriors(_Frozen):
             if isinstance(value, Prior):
                 out[name] = value
             elif isinstance(value, dict):
-                out.update({f"{name}.{key}": prior for key, prior in value.items()})
+                out.update(
+                    {f"{name}.{k}": prior for k, prior in value.items() if isinstance(prior, Prior)}
+                )
         return out
 
 

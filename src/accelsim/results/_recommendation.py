@@ -43,7 +43,7 @@ from accelsim import catalog
 from accelsim.results._format import format_value
 from accelsim.results._goals import goal_words, misses, pct, prob_meets
 from accelsim.results._result import Result
-from accelsim.scenario import Goals
+from accelsim.scenario import Goals, Serving
 
 CLOSE_CALL = 0.65
 """Below this paired probability of being cheaper, cost alone does not decide."""
@@ -149,6 +149,10 @@ def recommend(results: Mapping[str, Result], goals: Goals | None = None) -> Reco
         base = _recommend_with_goals(results, goals)
         if slo is not None:
             base = replace(base, rationale=(_slo_words(results, goals), *base.rationale))
+            rival = base.runner_up or next((k for k in results if k != base.choice), None)
+            if rival is not None:
+                checks = serving_checks(results, base.choice, rival)
+                base = replace(base, rationale=(*base.rationale, *checks))
     else:
         base = _recommend_on_cost(results)
     return _credits_note(results, goals, base)
@@ -446,4 +450,82 @@ def _practical_checks(best: str, res: Result, runner: str, other: Result) -> lis
     return out
 
 
-__all__ = ["CLOSE_CALL", "Recommendation", "recommend"]
+def _serving(res: Result) -> Serving | None:
+    work = None if res.scenario is None else res.scenario.workload
+    return work if isinstance(work, Serving) else None
+
+
+def serving_checks(results: Mapping[str, Result], best: str, runner: str) -> list[str]:
+    """The serving practical checks of the choice and its runner-up, when both are serving
+    studies that know their scenarios: SLO risk, serving-stack fit, lock-in.
+
+    - *SLO risk*: ``P(slo_attainment >= target)`` of each, the target the strictest
+      ``SLO.attainment`` of the two, computed by :func:`prob_meets` (the goals' rule).
+    - *Serving-stack fit*: per option and software stack of its pools, the framework fit
+      (``priors.framework_fit``), the stack's serving engines (``serving.yaml``
+      ``serving_stacks``) and the median ``engineering_hours`` (porting, in the TCO).
+    - *Lock-in*: an option on a TPU, or on a chip one provider alone offers, is named
+      with the providers; otherwise the choice's portability.
+    """
+    pair = [(name, results[name]) for name in (best, runner)]
+    works = [_serving(res) for _, res in pair]
+    if any(w is None for w in works) or any("slo_attainment" not in r.data for _, r in pair):
+        return []
+    target = max(float(w.slo.attainment) for w in works if w is not None)
+    goal = Goals(slo_attainment=target)
+    p = {name: prob_meets(res, goal, "slo_attainment", option=name) for name, res in pair}
+    out = [
+        f"SLO risk: P(slo_attainment >= {target:.4g}) is {pct(p[best])} for {best} and "
+        f"{pct(p[runner])} for {runner}."
+    ]
+    fit_table = catalog.priors().framework_fit
+    stacks = catalog.serving_priors().serving_stacks
+    for (name, res), work in zip(pair, works, strict=True):
+        assert work is not None
+        assert res.scenario is not None
+        chips = sorted({pool.chip for pool in res.scenario.fleet})
+        hours = res.quantile("engineering_hours", 0.5) if "engineering_hours" in res.data else None
+        cost = (
+            ""
+            if hours is None
+            else "; no porting"
+            if f"{hours:,.0f}" == "0"
+            else f"; median porting {hours:,.0f} engineer-hours, in its TCO"
+        )
+        for stack in sorted({catalog.chip(c).software_stack for c in chips}):
+            on = ", ".join(c for c in chips if catalog.chip(c).software_stack == stack)
+            fit = fit_table.fit(work.framework, stack)
+            engines = ", ".join(stacks[stack].engines)
+            if fit == "ported":
+                out.append(
+                    f"Serving stack: {name}'s {work.framework} model code must be ported to the "
+                    f"{stack} stack of {on} to serve with {engines}{cost}."
+                )
+            else:
+                out.append(
+                    f"Serving stack: {name} serves {work.framework} model code on the {stack} "
+                    f"stack of {on} ({fit}) with {engines}{cost}."
+                )
+    for name, res in pair:
+        assert res.scenario is not None
+        for chip_id in sorted({pool.chip for pool in res.scenario.fleet}):
+            providers = _providers(chip_id)
+            if catalog.chip(chip_id).kind == "tpu":
+                out.append(
+                    f"Lock-in: {name} serves on {chip_id}, a TPU offered only by "
+                    f"{', '.join(providers)}; a GPU option keeps several clouds and on-prem open."
+                )
+            elif len(providers) == 1:
+                out.append(
+                    f"Lock-in: {name} serves on {chip_id}, offered only by {providers[0]} in "
+                    f"the catalog."
+                )
+            elif name == best:
+                out.append(
+                    f"Portability: {chip_id} is offered by {len(providers)} providers "
+                    f"({', '.join(providers)})."
+                )
+    return out
+
+
+__all__ = ["CLOSE_CALL", "Recommendation", "recommend", "serving_checks"]
