@@ -268,7 +268,9 @@ def simulate_training_block(
     the DES as the completion sampler. Queue waits are then added to the calendar before
     pricing, so the delay cost sees them.
     """
-    check_runnable(scenario, cat, max_jobs_per_run=options.max_jobs_per_run, warn=start == 0)
+    # simulate() checks and warns before dispatching; again here for a worker that lacks
+    # the trace file (the same clear error there)
+    check_runnable(scenario, cat, max_jobs_per_run=options.max_jobs_per_run, warn=False)
     plan = as_plan(plan)
     before, pre_draws = analytic.simulate_training(scenario, cat, plan, start, stop)
     decision_h = 0.0 if scenario.horizon_days is None else scenario.warmup_days * _HOURS_PER_DAY

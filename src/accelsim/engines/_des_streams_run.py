@@ -349,7 +349,9 @@ def simulate_block(
 
     ``cat`` is the study's catalog and ``plan`` how it draws (a bare seed: plain Monte Carlo).
     """
-    check_runnable(scenario, cat, max_jobs_per_run=options.max_jobs_per_run, warn=start == 0)
+    # simulate() checks and warns before dispatching; again here for a worker that lacks
+    # the trace file (the same clear error there)
+    check_runnable(scenario, cat, max_jobs_per_run=options.max_jobs_per_run, warn=False)
     plan = as_plan(plan)
     draws = plan.draws(start, stop)
     fleet = _fleet_draws(scenario, cat, draws)

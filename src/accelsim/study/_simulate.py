@@ -23,12 +23,13 @@ from accelsim.engines import (
     DesOptions,
     blocks,
     check_design_runs,
+    check_runnable,
     merge_kept,
     prices_used,
     run_info,
 )
 from accelsim.results import Result
-from accelsim.scenario import Scenario, TrainingRun
+from accelsim.scenario import Scenario, Serving, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.study._chunks import (
     DEFAULT_RUNS,
@@ -185,12 +186,23 @@ def simulate(
     ValueError
         ``keep_jobs`` or ``utilization_resolution_hours`` with ``engine="analytic"`` or a
         store, a resolution that is not > 0 or without ``horizon_days``, a scenario the
-        chosen engine cannot run, a bad ``runs``/``target``/``max_runs``, or a store whose
-        manifest differs from this study.
+        chosen engine cannot run, a serving ``router`` on the fast path (only the request
+        DES reads it), a bad ``runs``/``target``/``max_runs``, or a store whose manifest
+        differs from this study.
+    AccelsimError
+        Before any chunk runs or a store is written, what
+        :func:`accelsim.engines.check_runnable` refuses: a trace file that is missing or
+        has bad rows, a trace job larger than the pools it may use, a stream or fleet
+        expected to exceed the job or event caps.
     FileExistsError
         ``store`` already holds a study and ``resume`` is false.
     ImportError
         ``store`` is a Parquet store and pyarrow is not installed.
+
+    Warns
+    -----
+    accelsim.engines.OverloadWarning
+        Once, before the study starts, where a stream's or trace's offered load is >= 1.
 
     Examples
     --------
@@ -213,6 +225,7 @@ def simulate(
         )
     resolution = utilization_resolution_hours
     chosen, asked = _engine_for(scenario, engine, keep_jobs, resolution)
+    _check_engine_reads(scenario, chosen)
     if store is not None and asked is not None:
         raise ValueError(f"a study store keeps metrics and inputs only, not {asked}")
     if resume and store is None:
@@ -221,12 +234,16 @@ def simulate(
         seed = stored_seed(store)
     root = as_seed_sequence(seed)
     cat = active() if catalog is None else catalog
+    options = DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
+    # Once, before a store is written or a chunk dispatched: a missing trace, a job too
+    # large for the fleet or a stream over the job cap fails here, and an overload warns
+    # here, in the caller's process (a worker's warning would not reach the user).
+    check_runnable(scenario, cat, max_jobs_per_run=options.max_jobs_per_run)
     if chunk_runs is None and resume and store is not None:
         chunk_runs = stored_chunk_runs(store)  # the chunks it holds
     wide = executor is None and runs != "auto"
     size = _chunk_size(chunk_runs, total, chosen, wide=wide)
     chunks = _chunks(total, size)
-    options = DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
     study = _Study(
         scenario, root.entropy, tuple(root.spawn_key), chosen, options, total, cat, design
     )
@@ -319,6 +336,18 @@ def simulate(
         extras={**merge_kept(kept), **extras},
         scenario=scenario,
     )
+
+
+def _check_engine_reads(scenario: Scenario, engine: str) -> None:
+    """Refuse a field only another engine than the chosen one reads (the fields no engine
+    reads are refused by the scenario's own validation, :mod:`accelsim.scenario`)."""
+    work = scenario.workload
+    if isinstance(work, Serving) and engine == "analytic" and work.router != "least_loaded":
+        raise ValueError(
+            f"workload.router={work.router!r} applies to the request DES (engine='des'); the "
+            f"fast path spreads requests evenly over the replicas and reads no router: "
+            f"remove it or pass engine='des'"
+        )
 
 
 __all__ = ["simulate"]
