@@ -89,6 +89,8 @@ def raw_scenarios(draw: st.DrawFn) -> dict[str, Any]:
             data[name] = value
         else:
             work[name] = value
+    if "priority" in work:  # only the priority schedulers read it (else a refusal, tested)
+        data["scheduler"] = draw(st.sampled_from(["priority", "priority_preemptive"]))
     if assumptions:
         data["assumptions"] = assumptions
     if draw(st.booleans()):

@@ -83,16 +83,17 @@ def test_trace_replay(tmp_path: Path) -> None:
 def hero_scenario(
     background: acs.JobStream | acs.Trace | None = None, **kw: object
 ) -> acs.Scenario:
-    """A 7B run on a 64-chip on-prem pool (about two days of compute), no lead time."""
+    """A 7B run on a 64-chip on-prem pool (about two days of compute), no lead time; with a
+    background, measured over 60 days after a 5-day warm-up (a run alone has no window)."""
     base: dict[str, object] = {
         "name": "hero",
         "workload": acs.TrainingRun(params=7e9, tokens=1e11),
         "fleet": [acs.Pool(chip="h100-sxm", count=64, provider="on_prem", pricing="on_prem")],
         "background": background,
-        "horizon_days": 60,
-        "warmup_days": 5,
         "assumptions": acs.Assumptions(lead_time_days=0.0, failure_rate_per_chip_hour=0.0),
     }
+    if background is not None:
+        base |= {"horizon_days": 60, "warmup_days": 5}
     base.update(kw)
     return acs.Scenario(**base)  # type: ignore[arg-type]
 
@@ -156,7 +157,8 @@ def test_with_an_empty_background_training_matches_the_analytic_engine() -> None
     )
     s = hero_scenario(EMPTY, horizon_days=30, warmup_days=0, assumptions=a)
     des = acs.simulate(s, runs=500, seed=21)
-    analytic = acs.simulate(s.replace("background", None), runs=500, seed=22)
+    alone = s.replace({"background": None, "horizon_days": None})  # valid only together
+    analytic = acs.simulate(alone, runs=500, seed=22)
     assert analytic.engine == "analytic"
     np.testing.assert_array_equal(des.samples("jobs_arrived"), 1.0)  # the hero alone
     np.testing.assert_array_equal(des.samples("queue_wait_days"), 0.0)
@@ -241,16 +243,16 @@ def test_des_only_options_on_the_analytic_engine_are_clear_errors() -> None:
     s = hero_scenario()
     with pytest.raises(ValueError, match="keep_jobs needs the DES engine"):
         acs.simulate(s, runs=2, seed=1, engine="analytic", keep_jobs=True)
-    with pytest.raises(ValueError, match="utilization_resolution_hours needs the DES engine"):
+    # a run alone has no window (horizon_days), so no series over one on either engine
+    with pytest.raises(ValueError, match="needs a horizon"):
         acs.simulate(s, runs=2, seed=1, engine="analytic", utilization_resolution_hours=1.0)
     with pytest.raises(ValueError, match="analytic engine runs one training run"):
         acs.simulate(hero_scenario(HEAVY), runs=2, seed=1, engine="analytic")
     assert acs.simulate(s, runs=2, seed=1, keep_jobs=True).engine == "des"
     # without keep_jobs or a series the DES keeps nothing per job, only the prices it used
     assert set(acs.simulate(s, runs=2, seed=1).extras) <= {"prices_used", "oldest_price_as_of"}
-    no_horizon = acs.Scenario(name="n", workload=s.workload, fleet=s.fleet)
     with pytest.raises(ValueError, match="needs a horizon"):
-        acs.simulate(no_horizon, runs=2, seed=1, utilization_resolution_hours=1.0)
+        acs.simulate(s, runs=2, seed=1, utilization_resolution_hours=1.0)
 
 
 def test_a_hero_that_outlasts_the_horizon_is_replayed_to_its_end() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from pydantic import (
 )
 
 from accelsim import catalog
+from accelsim.scenario._applies import check_applies
 from accelsim.scenario._common import (
     _GIB,
     _MAX_HORIZON_DAYS,
@@ -30,6 +32,7 @@ from accelsim.scenario._workloads_mix import _MAX_MIX, check_lone, check_mix
 
 Workload = Annotated[TrainingRun | JobStream | Trace | Serving, Field(discriminator="kind")]
 Background = Annotated[JobStream | Trace, Field(discriminator="kind")]
+_UNSET: Any = object()
 
 
 class Scenario(_Model):
@@ -145,33 +148,10 @@ class Scenario(_Model):
         return self
 
     def _check_applies(self, work: Any) -> None:
-        """A field that does not apply to this scenario is an error, never silently ignored."""
-        a = self.assumptions
-        if not any(p.pricing == "spot" for p in self.fleet):
-            for name in ("spot_preemptions_per_hour", "spot_return_hours"):
-                if getattr(a, name) is not None:
-                    raise ValueError(
-                        f"assumptions.{name} applies to spot pools and the fleet has none: "
-                        f"remove it or use pricing spot"
-                    )
-        if a.electricity_usd_per_kwh is not None and not any(
-            p.pricing == "on_prem" for p in self.fleet
-        ):
-            raise ValueError(
-                "assumptions.electricity_usd_per_kwh applies to on_prem pools (a cloud price "
-                "includes power) and the fleet has none: remove it"
-            )
-        if isinstance(work, TrainingRun) and self.background is None:
-            if self.warmup_days and self.horizon_days is None:
-                raise ValueError(
-                    "warmup_days applies with horizon_days (a measured window: a stream, a "
-                    "trace or a background); a training run alone has none: remove it"
-                )
-            if self.scheduler != "fifo":
-                raise ValueError(
-                    f"scheduler={self.scheduler!r} applies to a shared fleet (a job stream, "
-                    f"a trace or a background); a training run alone has no queue"
-                )
+        """A field that does not apply to this scenario is an error, never silently ignored
+        (the table of which engine reads which field: :mod:`accelsim.scenario._applies`)."""
+        del work  # the rules look at the whole scenario
+        check_applies(self)
 
     def _check_layout(self, work: TrainingRun) -> None:
         """The run's sharding fits the first pool, and its batch feeds every replica."""
@@ -312,20 +292,41 @@ class Scenario(_Model):
             raise TypeError(f"scenario {self.name!r} has a {self.workload_kind} workload")
         return self.workload
 
-    def replace(self, path: str, value: Any) -> Scenario:
-        """A validated copy with the field at dotted ``path`` set, e.g. ``"fleet.0.count"``."""
+    def replace(self, path: str | Mapping[str, Any], value: Any = _UNSET) -> Scenario:
+        """A validated copy with the field at dotted ``path`` set, e.g. ``"fleet.0.count"``.
+
+        ``path`` may also be a mapping of several paths to their values, applied together
+        and validated once at the end: for changes that are valid only together, e.g.
+        ``s.replace({"background": None, "horizon_days": None})`` (a background needs
+        ``horizon_days`` and a training run alone has none, so neither change is valid on
+        its own).
+        """
+        if isinstance(path, Mapping):
+            if value is not _UNSET:
+                raise TypeError("replace(mapping) takes no value: the mapping holds them")
+            changes = dict(path)
+        elif value is _UNSET:
+            raise TypeError(f"replace({path!r}) needs a value")
+        else:
+            changes = {path: value}
         data = self.model_dump(mode="python")
-        node: Any = data
-        keys = path.split(".")
-        if isinstance(value, np.generic):  # a grid from numpy: its Python number (strict types)
-            value = value.item()
-        try:
-            for key in keys[:-1]:
-                node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
-            if isinstance(node, list):
-                node[int(keys[-1])] = value
-            else:
-                node[keys[-1]] = value
-        except (IndexError, ValueError, AttributeError, TypeError):
-            raise KeyError(f"no field at path {path!r} in scenario {self.name!r}") from None
+        for key, new in changes.items():
+            _set_path(data, key, new, self.name)
         return Scenario.model_validate(data)
+
+
+def _set_path(data: dict[str, Any], path: str, value: Any, name: str) -> None:
+    """Set the field at dotted ``path`` of a dumped scenario ``data`` in place."""
+    node: Any = data
+    keys = path.split(".")
+    if isinstance(value, np.generic):  # a grid from numpy: its Python number (strict types)
+        value = value.item()
+    try:
+        for key in keys[:-1]:
+            node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+        if isinstance(node, list):
+            node[int(keys[-1])] = value
+        else:
+            node[keys[-1]] = value
+    except (IndexError, ValueError, AttributeError, TypeError):
+        raise KeyError(f"no field at path {path!r} in scenario {name!r}") from None

@@ -1,0 +1,282 @@
+"""Fields that do not apply to a scenario: each one is an error, never silently ignored.
+
+A field applies where an engine reads it. This module holds the table of which engines read
+which :class:`~accelsim.Assumptions` field (:data:`ASSUMPTION_READERS`) and the other rules
+of the same kind (a window on a lone training run, a priority no scheduler looks at, a price
+input on a fleet nothing is priced for, a credit no pool can spend); :func:`check_applies` is
+called by :class:`~accelsim.Scenario`'s validation and raises a ``ValueError`` naming the
+field and what to do instead.
+
+The situations (:func:`situation`) are the ways the engines run a scenario:
+
+- ``"training"``: a training run alone on its fleet (the analytic engine, or the DES's one
+  gang job): it uses the first pool only and has no queue, no window and no background.
+- ``"shared_training"``: a training run with a ``background`` (the DES hero run): the
+  training run's costs are its own, on the first pool; the other pools run the background.
+- ``"stream"``: a job stream or a trace (the DES): every pool, costs of holding the fleet.
+- ``"serving"``: an endpoint (fast path or request DES): one pool.
+
+Not here: ``repair_hours`` and ``spot_return_hours`` on a training run (the training
+engines do not read them yet; issue 14 makes them: preemption policies and spare nodes), and
+the serving ``router``, which only the request DES reads (the engine is chosen when the
+study runs: :func:`accelsim.simulate` refuses it on the fast path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Literal, Protocol
+
+from accelsim.scenario._common import _support
+from accelsim.scenario._fleet import Assumptions, Credit, Pool
+from accelsim.scenario._serving import Serving
+from accelsim.scenario._streams import JobStream, Trace
+from accelsim.scenario._training import TrainingRun
+
+
+class Scenario(Protocol):
+    """What the rules read of a :class:`~accelsim.Scenario` (a protocol: that module
+    imports this one)."""
+
+    @property
+    def workload(self) -> TrainingRun | JobStream | Trace | Serving | None: ...
+    @property
+    def background(self) -> JobStream | Trace | None: ...
+    @property
+    def fleet(self) -> Sequence[Pool]: ...
+    @property
+    def assumptions(self) -> Assumptions: ...
+    @property
+    def scheduler(self) -> str: ...
+    @property
+    def horizon_days(self) -> float | None: ...
+    @property
+    def warmup_days(self) -> float: ...
+    @property
+    def credits(self) -> Sequence[Credit]: ...
+
+
+Situation = Literal["training", "shared_training", "stream", "serving"]
+_TRAINING: frozenset[Situation] = frozenset({"training", "shared_training"})
+_ALL: frozenset[Situation] = frozenset({"training", "shared_training", "stream", "serving"})
+
+ASSUMPTION_READERS: dict[str, frozenset[Situation]] = {
+    "mfu": _TRAINING,
+    "failure_rate_per_chip_hour": _TRAINING | {"stream"},
+    "checkpoint_interval_hours": _TRAINING,
+    "checkpoint_write_hours": _TRAINING,
+    "restart_hours": _TRAINING,
+    # training: not read yet, left to issue 14 (preemption policies, spare nodes)
+    "repair_hours": _TRAINING | {"stream"},
+    "spot_preemptions_per_hour": _TRAINING | {"stream"},
+    "spot_return_hours": _TRAINING | {"stream"},
+    "lead_time_days": _ALL,
+    "porting_hours": _TRAINING | {"serving"},
+    "optimization_hours": _TRAINING,
+    "engineers": _TRAINING | {"serving"},
+    "engineer_usd_per_hour": _TRAINING | {"serving"},
+    "electricity_usd_per_kwh": _ALL,
+    "pue": _ALL,
+    "delay_usd_per_day": _TRAINING | {"serving"},
+    "wait_usd_per_job_hour": frozenset({"shared_training", "stream"}),
+    "badput_fraction": _TRAINING,
+    "architecture_changes": _TRAINING,
+    "emission_kg_per_kwh": _TRAINING | {"serving"},
+    "instability_events_per_day": _TRAINING,
+}
+"""Situations (:data:`Situation`) whose engine reads each ``Assumptions`` field."""
+
+_WHAT: dict[Situation, str] = {
+    "training": "a training run alone on its fleet",
+    "shared_training": "a training run sharing its fleet with a background",
+    "stream": "a job stream or trace",
+    "serving": "a serving endpoint",
+}
+_PRIORITY_SCHEDULERS = ("priority", "priority_preemptive")
+_COST_FIELDS = ("engineer_usd_per_hour", "delay_usd_per_day", "wait_usd_per_job_hour")
+
+
+def situation(scenario: Scenario) -> Situation:
+    """How the engines run ``scenario`` (see the module docstring)."""
+    work = scenario.workload
+    if isinstance(work, TrainingRun):
+        # other work on the fleet: a background, or further workloads where a scenario has them
+        shared = scenario.background is not None or bool(getattr(scenario, "workloads", None))
+        return "shared_training" if shared else "training"
+    return "serving" if isinstance(work, Serving) else "stream"
+
+
+def billed_pools(scenario: Scenario) -> list[tuple[int, Pool]]:
+    """The pools whose cost the study reports, with their index in the fleet.
+
+    A training run pays for its first pool (with a background, the other pools' cost
+    belongs to the background work); a stream or trace reports costs only when every pool
+    is priced; a serving endpoint has one pool. An unpriced pool (``provider=None``) is
+    never billed.
+    """
+    where = situation(scenario)
+    fleet = list(enumerate(scenario.fleet))
+    if where in _TRAINING:
+        fleet = fleet[:1]
+    elif where == "stream" and any(p.provider is None for p in scenario.fleet):
+        return []
+    return [(i, p) for i, p in fleet if p.provider is not None]
+
+
+def _reasons(scenario: Scenario) -> Iterator[str]:
+    """Every field of ``scenario`` that does not apply, as the sentence of its error."""
+    where = situation(scenario)
+    yield from _assumptions(scenario, where)
+    if where == "training":
+        yield from _lone_training(scenario)
+    if isinstance(scenario.workload, TrainingRun):
+        yield from _training_run(scenario, scenario.workload)
+    if where == "serving" and scenario.scheduler != "fifo":
+        yield (
+            f"scheduler={scenario.scheduler!r} applies to a shared fleet of jobs (a job stream, "
+            f"a trace or a background); a serving endpoint routes requests to replicas "
+            f"(workload.router): remove it"
+        )
+    for field, stream in (("workload", scenario.workload), ("background", scenario.background)):
+        if isinstance(stream, JobStream | Trace):
+            yield from _stream_fields(scenario, field, stream)
+    yield from _pricing(scenario, where)
+
+
+def check_applies(scenario: Scenario) -> None:
+    """Raise ``ValueError`` at the first field of ``scenario`` that no engine would read."""
+    for reason in _reasons(scenario):
+        raise ValueError(reason)
+
+
+def _assumptions(scenario: Scenario, where: Situation) -> Iterator[str]:
+    a = scenario.assumptions
+    for name, readers in ASSUMPTION_READERS.items():
+        if getattr(a, name) is not None and where not in readers:
+            users = " or ".join(_WHAT[s] for s in sorted(readers))
+            yield (
+                f"assumptions.{name} applies to {users}; {_WHAT[where]} does not use it: remove it"
+            )
+    spot = any(p.pricing == "spot" for p in scenario.fleet)
+    for name in ("spot_preemptions_per_hour", "spot_return_hours"):
+        if getattr(a, name) is not None and not spot:
+            yield (
+                f"assumptions.{name} applies to spot pools and the fleet has none: "
+                f"remove it or use pricing spot"
+            )
+
+
+def _lone_training(scenario: Scenario) -> Iterator[str]:
+    if scenario.horizon_days is not None:
+        yield (
+            "horizon_days is the window over which a shared fleet is measured (a stream, a "
+            "trace or a background); a training run alone has none: its longest training "
+            "counted is workload.horizon_days, so set that instead"
+        )
+    elif scenario.warmup_days:
+        yield (
+            "warmup_days applies with horizon_days (a measured window: a stream, a "
+            "trace or a background); a training run alone has none: remove it"
+        )
+    if scenario.scheduler != "fifo":
+        yield (
+            f"scheduler={scenario.scheduler!r} applies to a shared fleet (a job stream, "
+            f"a trace or a background); a training run alone has no queue"
+        )
+
+
+def _training_run(scenario: Scenario, work: TrainingRun) -> Iterator[str]:
+    a = scenario.assumptions
+    if a.architecture_changes is not None and work.stage != "prototype":
+        yield (
+            f"assumptions.architecture_changes applies to stage 'prototype' (each change "
+            f"needs re-optimisation); a {work.stage} run is locked: remove it or use "
+            f"stage 'prototype'"
+        )
+    if a.mfu is None:
+        return
+    batches = [] if work.global_batch_tokens is None else ["workload.global_batch_tokens"]
+    batches += [
+        f"workload.phases[{i}].global_batch_tokens"
+        for i, p in enumerate(work.phases or [])
+        if p.global_batch_tokens is not None
+    ]
+    if batches:
+        yield (
+            f"{batches[0]} drives the scaling model that carries MFU to the run's scale, "
+            f"and assumptions.mfu replaces it (the run's MFU at its own scale): remove one "
+            f"of them"
+        )
+    if work.flops is not None and work.layers is not None:
+        yield (
+            "workload.layers, seq_len and d_model shape the attention FLOPs and the "
+            "pipeline layout of the scaling model; workload.flops and assumptions.mfu "
+            "replace both: remove them"
+        )
+
+
+def _stream_fields(scenario: Scenario, field: str, stream: JobStream | Trace) -> Iterator[str]:
+    scheduler = scenario.scheduler
+    if scheduler not in _PRIORITY_SCHEDULERS:
+        if isinstance(stream, JobStream) and _support(stream.priority) != (0.0, 0.0):
+            yield (
+                f"{field}.priority applies to the schedulers "
+                f"{' and '.join(_PRIORITY_SCHEDULERS)}; {scheduler!r} ignores priorities: "
+                f"remove it or set scheduler: priority"
+            )
+        if isinstance(stream, Trace) and _mapped(stream, "priority"):
+            yield (
+                f"{field}.columns maps a priority column, which only the schedulers "
+                f"{' and '.join(_PRIORITY_SCHEDULERS)} read; {scheduler!r} ignores "
+                f"priorities: remove the mapping or set scheduler: priority"
+            )
+    if isinstance(stream, Trace) and _mapped(stream, "estimate") and scheduler != "backfill":
+        yield (
+            f"{field}.columns maps an estimate column, which only scheduler 'backfill' "
+            f"reads; {scheduler!r} ignores runtime estimates: remove the mapping or set "
+            f"scheduler: backfill"
+        )
+
+
+def _mapped(trace: Trace, name: str) -> bool:
+    return isinstance(trace.columns, dict) and name in trace.columns
+
+
+def _pricing(scenario: Scenario, where: Situation) -> Iterator[str]:
+    a = scenario.assumptions
+    billed = billed_pools(scenario)
+    billed_ids = {i for i, _ in billed}
+    unbilled = _why_unbilled(scenario, where)
+    if not billed:
+        for name in _COST_FIELDS:
+            if getattr(a, name) is not None and where in ASSUMPTION_READERS[name]:
+                yield f"assumptions.{name} prices a cost, but {unbilled}: remove it"
+        if scenario.credits:
+            yield f"credits offset hardware cost, but {unbilled}: remove them"
+    if a.electricity_usd_per_kwh is not None and not any(p.pricing == "on_prem" for _, p in billed):
+        yield (
+            "assumptions.electricity_usd_per_kwh applies to on_prem pools (a cloud price "
+            "includes power) and the fleet has none whose cost is reported: remove it"
+        )
+    for i, pool in enumerate(scenario.fleet):
+        if pool.term_share is not None and i not in billed_ids:
+            yield (
+                f"fleet[{i}].term_share sets the share of a term charged, but this pool's "
+                f"cost is not reported ({_pool_unbilled(scenario, where, pool)}): remove it"
+            )
+
+
+def _why_unbilled(scenario: Scenario, where: Situation) -> str:
+    if where in _TRAINING:
+        return "the training run's pool (the first) is unpriced (provider None)"
+    if where == "stream":
+        return "a pool is unpriced (provider None), so the fleet's costs are not reported"
+    return "the pool is unpriced (provider None)"
+
+
+def _pool_unbilled(scenario: Scenario, where: Situation, pool: Pool) -> str:
+    if pool.provider is None:
+        return "it is unpriced"
+    if where == "stream":
+        return "another pool is unpriced, so the fleet's costs are not reported"
+    return "a training run pays for its first pool only; the others run its background"

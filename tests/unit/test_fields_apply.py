@@ -1,0 +1,402 @@
+"""A field that does not apply is an error, never silently ignored (issue 15, the class).
+
+The audit: for every field of the scenario models, where is it read? The answer for
+``Assumptions`` is :data:`accelsim.scenario._applies.ASSUMPTION_READERS`, checked here
+against the engines themselves from both sides: every field a situation's engine reads is
+drawn by it when set (it appears in ``Result.inputs``), and every ``assumptions.*`` input an
+engine draws with nothing set is one the table says it reads. Each (field, situation) the
+table says is not read is refused with an error naming the field and what to do.
+
+The other fields, by model (the situations: a training run alone, a training run with a
+background, a job stream or trace, a serving endpoint):
+
+==========================  =========================================================
+Field                       Read by / rule
+==========================  =========================================================
+Scenario.horizon_days       streams, traces, backgrounds (the window); serving (equal to
+                            its own); a training run alone: refused, its horizon is
+                            ``TrainingRun.horizon_days``
+Scenario.warmup_days        with a window; a training run alone: refused; serving: 0
+Scenario.scheduler          the shared-cluster DES; a training run alone or serving:
+                            refused unless the default
+Scenario.background         training runs only (refused otherwise)
+Scenario.credits            every priced study; refused where no cost is reported
+                            (an unpriced pool). A credit outside the pools' provider or
+                            chip is NOT refused: credits are an organisation's, reused
+                            across the options of a comparison; ``credits_usd`` shows 0
+Scenario.fleet              every pool in streams and backgrounds; a training run alone
+                            uses the first (documented on ``Scenario.fleet`` and tested in
+                            test_study_des.py; not refused here, see the report of issue
+                            15)
+Scenario.description        free text for the reader, by design
+Pool.term_share             refused on a pool whose cost is not reported (unpriced, a
+                            stream fleet with an unpriced pool, a background's pool)
+TrainingRun.global_batch_   the scaling model; refused with ``assumptions.mfu``, which
+tokens (and phases')        replaces it
+TrainingRun.layers,         attention FLOPs and the pipeline layout; refused with both
+seq_len, d_model            ``flops`` and ``assumptions.mfu``
+TrainingRun.sharding        the memory-fit check (its documented purpose)
+JobStream.priority          schedulers priority, priority_preemptive; refused otherwise
+Trace.columns priority      the same; ``estimate``: scheduler backfill only
+Serving.router              the request DES only: refused by ``simulate`` on the fast path
+==========================  =========================================================
+
+Deliberately not refused: ``repair_hours`` and ``spot_return_hours`` on a training run. The
+training engines do not read them yet; issue 14 (preemption policies, spare nodes) makes
+them, so they stay accepted (the table lists them as read by training, and the engine-side
+test below skips them).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+import accelsim as acs
+from accelsim.engines import OverloadWarning
+from accelsim.scenario._applies import ASSUMPTION_READERS, Situation
+
+SITUATIONS: tuple[Situation, ...] = ("training", "shared_training", "stream", "serving")
+
+# A valid value of each assumption (in its range, and for every situation that reads it).
+VALUES: dict[str, float] = {
+    "mfu": 0.4,
+    "failure_rate_per_chip_hour": 1e-5,
+    "checkpoint_interval_hours": 2.0,
+    "checkpoint_write_hours": 0.05,
+    "restart_hours": 0.5,
+    "repair_hours": 4.0,
+    "spot_preemptions_per_hour": 1e-4,
+    "spot_return_hours": 2.0,
+    "lead_time_days": 1.0,
+    "porting_hours": 10.0,
+    "optimization_hours": 10.0,
+    "engineers": 2.0,
+    "engineer_usd_per_hour": 100.0,
+    "electricity_usd_per_kwh": 0.1,
+    "pue": 1.2,
+    "delay_usd_per_day": 100.0,
+    "wait_usd_per_job_hour": 1.0,
+    "badput_fraction": 0.05,
+    "architecture_changes": 2.0,
+    "emission_kg_per_kwh": 0.4,
+    "instability_events_per_day": 0.01,
+}
+# Read by the stream DES as samplers of repair and return times (not recorded as inputs);
+# not yet read by the training engines (issue 14).
+NOT_RECORDED = {"repair_hours", "spot_return_hours"}
+
+_STREAM = acs.JobStream(interarrival_hours=4.0, chips=8, duration_hours=2.0)
+
+
+def _pool(field: str | None = None) -> acs.Pool:
+    """A 64-chip H100 pool whose pricing lets ``field`` apply (spot, on-prem)."""
+    if field in ("spot_preemptions_per_hour", "spot_return_hours"):
+        return acs.Pool(chip="h100-sxm", count=64, provider="gcp", pricing="spot")
+    if field == "electricity_usd_per_kwh":
+        return acs.Pool(chip="h100-sxm", count=64, provider="on_prem", pricing="on_prem")
+    return acs.Pool(chip="h100-sxm", count=64, provider="aws")
+
+
+def scenario(where: Situation, field: str | None = None, **kw: Any) -> acs.Scenario:
+    """A small valid scenario of each situation, with assumption ``field`` set if given."""
+    base: dict[str, Any] = {"name": where, "fleet": [_pool(field)]}
+    if where in ("training", "shared_training"):
+        base["workload"] = acs.TrainingRun(params=7e9, tokens=1e11, stage="prototype")
+    if where == "shared_training":
+        base |= {"background": _STREAM, "horizon_days": 2.0}
+    if where == "stream":
+        base |= {"workload": _STREAM, "horizon_days": 1.0}
+    if where == "serving":
+        base["workload"] = acs.Serving(
+            model="llama-3.1-8b",
+            rate_rps=1.0,
+            input_tokens=200,
+            output_tokens=100,
+            slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+            horizon_days=1.0,
+        )
+    if field is not None:
+        base["assumptions"] = acs.Assumptions(**{field: VALUES[field]})
+    base.update(kw)
+    return acs.Scenario(**base)
+
+
+def _simulate(s: acs.Scenario) -> acs.Result:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OverloadWarning)
+        return acs.simulate(s, runs=2, seed=1, progress=False)
+
+
+def _drawn_assumptions(res: acs.Result) -> set[str]:
+    """The ``Assumptions`` fields an engine drew (input names ``assumptions.<field>[.x]``)."""
+    return {k.split(".")[1] for k in res.inputs if k.startswith("assumptions.")}
+
+
+def test_the_table_has_every_assumption_and_every_value() -> None:
+    """A new Assumptions field must be placed in the table (and given a value here)."""
+    assert set(ASSUMPTION_READERS) == set(acs.Assumptions.model_fields)
+    assert set(VALUES) == set(acs.Assumptions.model_fields)
+
+
+NOT_READ = [
+    (field, where)
+    for field, readers in ASSUMPTION_READERS.items()
+    for where in SITUATIONS
+    if where not in readers
+]
+
+
+@pytest.mark.parametrize(("field", "where"), NOT_READ, ids=[f"{f}-{w}" for f, w in NOT_READ])
+def test_an_assumption_no_engine_reads_is_refused(field: str, where: Situation) -> None:
+    with pytest.raises(ValidationError, match=rf"assumptions\.{field} applies to .*remove it"):
+        scenario(where, field)
+
+
+READ = [
+    (field, where)
+    for field, readers in ASSUMPTION_READERS.items()
+    for where in readers
+    if field not in NOT_RECORDED
+]
+
+
+@pytest.mark.parametrize(("field", "where"), READ, ids=[f"{f}-{w}" for f, w in READ])
+def test_an_assumption_the_table_says_is_read_is_drawn_by_the_engine(
+    field: str, where: Situation
+) -> None:
+    """Set, it validates and the engine draws it (recorded as the user's input)."""
+    res = _simulate(scenario(where, field))
+    assert field in _drawn_assumptions(res), sorted(res.inputs)
+
+
+@pytest.mark.parametrize("where", SITUATIONS)
+def test_every_assumption_an_engine_draws_is_in_the_table(where: Situation) -> None:
+    """Nothing set: the priors an engine draws are all of fields the table says it reads."""
+    drawn = _drawn_assumptions(_simulate(scenario(where)))
+    assert drawn, "the engine drew no assumption at all"
+    unlisted = {f for f in drawn if where not in ASSUMPTION_READERS[f]}
+    assert not unlisted, unlisted
+
+
+def _trace(tmp_path: Path, **kw: Any) -> acs.Trace:
+    path = tmp_path / "jobs.csv"
+    path.write_text("submit,chips,duration,priority,estimate\n0,4,3600,1,7200\n", "utf-8")
+    return acs.Trace(path=str(path), **kw)
+
+
+def _serving_scheduler() -> acs.Scenario:
+    return scenario("serving", scheduler="backfill")
+
+
+def _lone_with_horizon() -> acs.Scenario:
+    return scenario("training", horizon_days=30.0)
+
+
+def _production_changes() -> acs.Scenario:
+    return scenario(
+        "training",
+        workload=acs.TrainingRun(params=7e9, tokens=1e11, stage="production"),
+        assumptions=acs.Assumptions(architecture_changes=3.0),
+    )
+
+
+def _batch_with_mfu() -> acs.Scenario:
+    run = acs.TrainingRun(params=7e9, tokens=1e11, global_batch_tokens=4e6)
+    return scenario("training", workload=run, assumptions=acs.Assumptions(mfu=0.4))
+
+
+def _phase_batch_with_mfu() -> acs.Scenario:
+    phases = [
+        acs.TrainingPhase(chips=32, token_share=0.5, global_batch_tokens=2e6),
+        acs.TrainingPhase(chips=64, token_share=0.5),
+    ]
+    run = acs.TrainingRun(params=7e9, tokens=1e11, phases=phases)
+    return scenario("training", workload=run, assumptions=acs.Assumptions(mfu=0.4))
+
+
+def _attention_with_flops_and_mfu() -> acs.Scenario:
+    run = acs.TrainingRun(
+        params=7e9, tokens=1e11, flops=5e21, layers=32, seq_len=4096, d_model=4096
+    )
+    return scenario("training", workload=run, assumptions=acs.Assumptions(mfu=0.4))
+
+
+def _unpriced(**kw: Any) -> acs.Scenario:
+    return scenario("training", fleet=[acs.Pool(chip="h100-sxm", count=64, provider=None)], **kw)
+
+
+def _stream_with_an_unpriced_pool() -> acs.Scenario:
+    fleet = [
+        acs.Pool(chip="h100-sxm", count=64, provider="aws"),
+        acs.Pool(chip="v100", count=8, provider=None),
+    ]
+    return scenario("stream", fleet=fleet, assumptions=acs.Assumptions(wait_usd_per_job_hour=5.0))
+
+
+def _term_share_on_a_background_pool() -> acs.Scenario:
+    fleet = [
+        acs.Pool(chip="h100-sxm", count=64, provider="aws"),
+        acs.Pool(chip="h100-sxm", count=64, provider="gcp", pricing="commit_1y", term_share=0.5),
+    ]
+    return scenario("shared_training", fleet=fleet)
+
+
+def _unpriced_on_prem_electricity() -> acs.Scenario:
+    pool = acs.Pool(chip="h100-sxm", count=64, provider=None, pricing="on_prem")
+    return scenario(
+        "training", fleet=[pool], assumptions=acs.Assumptions(electricity_usd_per_kwh=0.1)
+    )
+
+
+# (case, builder, the field named, what to do instead)
+REFUSED: list[tuple[str, Any, str, str]] = [
+    (
+        "lone run horizon_days",
+        _lone_with_horizon,
+        r"^.*horizon_days is the window",
+        r"workload\.horizon_days",
+    ),
+    ("serving scheduler", _serving_scheduler, r"scheduler='backfill'", r"workload\.router"),
+    (
+        "production architecture_changes",
+        _production_changes,
+        r"assumptions\.architecture_changes",
+        r"stage 'prototype'",
+    ),
+    ("batch with mfu", _batch_with_mfu, r"workload\.global_batch_tokens", r"remove one"),
+    (
+        "phase batch with mfu",
+        _phase_batch_with_mfu,
+        r"workload\.phases\[0\]\.global_batch_tokens",
+        r"remove one",
+    ),
+    (
+        "attention with flops and mfu",
+        _attention_with_flops_and_mfu,
+        r"workload\.layers",
+        r"remove them",
+    ),
+    (
+        "unpriced engineer wage",
+        lambda: _unpriced(assumptions=acs.Assumptions(engineer_usd_per_hour=90.0)),
+        r"assumptions\.engineer_usd_per_hour prices a cost",
+        r"remove it",
+    ),
+    (
+        "unpriced delay",
+        lambda: _unpriced(assumptions=acs.Assumptions(delay_usd_per_day=1e4)),
+        r"assumptions\.delay_usd_per_day prices a cost",
+        r"remove it",
+    ),
+    (
+        "unpriced credits",
+        lambda: _unpriced(credits=[acs.Credit(usd=1e4)]),
+        r"credits offset hardware cost",
+        r"remove them",
+    ),
+    (
+        "stream with an unpriced pool",
+        _stream_with_an_unpriced_pool,
+        r"assumptions\.wait_usd_per_job_hour prices a cost",
+        r"remove it",
+    ),
+    (
+        "term_share on a background pool",
+        _term_share_on_a_background_pool,
+        r"fleet\[1\]\.term_share",
+        r"remove it",
+    ),
+    (
+        "electricity on an unpriced on-prem pool",
+        _unpriced_on_prem_electricity,
+        r"assumptions\.electricity_usd_per_kwh",
+        r"remove it",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "build", "field", "advice"), REFUSED, ids=[r[0] for r in REFUSED])
+def test_a_field_that_does_not_apply_is_refused_naming_it(
+    case: str, build: Any, field: str, advice: str
+) -> None:
+    with pytest.raises(ValidationError) as err:
+        build()
+    message = str(err.value)
+    assert re.search(field, message, flags=re.M), message
+    assert re.search(advice, message), message
+
+
+@pytest.mark.parametrize("scheduler", ["fifo", "backfill", "smallest_first"])
+@pytest.mark.parametrize("where", ["stream", "shared_training"])
+def test_a_stream_priority_needs_a_priority_scheduler(where: Situation, scheduler: str) -> None:
+    stream = _STREAM.model_copy(update={"priority": acs.Choice(values=[0, 2])})
+    field = "workload" if where == "stream" else "background"
+    with pytest.raises(
+        ValidationError, match=rf"{field}\.priority applies to .*scheduler: priority"
+    ):
+        scenario(where, scheduler=scheduler, **{field: stream})
+    for accepted in ("priority", "priority_preemptive"):
+        assert scenario(where, scheduler=accepted, **{field: stream}).scheduler == accepted
+    # the default priority (0 for every job) is no choice, so every scheduler takes it
+    assert scenario(where, scheduler=scheduler).scheduler == scheduler
+
+
+def test_a_trace_priority_or_estimate_column_needs_the_scheduler_that_reads_it(
+    tmp_path: Path,
+) -> None:
+    mapped = {"submit": "submit", "chips": "chips", "duration": "duration"}
+    prio = _trace(tmp_path, columns={**mapped, "priority": "priority"})
+    with pytest.raises(ValidationError, match=r"workload\.columns maps a priority column"):
+        scenario("stream", workload=prio, scheduler="backfill")
+    assert scenario("stream", workload=prio, scheduler="priority").scheduler == "priority"
+    estimate = _trace(tmp_path, columns={**mapped, "estimate": "estimate"})
+    with pytest.raises(ValidationError, match=r"workload\.columns maps an estimate column"):
+        scenario("stream", workload=estimate, scheduler="fifo")
+    assert scenario("stream", workload=estimate, scheduler="backfill").scheduler == "backfill"
+
+
+def test_the_serving_router_is_refused_on_the_fast_path() -> None:
+    s = scenario("serving")
+    rr = s.replace("workload.router", "round_robin")
+    with pytest.raises(
+        ValueError, match=r"workload\.router='round_robin' applies to the request DES"
+    ):
+        acs.simulate(rr, runs=2, seed=1, progress=False)
+    assert acs.simulate(s, runs=2, seed=1, progress=False).engine == "analytic"
+
+
+def test_what_stays_accepted() -> None:
+    """The stated exceptions: repair and return times on a training run (issue 14), and a
+    credit outside the fleet's provider (an organisation's credits, reused across options:
+    its line is 0, printed)."""
+    spot = acs.Pool(chip="h100-sxm", count=64, provider="gcp", pricing="spot")
+    a = acs.Assumptions(repair_hours=4.0, spot_return_hours=2.0)
+    assert scenario("training", fleet=[spot], assumptions=a).assumptions == a
+    res = _simulate(scenario("training", credits=[acs.Credit(usd=1e4, provider="gcp")]))
+    assert not res.samples("credits_usd").any()
+
+
+def test_replace_several_paths_is_validated_once_at_the_end() -> None:
+    """A training run sharing its fleet -> alone: dropping the background alone leaves a
+    lone run with a window, dropping the window alone leaves a background without one."""
+    shared = scenario("shared_training")
+    with pytest.raises(ValidationError, match="horizon_days is the window"):
+        shared.replace("background", None)
+    with pytest.raises(ValidationError, match="horizon_days is required with a background"):
+        shared.replace("horizon_days", None)
+    alone = shared.replace({"background": None, "horizon_days": None})
+    assert alone.background is None
+    assert alone.horizon_days is None
+    assert alone == scenario("training").model_copy(update={"name": "shared_training"})
+    with pytest.raises(TypeError, match="takes no value"):
+        shared.replace({"horizon_days": 3.0}, 4.0)
+    with pytest.raises(TypeError, match="needs a value"):
+        shared.replace("horizon_days")
+    with pytest.raises(KeyError, match="no field at path"):
+        shared.replace({"horizon_days": 3.0, "fleet.7.count": 8})
