@@ -178,3 +178,19 @@ def test_credits_cover_a_block_over_its_window() -> None:
     res = acs.simulate(scenario, runs=4, seed=1)
     # a credit larger than the bill pays all of the 14-day block
     np.testing.assert_allclose(res.samples("credits_usd"), -res.samples("hardware_cost_usd"))
+
+
+def test_the_report_names_the_window_a_block_is_paid_by() -> None:
+    from accelsim.report._assumptions import prices
+
+    scenario = stream(3.0, 14)
+    res = acs.simulate(scenario, runs=2, seed=1)
+    (row,) = prices({"block": res}, {"block": scenario})
+    assert row.pricing == "capacity_block"
+    assert row.price == f"${rate():,.2f} per chip-hour, in 14-day blocks paid whole"
+    training = acs.Scenario(
+        name="block-train", workload=acs.TrainingRun(params=7e9, tokens=1e11), fleet=[block_pool(7)]
+    )
+    info_only = acs.simulate(training, runs=2, seed=1)
+    (unnamed,) = prices({"t": info_only}, {})  # from the result's info: the window is unknown
+    assert unnamed.price.endswith(", in blocks paid whole")

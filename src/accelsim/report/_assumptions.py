@@ -189,12 +189,12 @@ def prices(results: Mapping[str, Result], scenarios: Mapping[str, Scenario]) -> 
     """The catalog offer behind each pool of each option (from the scenario, else its info)."""
     out = []
     for name, res in results.items():
-        pools: list[tuple[str, str | None, str]] = []
+        pools: list[tuple[str, str | None, str, int | None]] = []
         if name in scenarios:
-            pools = [(p.chip, p.provider, p.pricing) for p in scenarios[name].fleet]
+            pools = [(p.chip, p.provider, p.pricing, p.block_days) for p in scenarios[name].fleet]
         elif res.info is not None:
-            pools = [(res.info.chip, res.info.provider, res.info.pricing)]
-        for chip_id, provider, pricing in pools:
+            pools = [(res.info.chip, res.info.provider, res.info.pricing, None)]
+        for chip_id, provider, pricing, block_days in pools:
             if provider is None:
                 continue
             try:
@@ -207,6 +207,9 @@ def prices(results: Mapping[str, Result], scenarios: Mapping[str, Scenario]) -> 
                 else f"{format_usd(offer.purchase_usd_per_chip or 0.0)} per chip, "
                 f"{offer.amortization_years:g} years"
             )
+            if pricing == "capacity_block":  # bought (and paid) by the window
+                window = "" if block_days is None else f"{block_days}-day "
+                price += f", in {window}blocks paid whole"
             out.append(
                 Price(
                     name,
