@@ -35,11 +35,12 @@ Examples
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
 try:
-    from hypothesis import assume
+    from hypothesis import assume, reject
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - exercised only without hypothesis
     raise ImportError(
@@ -50,7 +51,18 @@ from pydantic import ValidationError
 
 from accelsim import catalog
 from accelsim.catalog import Pricing
-from accelsim.dists import PERT, Beta, Choice, Dist, Fixed, Normal, Triangular, Uniform
+from accelsim.dists import (
+    PERT,
+    Beta,
+    Choice,
+    Dist,
+    Exponential,
+    Fixed,
+    LogNormal,
+    Normal,
+    Triangular,
+    Uniform,
+)
 from accelsim.scenario import (
     Assumptions,
     Framework,
@@ -110,6 +122,35 @@ def _truncated_normal(draw: st.DrawFn, lo: float, hi: float) -> Dist:
         return Uniform(low=a, high=b)
 
 
+@st.composite
+def _open_normal(draw: st.DrawFn, lo: float, hi: float) -> Dist:
+    """Normal with its mean in ``[lo, hi]``, untruncated or truncated on one side (the bound
+    in the range too): its support leaves the range."""
+    mean = draw(_floats(lo, hi))
+    sd = draw(st.floats(0.0, min(hi - lo, 1e300), exclude_min=True, allow_subnormal=False))
+    side = draw(st.sampled_from(["none", "low", "high"]))
+    bound = draw(_floats(lo, hi))
+    try:
+        return Normal(
+            mean=mean,
+            sd=sd,
+            low=bound if side == "low" else None,
+            high=bound if side == "high" else None,
+        )
+    except ValidationError:  # a bound too far in the tail to standardise: rare, rejected
+        reject()
+
+
+def _lognormal(lo: float, hi: float) -> st.SearchStrategy[LogNormal]:
+    """LogNormal whose 90 % interval lies in ``[lo, hi]`` (``0 < lo < hi``), distinct in
+    log space too (the model requires it)."""
+    return (
+        _pair(lo, hi)
+        .filter(lambda t: math.log(t[0]) < math.log(t[1]))
+        .map(lambda t: LogNormal(low=t[0], high=t[1]))
+    )
+
+
 def _choice(lo: float, hi: float) -> st.SearchStrategy[Choice]:
     def with_weights(values: list[float]) -> st.SearchStrategy[Choice]:
         n = len(values)
@@ -123,52 +164,92 @@ def _choice(lo: float, hi: float) -> st.SearchStrategy[Choice]:
     return st.lists(_floats(lo, hi), min_size=1, max_size=6).flatmap(with_weights)
 
 
-def dists(min_value: float, max_value: float) -> st.SearchStrategy[Dist]:
-    """Any distribution whose whole support lies in ``[min_value, max_value]``.
+def dists(
+    min_value: float,
+    max_value: float,
+    *,
+    unbounded: bool = False,
+    kinds: Sequence[type[Dist]] | None = None,
+) -> st.SearchStrategy[Dist]:
+    """Any distribution whose whole support lies in ``[min_value, max_value]``, or with
+    ``unbounded``, also the laws whose support leaves it.
 
     Parameters
     ----------
     min_value, max_value : float
         Finite bounds, ``min_value <= max_value`` [unit of the quantity].
+    unbounded : bool
+        Also draw the unbounded laws with their parameters in the range: ``Exponential``
+        (mean in it) and ``LogNormal`` (90 % interval in it) where ``max_value > 0``, and a
+        ``Normal`` untruncated or truncated on one side (mean and bound in it). Their draws
+        leave the range: for testing what a field accepts, or a rule over any input law.
+    kinds : sequence of Dist types, optional
+        Draw only these types (e.g. ``[acs.PERT]``); default every type that fits.
 
     Returns
     -------
     hypothesis.strategies.SearchStrategy of Dist
         ``Fixed``, ``Uniform``, ``Triangular``, ``PERT``, ``Beta``, ``Choice`` or a
-        ``Normal`` truncated on both sides; the unbounded laws (``Exponential``,
-        ``LogNormal``, an untruncated ``Normal``) are never drawn, since their support
-        leaves any finite range. With ``min_value == max_value`` only ``Fixed`` is drawn.
+        ``Normal`` truncated on both sides (parameters to the extremes: Beta shapes from
+        1e-3 to 1e3, PERT's lambda up to 50), plus the unbounded laws with ``unbounded``.
+        With ``min_value == max_value`` only ``Fixed`` is drawn.
 
     Raises
     ------
     ValueError
-        If a bound is not finite or ``min_value > max_value``.
+        If a bound is not finite, ``min_value > max_value``, or no type of ``kinds`` can
+        be drawn in the range.
     """
     _check_bounds(min_value, max_value)
     lo, hi = float(min_value), float(max_value)
-    if lo == hi:
-        return st.just(Fixed(lo))
-    shape = _floats(1e-2, 1e2)
-    choices: list[st.SearchStrategy[Dist]] = [
-        _floats(lo, hi).map(Fixed),
-        _pair(lo, hi).map(lambda t: Uniform(low=t[0], high=t[1])),
-        _triple(lo, hi).map(lambda t: Triangular(low=t[0], mode=t[1], high=t[2])),
-        st.builds(
-            lambda t, lamb: PERT(low=t[0], mode=t[1], high=t[2], lamb=lamb),
-            _triple(lo, hi),
-            _floats(0.0, 20.0),
-        ),
-        st.builds(
-            lambda a, b, t: Beta(alpha=a, beta=b, low=t[0], high=t[1]), shape, shape, _pair(lo, hi)
-        ),
-        _choice(lo, hi),
-        _truncated_normal(lo, hi),
-    ]
+    shape = _floats(1e-3, 1e3)
+    laws: list[tuple[type[Dist], st.SearchStrategy[Dist]]] = [(Fixed, _floats(lo, hi).map(Fixed))]
+    if lo < hi:
+        laws += [
+            (Uniform, _pair(lo, hi).map(lambda t: Uniform(low=t[0], high=t[1]))),
+            (
+                Triangular,
+                _triple(lo, hi).map(lambda t: Triangular(low=t[0], mode=t[1], high=t[2])),
+            ),
+            (
+                PERT,
+                st.builds(
+                    lambda t, lamb: PERT(low=t[0], mode=t[1], high=t[2], lamb=lamb),
+                    _triple(lo, hi),
+                    _floats(0.0, 50.0),
+                ),
+            ),
+            (
+                Beta,
+                st.builds(
+                    lambda a, b, t: Beta(alpha=a, beta=b, low=t[0], high=t[1]),
+                    shape,
+                    shape,
+                    _pair(lo, hi),
+                ),
+            ),
+            (Choice, _choice(lo, hi)),
+            (Normal, _truncated_normal(lo, hi)),
+        ]
+    if unbounded and lo < hi:
+        laws.append((Normal, _open_normal(lo, hi)))
+        if hi > 0.0:
+            positive = max(lo, sys.float_info.min)
+            laws.append((Exponential, _floats(positive, hi).map(lambda m: Exponential(mean=m))))
+            if positive < hi:
+                laws.append((LogNormal, _lognormal(positive, hi)))
+    wanted = None if kinds is None else tuple(kinds)
+    choices = [law for kind, law in laws if wanted is None or kind in wanted]
+    if not choices:
+        raise ValueError(
+            f"no distribution of kinds {[k.__name__ for k in wanted or ()]} can be drawn in "
+            f"[{lo!r}, {hi!r}]" + ("" if unbounded else " (unbounded=False)")
+        )
     return st.one_of(choices)
 
 
 def uncertain(
-    min_value: float, max_value: float, *, numbers_only: bool = False
+    min_value: float, max_value: float, *, numbers_only: bool = False, unbounded: bool = False
 ) -> st.SearchStrategy[float | Dist]:
     """A plain number or a distribution (see :func:`dists`) in ``[min_value, max_value]``.
 
@@ -178,6 +259,8 @@ def uncertain(
         Finite bounds, ``min_value <= max_value`` [unit of the quantity].
     numbers_only : bool
         Draw plain floats only (no distributions).
+    unbounded : bool
+        Also draw the unbounded laws (see :func:`dists`).
 
     Returns
     -------
@@ -186,7 +269,9 @@ def uncertain(
     """
     _check_bounds(min_value, max_value)
     numbers = _floats(float(min_value), float(max_value))
-    return numbers if numbers_only else st.one_of(numbers, dists(min_value, max_value))
+    if numbers_only:
+        return numbers
+    return st.one_of(numbers, dists(min_value, max_value, unbounded=unbounded))
 
 
 def _as_tuple(value: str | Sequence[str] | None) -> tuple[str, ...] | None:
