@@ -195,3 +195,16 @@ def test_an_endpoint_alone_matches_the_serving_fast_path(scaling: str) -> None:
 def test_the_analytic_engine_refuses_a_mix() -> None:
     with pytest.raises(ValueError, match="only the DES engine runs"):
         acs.simulate(org([RESEARCH]), runs=1, seed=0, engine="analytic")
+
+
+def test_a_training_run_submitted_after_the_horizon_is_unfinished_and_holds_nothing() -> None:
+    """Porting and optimisation outlast the 10-day horizon: the job never reaches the
+    cluster, so it is unfinished, censored at the horizon, with no chip-hours and no
+    interruptions (not the analytic engine's count extrapolated to the run's own horizon)."""
+    a = acs.Assumptions(lead_time_days=0.0, optimization_hours=5000.0, engineers=1.0)
+    res = acs.simulate(org([TRAIN, RESEARCH], assumptions=a), runs=3, seed=1)
+    np.testing.assert_array_equal(res.samples("llm.finished"), 0.0)
+    np.testing.assert_array_equal(res.samples("llm.time_to_train_days"), 10.0)
+    np.testing.assert_array_equal(res.samples("llm.interruptions"), 0.0)
+    np.testing.assert_array_equal(res.samples("chip_hours.llm"), 0.0)
+    np.testing.assert_array_equal(res.samples("finished"), 0.0)

@@ -175,7 +175,8 @@ def training_metrics(
         ),
         "queue_wait_days": queue_days,
         "finished": np.where(unfinished, 0.0, usage["finished"]),
-        "interruptions": np.asarray(usage["interruptions"], dtype=float),
+        # the DES's count: censoring would extrapolate an unfinished run's to its horizon
+        "interruptions": t.count.copy(),
         "mfu": usage["mfu"],
     }
     if t.part.fleet[0].provider is not None:

@@ -12,16 +12,24 @@ Z95 = 1.959963984540054
 
 
 def unit_of(metric: str) -> str:
-    """The unit a metric's name carries (``tco_usd`` -> ``"USD"``), or ``""``."""
-    for suffix, unit in (
-        ("_usd", "USD"),
-        ("_days", "d"),
-        ("_hours", "h"),
-        ("_kwh", "kWh"),
-        ("_kg_co2e", "kg CO2e"),
-    ):
-        if metric.endswith(suffix):
-            return unit
+    """The unit a metric's name carries (``tco_usd`` -> ``"USD"``), or ``""``.
+
+    A dotted name (a workload's metric in a mix, ``research.mean_wait_hours``, or an
+    attribution, ``chargeback_usd.research``) carries it in its last part that has one.
+
+    >>> unit_of("tco_usd"), unit_of("research.mean_wait_hours"), unit_of("chargeback_usd.llm")
+    ('USD', 'h', 'USD')
+    """
+    for part in reversed(metric.split(".")):
+        for suffix, unit in (
+            ("_usd", "USD"),
+            ("_days", "d"),
+            ("_hours", "h"),
+            ("_kwh", "kWh"),
+            ("_kg_co2e", "kg CO2e"),
+        ):
+            if part.endswith(suffix):
+                return unit
     return ""
 
 
