@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from ruamel.yaml import YAML
 
 import accelsim as acs
+from accelsim import strategies as acst
 from accelsim.errors import ScenarioFileError
 from accelsim.scenario import Scenario, load_scenario
 
@@ -176,49 +177,20 @@ def test_replace_returns_a_validated_copy() -> None:
         s.replace("fleet.0.count", 0)
 
 
-_OFFERED = sorted(
-    {(o.chip, o.provider, o.pricing) for o in acs.catalog.offers()}
-)  # every (chip, provider, pricing) the built-in sheets hold
-
-
-def _window(chip: str, provider: str, pricing: str) -> int | None:
-    """A capacity block's shortest window (the pool needs one), else None."""
-    block = acs.catalog.price(chip, provider=provider, pricing=pricing).block
-    return None if block is None else block.allowed_days()[0]
-
-
-_pools = st.tuples(st.sampled_from(_OFFERED), st.integers(min_value=64, max_value=4096)).map(
-    lambda t: acs.Pool(
-        chip=t[0][0],
-        provider=t[0][1],
-        pricing=t[0][2],
-        count=t[1],
-        block_days=_window(*t[0]),
-    )
-)
-_runs = st.builds(
-    acs.TrainingRun,
-    params=st.floats(min_value=1e8, max_value=2e10),
-    tokens=st.floats(min_value=1e9, max_value=1e13),
-    framework=st.sampled_from(["pytorch", "jax", "tensorflow"]),
-    stage=st.sampled_from(["prototype", "production"]),
-)
-_assumptions = st.builds(
-    acs.Assumptions,
-    mfu=st.one_of(
-        st.none(),
-        st.floats(min_value=0.05, max_value=0.9),
-        st.builds(acs.Uniform, low=st.just(0.2), high=st.floats(min_value=0.3, max_value=0.9)),
+# The public strategies (accelsim.strategies): every offer of the built-in sheets (a
+# capacity block with a window it sells), runs that fit, assumptions as numbers or any law.
+_scenarios = st.tuples(
+    acst.scenarios(
+        workload=acst.training_runs(max_params=2e10),
+        fleet=acst.pools(min_count=64),
+        assumptions=st.one_of(
+            st.just(acs.Assumptions()),
+            acst.assumptions(mfu=(0.05, 0.9), engineers=(1.0, 20.0)),
+        ),
+        max_pools=2,
     ),
-    engineers=st.one_of(st.none(), st.integers(min_value=1, max_value=20).map(float)),
-)
-_scenarios = st.builds(
-    acs.Scenario,
-    name=st.text(alphabet="abcdefgh-", min_size=1, max_size=12),
-    workload=_runs,
-    fleet=st.lists(_pools, min_size=1, max_size=2),
-    assumptions=_assumptions,
-)
+    st.text(alphabet="abcdefgh-", min_size=1, max_size=12),
+).map(lambda t: t[0].model_copy(update={"name": t[1]}))
 
 
 @given(_scenarios)
