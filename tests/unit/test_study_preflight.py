@@ -101,3 +101,31 @@ def test_an_overload_warns_once_before_the_first_chunk(chunks_run: list[tuple[in
     assert seen_at_first_chunk == [1]
     assert len(chunks_run) == 4
     assert (res.samples("offered_load") > 1).all()
+
+
+def test_compare_checks_every_option_before_running_any(
+    tmp_path: Path, chunks_run: list[tuple[int, int]]
+) -> None:
+    good = acs.Scenario(
+        name="good",
+        workload=acs.JobStream(interarrival_hours=4.0, chips=1, duration_hours=1.0),
+        fleet=[acs.Pool(chip="h100-sxm", count=16, provider="aws")],
+        horizon_days=1.0,
+    )
+    with pytest.raises(AccelsimError, match="no such trace file"):
+        acs.compare([good, _trace_scenario(tmp_path / "missing.csv")], runs=2, progress=False)
+    assert chunks_run == []
+
+
+def test_sweep_lists_every_point_that_cannot_run_before_running_any(
+    tmp_path: Path, chunks_run: list[tuple[int, int]]
+) -> None:
+    path = tmp_path / "jobs.csv"
+    path.write_text("submit,chips,duration\n0,4,3600\n60,32,3600\n", encoding="utf-8")
+    grid = {"fleet.0.count": [64, 16, 8]}
+    with pytest.raises(ValueError, match=r"2 of 3 sweep points are invalid") as err:
+        acs.sweep(_trace_scenario(path), grid=grid, runs=2, progress=False)
+    assert "'fleet.0.count': 16" in str(err.value)
+    assert "'fleet.0.count': 8" in str(err.value)
+    assert "asks for 32 chips" in str(err.value)
+    assert chunks_run == []

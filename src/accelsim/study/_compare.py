@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from accelsim.catalog import active
+from accelsim.engines import check_runnable
 from accelsim.results import Comparison
 from accelsim.scenario import Goals, Scenario
 from accelsim.seeding import SeedLike, as_seed_sequence
@@ -97,6 +98,9 @@ def compare(
         No scenario, two scenarios of the same name in a sequence, ``store`` with
         ``runs="auto"``, a store mapping that does not name each option once, or any error
         of :func:`simulate`.
+    AccelsimError
+        Before any option runs, what :func:`accelsim.engines.check_runnable` refuses in any
+        option (a missing trace, a job larger than the fleet, the job caps).
 
     Examples
     --------
@@ -132,6 +136,8 @@ def compare(
     stores = _option_stores(list(named), store)
     root = as_seed_sequence(seed)
     kwargs["catalog"] = kwargs.get("catalog") or active()  # one snapshot for every option
+    for s in named.values():  # every option runnable before any runs (each warns itself)
+        check_runnable(s, kwargs["catalog"], warn=False)
     results = {
         k: simulate(s, runs=runs, seed=root, store=stores[k], **kwargs) for k, s in named.items()
     }

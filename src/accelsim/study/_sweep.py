@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelsim._typing import FloatArray
 from accelsim.catalog import active
+from accelsim.engines import check_runnable
 from accelsim.results import SUMMARY_STATS, Result, Table, goals_table, prob_meets
 from accelsim.scenario import Goals, Scenario, Serving
 from accelsim.seeding import SeedLike, as_seed_sequence
@@ -166,6 +167,7 @@ def _sweep_points(
     engine = kwargs.get("engine", "auto")
     keep_jobs = bool(kwargs.get("keep_jobs", False))
     resolution = kwargs.get("utilization_resolution_hours")
+    catalog = kwargs.get("catalog") or active()
     points: list[tuple[dict[str, Any], Scenario]] = []
     bad: list[str] = []
     for values in product(*(axes[k] for k in keys)):
@@ -175,6 +177,7 @@ def _sweep_points(
             for k, v in at.items():
                 point = point.replace(k, v)
             _engine_for(point, engine, keep_jobs, resolution)
+            check_runnable(point, catalog, warn=False)  # a trace, the job caps (each warns)
         except Exception as exc:  # every bad point is reported, none dropped
             why = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
             why = str(why).replace("\n", "\n    ")
@@ -255,8 +258,9 @@ def sweep(
     ValueError
         Before anything runs: a grid path without a list of values, a ``store``, or any
         invalid point (a value the scenario rejects, a path that does not exist, a point the
-        chosen engine cannot run). The error lists every invalid point with the reason,
-        not just the first.
+        chosen engine cannot run, or one :func:`accelsim.engines.check_runnable` refuses: a
+        missing trace, a job larger than the fleet, the job caps). The error lists every
+        invalid point with the reason, not just the first.
 
     Examples
     --------
