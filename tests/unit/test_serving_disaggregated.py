@@ -181,3 +181,26 @@ def test_fast_path_metrics_add_up(scaling: str) -> None:
     assert (res.samples("slo_attainment") <= 1.0).all()
     # the KV transfer: mean prompt x KV bytes per token over 1 x 50 GB/s (H100's NIC share)
     assert (res.samples("kv_transfer_ms") > 0.0).all()
+
+
+@settings(deadline=None)
+@given(
+    service=st.lists(st.floats(min_value=1e-6, max_value=1e3), min_size=1, max_size=16),
+    transfer=st.floats(min_value=0.0, max_value=10.0),
+    load=st.floats(min_value=1e-9, max_value=2.0),
+    level=st.floats(min_value=0.51, max_value=0.9999),
+)
+def test_prefill_latency_is_finite_and_ordered(
+    service: list[float], transfer: float, load: float, level: float
+) -> None:
+    s = np.array(service)
+    rate = load / s.mean()
+    lat = physics.prefill_latency(rate, s, np.full(s.size, transfer), level)
+    fields = (lat.ttft_mean_s, lat.ttft_p50_s, lat.ttft_tail_s, lat.utilization)
+    assert all(np.isfinite(f) for f in fields)
+    shortest = s.min() + transfer
+    assert float(lat.ttft_p50_s) >= shortest * (1 - 1e-9)
+    assert float(lat.ttft_p50_s) <= float(lat.ttft_tail_s) * (1 + 1e-9)
+    assert float(lat.ttft_mean_s) >= shortest * (1 - 1e-9)
+    if abs(load - 1.0) > 1e-9:  # rate · mean(service) rounds either way at exactly 1
+        assert bool(lat.saturated) == (load > 1.0)
