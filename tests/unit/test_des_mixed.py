@@ -7,6 +7,8 @@ every event from the same addressed streams), to rounding (sums taken in another
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -208,3 +210,37 @@ def test_a_training_run_submitted_after_the_horizon_is_unfinished_and_holds_noth
     np.testing.assert_array_equal(res.samples("llm.interruptions"), 0.0)
     np.testing.assert_array_equal(res.samples("chip_hours.llm"), 0.0)
     np.testing.assert_array_equal(res.samples("finished"), 0.0)
+
+
+def test_a_traces_user_column_gives_per_team_metrics(tmp_path: Path) -> None:
+    """Each team's chip-hours, chargeback and jobs add up to its trace's; a team whose jobs
+    all wait behind another's has the larger mean wait."""
+    # team "a/1" (a slash: read as a_1 in metric names) and team b, alternating
+    rows = [
+        f"{j * 1800},{8 if j % 2 else 2},{3 * 3600},{'a/1' if j % 2 else 'b'}" for j in range(40)
+    ]
+    lines = ["submit,chips,duration,user", *rows]
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(lines) + "\n")
+    trace = acs.Trace(path=str(path), columns={"user": "user"}, name="lab")
+    res = acs.simulate(
+        org(
+            [trace, endpoint(chips=16)], fleet=[acs.Pool(chip="h100-sxm", count=24, provider="aws")]
+        ),
+        runs=2,
+        seed=1,
+    )
+    for m in ("chip_hours", "chargeback_usd"):
+        np.testing.assert_allclose(
+            res.samples(f"{m}.lab.a_1") + res.samples(f"{m}.lab.b"),
+            res.samples(f"{m}.lab"),
+            rtol=1e-12,
+        )
+    np.testing.assert_array_equal(
+        res.samples("lab.a_1.jobs_arrived") + res.samples("lab.b.jobs_arrived"),
+        res.samples("lab.jobs_arrived"),
+    )
+    np.testing.assert_array_equal(res.samples("lab.a_1.jobs_arrived"), 20.0)
+    # team a's jobs are 4x larger: about 4x the chip-hours of team b's
+    ratio = res.samples("chip_hours.lab.a_1") / res.samples("chip_hours.lab.b")
+    assert ((ratio > 3.0) & (ratio < 5.0)).all()

@@ -179,8 +179,14 @@ def _trace_load(scenario: Scenario, work: Trace, where: str, cat: Catalog, max_j
     return offered / ((horizon_h - warmup_h) * capacity)
 
 
-def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog) -> list[JobSpec]:
-    """The trace's jobs with the pools each may use (framework fit, and chip type if mapped)."""
+_TraceKey = tuple[
+    str, tuple[tuple[str, str], ...], str, tuple[tuple[str, tuple[int, ...]], ...], bool
+]
+
+
+def _trace_key(scenario: Scenario, work: Trace, cat: Catalog) -> tuple[_TraceKey, tuple[int, ...]]:
+    """The arguments of the trace's reading (hashable, for the cache) and the pools its
+    framework fits."""
     columns = TRACE_COLUMNS[work.columns] if isinstance(work.columns, str) else work.columns
     fits = set(allowed_pools(scenario, work.framework, cat))
     by_type: dict[str, list[int]] = {}
@@ -189,15 +195,46 @@ def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog) -> list[JobSpec]:
             by_type.setdefault(pool.chip, []).append(i)
     for label, chip_id in (work.chip_types or {}).items():
         by_type[label] = by_type.get(cat.chip(chip_id).id, [])
-    jobs = _read_trace_cached(
+    key = (
         work.path,
         tuple(sorted((columns or {}).items())),
         work.time_unit,
         tuple((k, tuple(v)) for k, v in sorted(by_type.items())),
         work.skip_zero,
     )
-    pools = tuple(sorted(fits))
+    return key, tuple(sorted(fits))
+
+
+def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog) -> list[JobSpec]:
+    """The trace's jobs with the pools each may use (framework fit, and chip type if mapped)."""
+    key, pools = _trace_key(scenario, work, cat)
+    jobs = _read_trace_cached(*key)
     return [j if j.pools is not None else j._replace(pools=pools) for j in jobs]
+
+
+def trace_users(scenario: Scenario, work: Trace, cat: Catalog) -> tuple[str, ...]:
+    """Each of the trace's jobs' ``user`` text, in job order (``""`` without a user column)."""
+    return _read_trace_users(*_trace_key(scenario, work, cat)[0])
+
+
+@functools.cache
+def _read_trace_users(
+    path: str,
+    columns: tuple[tuple[str, str], ...],
+    unit: str,
+    pools_by_chip_type: tuple[tuple[str, tuple[int, ...]], ...],
+    skip_zero: bool,
+) -> tuple[str, ...]:
+    users: list[str] = []
+    read_trace(
+        Path(path),
+        columns=dict(columns) or None,
+        time_unit=unit,  # type: ignore[arg-type]
+        pools_by_chip_type=dict(pools_by_chip_type),
+        skip_zero=skip_zero,
+        users=users,
+    )
+    return tuple(users)
 
 
 @functools.cache
@@ -221,4 +258,5 @@ __all__ = [
     "OverloadWarning",
     "allowed_pools",
     "check_runnable",
+    "trace_users",
 ]

@@ -55,6 +55,7 @@ attribution by the metric then the name (``chargeback_usd.research``).
 from __future__ import annotations
 
 import heapq
+import re
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import replace
@@ -64,7 +65,7 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
 from accelsim.engines import des
-from accelsim.engines._des_checks import check_runnable
+from accelsim.engines._des_checks import check_runnable, trace_users
 from accelsim.engines._des_mixed_parts import (
     ServingPlan,
     TrainingPlan,
@@ -88,6 +89,7 @@ from accelsim.engines._des_streams_run import (
 )
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines.des import DesResult, Holdings, JobSpec, PoolSpec
+from accelsim.errors import AccelsimError
 from accelsim.scenario import (
     JobStream,
     Scenario,
@@ -101,6 +103,8 @@ from accelsim.scenario import (
 from accelsim.seeding import child
 
 _HOURS_PER_DAY = 24.0
+MAX_TEAMS = 100
+"""Most distinct users of one trace reported team by team (each adds a few metrics)."""
 ID_STRIDE = 1 << 40
 """Job ids of the ``j``-th stream or trace of a mix start at ``j * ID_STRIDE`` after the
 training runs and replica windows (ids break ties between jobs submitted together)."""
@@ -143,8 +147,40 @@ class _Mix:
                 )
             else:
                 self.streams.append(i)
+        # Teams: a trace's user column splits its jobs into classes of their own.
+        self.teams: dict[int, tuple[int, np.ndarray]] = {}
+        self.team_labels: list[tuple[int, str]] = []  # (workload, "<name>.<team>") per class
+        for i in self.streams:
+            work = self.works[i]
+            if isinstance(work, Trace):
+                self._add_teams(i, trace_users(self.parts[i], work, cat))
         self.fleet: _FleetDraws = _fleet_draws(scenario, cat, self.draws)
         self.rows: list[dict[str, float]] = []
+
+    def _add_teams(self, i: int, users: tuple[str, ...]) -> None:
+        """Classes for the teams of trace ``i`` (none if it has no user column)."""
+        if not any(users):
+            return
+        names = sorted(set(users))
+        if len(names) > MAX_TEAMS:
+            raise AccelsimError(
+                f"scenario {self.scenario.name!r}: workloads[{i}] ({self.names[i]}) has "
+                f"{len(names)} users, above the {MAX_TEAMS} reported team by team: map the "
+                f"user column to a team column, or remove it from columns"
+            )
+        labels: dict[str, str] = {}
+        for user in names:
+            label = re.sub(r"[^A-Za-z0-9_-]", "_", user) or "unknown"
+            if label in labels:
+                raise AccelsimError(
+                    f"scenario {self.scenario.name!r}: users {labels[label]!r} and {user!r} "
+                    f"of workloads[{i}] read the same in metric names ({label!r}): rename one"
+                )
+            labels[label] = user
+        base = len(self.names) + len(self.team_labels)
+        index = {user: base + k for k, user in enumerate(names)}
+        self.teams[i] = (base, np.array([index[u] for u in users], dtype=np.int64))
+        self.team_labels += [(i, f"{self.names[i]}.{label}") for label in labels]
 
     def pools(self, k: int) -> list[PoolSpec]:
         """Run ``k``'s pools; with a training run, the first keeps the hero's failure model."""
@@ -224,12 +260,15 @@ class _Mix:
         lows = [b[0] for b in bounds]
         owner = [b[1] for b in bounds]
 
-        def job_class(job_id: int) -> int:
-            return owner[bisect_right(lows, job_id) - 1]
+        team_of = {lows[b]: self.teams[w][1] for b, w in enumerate(owner) if w in self.teams}
 
-        holdings = des.Holdings(
-            job_class, len(self.names), intervals_of=[s.index for s in self.serving]
-        )
+        def job_class(job_id: int) -> int:
+            b = bisect_right(lows, job_id) - 1
+            teams = team_of.get(lows[b])
+            return owner[b] if teams is None else int(teams[job_id - lows[b]])
+
+        classes = len(self.names) + len(self.team_labels)
+        holdings = des.Holdings(job_class, classes, intervals_of=[s.index for s in self.serving])
         pools = self.pools(k)
         result = des.run(
             pools,
@@ -273,13 +312,30 @@ class _Mix:
                 for r in by_owner[s.index]
             )
             replica_queue += life - sum(e - b for b, e, _ in intervals)
+        held = list(holdings.chip_hours)
         for i in self.streams:
-            for key, value in stream_metrics(by_owner[i], horizon).items():
+            records = by_owner[i]
+            for key, value in stream_metrics(records, horizon).items():
                 row[f"{self.names[i]}.{key}"] = value
+            if i in self.teams:
+                team = self.teams[i][1]
+                low = lows[owner.index(i)]
+                by_team: dict[int, list[des.JobRecord]] = {}
+                for r in records:
+                    by_team.setdefault(int(team[r.job_id - low]), []).append(r)
+                for c, (w, label) in enumerate(self.team_labels):
+                    if w != i:
+                        continue
+                    cls = len(self.names) + c
+                    row[f"chip_hours.{label}"] = held[cls]
+                    held[i] += held[cls]
+                    per_team = stream_metrics(by_team.get(cls, []), horizon)
+                    for key in ("jobs_arrived", "jobs_completed", "mean_wait_hours"):
+                        row[f"{label}.{key}"] = per_team[key]
         held_total = 0.0
         for i, name in enumerate(self.names):
-            row[f"chip_hours.{name}"] = holdings.chip_hours[i]
-            held_total += holdings.chip_hours[i]
+            row[f"chip_hours.{name}"] = held[i]
+            held_total += held[i]
         fleet_held = 0.0
         for p, pm in enumerate(result.pools):
             held_h = max(0.0, horizon - pools[p].lead_time_hours)
@@ -326,7 +382,7 @@ def _metrics(mix: _Mix) -> tuple[dict[str, FloatArray], InputDraws]:
     held_cost = priced["hardware_cost_usd"] + priced["energy_cost_usd"]
     total = data["chip_hours"]
     share_of = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
-    for name in mix.names:
+    for name in mix.names + [label for _, label in mix.team_labels]:
         data[f"chargeback_usd.{name}"] = held_cost * data[f"chip_hours.{name}"] * share_of
     data["unattributed_usd"] = np.where(total > 0, 0.0, held_cost)
     data["hardware_cost_usd"] = priced["hardware_cost_usd"]

@@ -26,8 +26,9 @@ from accelsim.errors import AccelsimError
 TimeUnit = Literal["s", "min", "h"]
 _HOURS_PER_UNIT: Mapping[str, float] = {"s": 1.0 / 3600.0, "min": 1.0 / 60.0, "h": 1.0}
 
-FIELDS = ("submit", "chips", "duration", "priority", "chip_type", "estimate")
-"""Fields a trace may supply: the first three are required."""
+FIELDS = ("submit", "chips", "duration", "priority", "chip_type", "estimate", "user")
+"""Fields a trace may supply: the first three are required; ``user`` (who submitted the
+job) is read only when asked (:func:`read_trace`'s ``users``)."""
 
 TRACE_COLUMNS: Mapping[str, Mapping[str, str]] = {
     # Helios cluster_log.csv (SC'21): submit_time is a calendar time, duration in seconds.
@@ -71,6 +72,7 @@ def read_trace(
     pools_by_chip_type: Mapping[str, Sequence[int]] | None = None,
     skip_zero: bool = False,
     template: JobSpec | None = None,
+    users: list[str] | None = None,
 ) -> list[JobSpec]:
     """Read jobs from a CSV file.
 
@@ -93,6 +95,9 @@ def read_trace(
         in public traces) instead of reporting them as bad.
     template : JobSpec or None
         Supplies checkpointing, restart, whole_domains and preemptible for every job.
+    users : list or None
+        If given, each job's ``user`` text is appended to it in job order (``""`` without a
+        ``user`` column).
 
     Returns
     -------
@@ -120,7 +125,7 @@ def read_trace(
         raise ValueError(f"unknown trace fields {sorted(unknown)}; fields are {FIELDS}")
     hours = _HOURS_PER_UNIT[time_unit]
     t = template or JobSpec(0, 0.0, 1, 1.0)
-    rows: list[tuple[float, int, int, float, int, tuple[int, ...] | None, float | None]] = []
+    rows: list[tuple[float, int, int, float, int, tuple[int, ...] | None, float | None, str]] = []
     problems: list[tuple[int, str]] = []
     with Path(path).open(newline="") as handle:
         reader = csv.DictReader(handle)
@@ -143,11 +148,14 @@ def read_trace(
                 if not skip_zero:
                     problems.append((line, "zero chips or zero duration (skip_zero=True skips)"))
                 continue
-            rows.append((parsed[0], line, *parsed[1:]))
+            user = (row.get(present["user"]) or "").strip() if "user" in present else ""
+            rows.append((parsed[0], line, *parsed[1:], user))
     if problems:
         raise TraceError(str(path), problems)
     rows.sort(key=lambda r: (r[0], r[1]))
     first = rows[0][0] if rows else 0.0
+    if users is not None:
+        users.extend(r[-1] for r in rows)
     return [
         JobSpec(
             i,
@@ -163,7 +171,7 @@ def read_trace(
             t.restart_hours,
             t.preemptible,
         )
-        for i, (submit, _, chips, work, prio, pools, estimate) in enumerate(rows)
+        for i, (submit, _, chips, work, prio, pools, estimate, _) in enumerate(rows)
     ]
 
 
