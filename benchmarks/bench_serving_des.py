@@ -6,10 +6,11 @@ iteration, the same admission (FCFS, reserve-on-admit), chunked prefill, least-l
 routing and iteration formula (:func:`scalar_iteration_seconds`). Both run the same
 arrivals, interleaved, best of ``ROUNDS`` in CPU time; they must give the same first-token
 times (checked), so the ratio compares like with like. "Same" is to ``rtol = atol = 1e-9``
-[s]: accelsim times a decode stretch by its closed-form sum (~1e-15 relative to the
-per-iteration sum) and both keep SimPy times in hours, whose rounding (~2**-53 · 3600 s per
-step near 1 h) random-walks over ~1e5 iterations to ~1e-12 s; 1e-9 bounds that with margin
-while any rule difference (an admission one iteration late) moves a TTFT by >= 1 ms.
+[s]: accelsim times a run of iterations (a decode stretch, a prompt's full prefill chunks)
+by its closed-form sum (~1e-15 relative to the per-iteration sum) and both keep times in
+hours, whose rounding (~2**-53 · 3600 s per step near 1 h) random-walks over ~1e5
+iterations to ~1e-12 s; 1e-9 bounds that with margin while any rule difference (an
+admission one iteration late) moves a TTFT by >= 1 ms.
 
 - 8 replicas at 70 % of their saturated request rate (``offline_tokens_per_s / output``):
   simulated requests per CPU-second, accelsim / bare >= 1x (asserted).

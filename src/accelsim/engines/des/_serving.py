@@ -1,13 +1,16 @@
 """Request-level discrete-event simulation of LLM serving: routing, continuous batching.
 
 Continuous batching at iteration granularity: every batch iteration of every replica is
-a state change at its own boundary time, never per token; a decode-only stretch of
-``_MIN_RUN`` or more iterations up to the next completion is one state change, cut short at
-the next iteration boundary when an admissible request arrives. An iteration lasts
+a state change at its own boundary time, never per token, except inside a *run* of
+``_MIN_RUN`` or more iterations in which nothing joins or leaves the batch (decode-only
+iterations up to the next completion; with chunked prefill, the full chunks of the head
+prompt before its last one, up to the next completion): a run is one state change, cut
+short at the next iteration boundary when an admissible request arrives. An iteration lasts
 :func:`accelsim.models.serving.iteration_seconds` of its batch (evaluated by
 :func:`~accelsim.models.serving.scalar_iteration_seconds`, the same formula on floats, bit
-for bit); a decode stretch lasts the closed-form sum of those iterations
-(:func:`~accelsim.models.serving.scalar_decode_stretch_seconds`), equal to the iteration
+for bit); a run lasts the closed-form sum of its iterations
+(:func:`~accelsim.models.serving.scalar_iteration_run`, the decode-only case bit for bit
+:func:`~accelsim.models.serving.scalar_decode_stretch_seconds`), equal to the iteration
 by iteration sum to float rounding (~1e-15 relative), not bit for bit.
 
 One SimPy process, the router, drives in time order the fleet plan (one decision at the
@@ -139,7 +142,7 @@ def simulate_serving(
         How an arriving request picks a replica (module docstring, *Queues*).
     max_events : int
         Most events before a ``RuntimeError``: batch iterations (each counted, also inside a
-        decode run), arrival instants and router steps; bounds the CPU time of a run.
+        run), arrival instants and router steps; bounds the CPU time of a run.
 
     Returns
     -------
@@ -157,8 +160,8 @@ def simulate_serving(
     Notes
     -----
     The rules (queues, admission, chunked or prefill-first iterations, plan, ties) are in
-    the module docstring. Cost: a few microseconds per batch iteration outside decode
-    runs, per decode run and per arrival, one SimPy event per plan hour and cold start;
+    the module docstring. Cost: a few microseconds per batch iteration outside
+    runs, per run and per arrival, one SimPy event per plan hour and cold start;
     memory: a few lists of one entry per request.
 
     Examples
@@ -209,8 +212,8 @@ def _trace(req: _Requests, fleet: _Fleet, counter: _Counter, horizon_hours: floa
     first = np.asarray(req.first_hours, dtype=np.float64)
     done = np.asarray(req.done_hours, dtype=np.float64)
     outputs = np.asarray(req.outputs, dtype=np.int64)
-    first_token = np.asarray(req.first_token, dtype=np.bool_)
-    completed = np.asarray(req.completed, dtype=np.bool_)
+    first_token = first >= 0.0  # times are >= 0; not reached: _NOT_YET (< 0)
+    completed = done >= 0.0
     per_token = completed & (outputs > 1)
     decode_s = (done - first) * _SECONDS_PER_HOUR / np.maximum(outputs - 1, 1)
     return ServingTrace(
@@ -223,7 +226,7 @@ def _trace(req: _Requests, fleet: _Fleet, counter: _Counter, horizon_hours: floa
         busy_replica_hours=float(sum(r.busy_hours for r in fleet.replicas)),
         replicas_peak=_peak(fleet, horizon_hours),
         iterations=counter.iterations,
-        tokens_generated=np.asarray(req.generated, dtype=np.int64),
+        tokens_generated=np.where(completed, outputs, np.asarray(req.generated, dtype=np.int64)),
         rejected=np.asarray(req.rejected, dtype=np.bool_),
         output_tokens_total=counter.tokens,
     )

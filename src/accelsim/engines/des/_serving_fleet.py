@@ -24,7 +24,7 @@ from accelsim.engines.des._serving_replica import (
     _Requests,
 )
 from accelsim.engines.des._serving_types import ReplicaModel, Router
-from accelsim.models.serving import scalar_decode_stretch_seconds, scalar_iteration_seconds
+from accelsim.models.serving import scalar_iteration_run, scalar_iteration_seconds
 
 
 class _Fleet:
@@ -42,7 +42,7 @@ class _Fleet:
         self.horizon_hours = horizon_hours
         self.model, self.req, self.counter = model, req, counter
         self.seconds = scalar_iteration_seconds(model.cost)
-        self.stretch = scalar_decode_stretch_seconds(model.cost)
+        self.prepare = scalar_iteration_run(model.cost)
         self.least_loaded = router == "least_loaded"
         self.cold_start_hours = cold_start_hours
         self.replicas: list[_Replica] = []  # every replica ever provisioned, by index
@@ -115,7 +115,7 @@ class _Fleet:
                 len(self.replicas),
                 self.model,
                 self.seconds,
-                self.stretch,
+                self.prepare,
                 self.req,
                 self.counter,
                 hours,

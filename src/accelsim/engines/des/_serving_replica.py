@@ -1,7 +1,7 @@
 """One replica of the serving DES: its queue, admitted sequences and batch iterations.
 
 Plus the per-request records and the event budget the replicas and the router share. The
-rules a replica follows (admission, iterations, decode stretches) are in
+rules a replica follows (admission, iterations, runs) are in
 ``accelsim.engines.des._serving``.
 """
 
@@ -14,15 +14,23 @@ from collections import deque
 from collections.abc import Callable
 
 from accelsim.engines.des._serving_types import _SECONDS_PER_HOUR, ReplicaModel, RequestStream
+from accelsim.models.serving import IterationRun, run_seconds
 
 _STARTING, _SERVING, _DRAINING, _STOPPED = range(4)
-# Shortest decode run (iterations to the next completion) timed as one closed-form stretch:
-# from 2 iterations on, one stretch costs less than playing them one by one (measured).
+# Shortest run (decode-only iterations to the next completion, or full prefill chunks of one
+# prompt) timed in closed form: from 2 iterations on, one run costs less than playing them
+# one by one (measured).
 _MIN_RUN = 2
+_NOT_YET = -1.0  # a first-token or completion time not reached (times are >= 0) [h]
 
 
 class _Requests:
-    """Per-request inputs and records, as Python lists (the hot loop reads plain ints)."""
+    """Per-request inputs and records, as Python lists (the hot loop reads plain ints).
+
+    ``first_hours`` / ``done_hours`` hold ``_NOT_YET`` until the first token / completion,
+    so they also say whether it happened; ``generated`` is written only for the sequences
+    still decoding at the horizon (a completed one generated its ``outputs``).
+    """
 
     def __init__(self, requests: RequestStream) -> None:
         n = len(requests.arrival_hours)
@@ -30,10 +38,8 @@ class _Requests:
         self.inputs: list[int] = requests.input_tokens.tolist()
         self.outputs: list[int] = requests.output_tokens.tolist()
         self.contexts: list[int] = (requests.input_tokens + requests.output_tokens).tolist()
-        self.first_hours = [0.0] * n
-        self.done_hours = [0.0] * n
-        self.first_token = [False] * n
-        self.completed = [False] * n
+        self.first_hours = [_NOT_YET] * n
+        self.done_hours = [_NOT_YET] * n
         self.generated = [0] * n
         self.joined_step = [0] * n  # decode step of the replica when the sequence joined
         self.rejected = [False] * n
@@ -63,6 +69,12 @@ class _Replica:
     its iterations are played when the router next needs its state (:meth:`advance`), each
     at its own boundary time, in order. ``end`` is the boundary of the iteration (or decode
     run) in progress, ``inf`` when idle; a wake-up is a boundary at the instant it happens.
+    A *run* is a stretch of iterations in which nothing joins or leaves the batch: decode-only
+    iterations up to the next completion, or (chunked prefill) the full chunks of the head
+    prompt before the one that ends it, up to the next completion; the prompts behind the
+    head wait for its last chunk either way. Its terms are prepared once at its start
+    (``run``, :func:`~accelsim.models.serving.scalar_iteration_run`) and it is one state
+    change, cut short at a boundary when an admissible request arrives (:meth:`cut`).
     """
 
     __slots__ = (
@@ -84,17 +96,17 @@ class _Replica:
         "load",
         "max_batch",
         "prefilling",
+        "prepare",
         "queue",
         "req",
         "reserved",
-        "run_batch",
-        "run_kv",
+        "run",
+        "run_prefill",
         "run_steps",
         "seconds",
         "start_hours",
         "state",
         "stop_hours",
-        "stretch",
     )
 
     def __init__(
@@ -102,14 +114,14 @@ class _Replica:
         index: int,
         model: ReplicaModel,
         seconds: Callable[[float, float, float, float], float],
-        stretch: Callable[[int, int, int], float],
+        prepare: Callable[[int, int, int, float], IterationRun],
         req: _Requests,
         counter: _Counter,
         start_hours: float,
         horizon_hours: float,
     ) -> None:
         self.index, self.req, self.counter = index, req, counter
-        self.seconds, self.stretch = seconds, stretch
+        self.seconds, self.prepare = seconds, prepare
         self.kv_capacity = float(model.kv_capacity_tokens)
         self.max_batch = int(model.max_batch)
         self.chunk = int(model.prefill_chunk_tokens)
@@ -126,72 +138,187 @@ class _Replica:
         self.kv_tokens = 0  # tokens cached by the decoding sequences
         self.reserved = 0  # full contexts of the admitted sequences
         self.busy_hours = 0.0
-        self.begun = 0.0  # start of the iteration or decode run in progress [h]
+        self.begun = 0.0  # start of the iteration or run in progress [h]
         self.end = math.inf  # its end [h]; inf: idle, nothing in progress
-        # the decode run in progress: batch, KV tokens, iterations (0: none)
-        self.run_batch = self.run_kv = self.run_steps = 0
+        self.run_steps = 0  # iterations of the run in progress (0: none)
+        self.run_prefill = 0  # prompt tokens it prefills per iteration (0: decode only)
+        self.run: IterationRun = (0.0, 0.0, 0.0, 0.0, 0, 0.0)  # its prepared terms
 
     def advance(self, hours: float) -> None:
         """Play every boundary before ``hours``: end the iteration or run, start the next.
 
         Boundaries at ``hours`` itself wait: the router acts first at an instant, so an
-        arrival exactly at a boundary is admitted there.
+        arrival exactly at a boundary is admitted there. One loop over the boundaries with
+        the state in locals (written back on the way out): at each, the iteration's tokens
+        (completions, first tokens), admission, then the next run, iteration, idle or stop,
+        as the module ``accelsim.engines.des._serving`` states the rules.
         """
-        while self.end < hours:
-            now = self.end
-            self.busy_hours += now - self.begun
-            if self.run_steps:
-                self._end_run(self.run_steps, now)
+        end = self.end
+        if not end < hours:
+            return
+        req, counter = self.req, self.counter
+        contexts, inputs, outputs = req.contexts, req.inputs, req.outputs
+        first_hours, done_hours, joined = req.first_hours, req.done_hours, req.joined_step
+        heap, queue, prefilling = self.decoding, self.queue, self.prefilling
+        seconds, prepare = self.seconds, self.prepare
+        push, pop = heapq.heappush, heapq.heappop
+        chunk, max_batch, capacity = self.chunk, self.max_batch, self.kv_capacity
+        events, max_events = counter.events, counter.max_events
+        iterations, tokens = counter.iterations, counter.tokens
+        begun, busy = self.begun, self.busy_hours
+        run_steps, run_prefill = self.run_steps, self.run_prefill
+        decode, finishing = self.iteration_decode, self.finishing
+        batch, steps, kv = self.decode_batch, self.decode_steps, self.kv_tokens
+        reserved, admitted, load = self.reserved, self.admitted, self.load
+        serving = self.state == _SERVING
+        while end < hours:
+            now = end
+            busy += now - begun
+            # the iteration or run ending now emits its tokens
+            if run_steps:
+                iterations += run_steps
+                tokens += batch * run_steps
+                steps += run_steps
+                kv += batch * run_steps
+                if run_prefill:
+                    prefilling[0][1] += run_prefill * run_steps
+                run_steps = 0
+                while heap and heap[0][0] <= steps:
+                    request = pop(heap)[1]
+                    context = contexts[request]
+                    kv -= context
+                    batch -= 1
+                    done_hours[request] = now
+                    reserved -= context
+                    admitted -= 1
+                    load -= 1
             else:
-                self._end(now)
-            self._next(now)
+                if decode:
+                    tokens += decode
+                    steps += 1
+                    kv += decode
+                    decode = 0  # a wake-up boundary after it emits nothing
+                    while heap and heap[0][0] == steps:
+                        request = pop(heap)[1]
+                        context = contexts[request]
+                        kv -= context
+                        batch -= 1
+                        done_hours[request] = now
+                        reserved -= context
+                        admitted -= 1
+                        load -= 1
+                if finishing:
+                    tokens += len(finishing)
+                    for request in finishing:
+                        first_hours[request] = now
+                        output = outputs[request]
+                        if output == 1:
+                            done_hours[request] = now
+                            reserved -= contexts[request]
+                            admitted -= 1
+                            load -= 1
+                        else:
+                            joined[request] = steps
+                            push(heap, (steps + output - 1, request))
+                            batch += 1
+                            kv += inputs[request] + 1
+                    finishing = []
+            # admission: FCFS while the batch and the KV reservation allow
+            if queue and serving:
+                while queue and admitted < max_batch:
+                    context = contexts[queue[0]]
+                    if reserved + context > capacity:
+                        break  # head-of-line: nothing skips the head
+                    prefilling.append([queue.popleft(), 0])
+                    admitted += 1
+                    reserved += context
+            # the next run, iteration, idle or stop
+            if prefilling:
+                run_prefill = chunk
+                if chunk:  # the head prompt's full chunks before its last, to a completion
+                    run_steps = (inputs[prefilling[0][0]] - prefilling[0][1] - 1) // chunk
+                    if batch and heap[0][0] - steps < run_steps:
+                        run_steps = heap[0][0] - steps
+                    if run_steps < _MIN_RUN:
+                        run_steps = 0
+            elif batch:  # decode only, to the next completion
+                run_prefill = 0
+                run_steps = heap[0][0] - steps
+                if run_steps < _MIN_RUN:
+                    run_steps = 0
+            if run_steps:
+                attends = prefilling[0][1] + chunk / 2.0 if run_prefill else 0.0
+                self.run = run = prepare(batch, kv, run_prefill, attends)
+                length = run_seconds(run, run_steps)
+                if not length > 0.0:
+                    raise _bad_iteration(length, batch, run_prefill)
+                begun = now
+                end = now + length / _SECONDS_PER_HOUR  # = self._run_end(run_steps)
+                if end >= self.horizon_hours:  # count iterations up to the one it cuts
+                    self.begun, self.end, self.run_steps = begun, end, run_steps
+                    events += self._boundary(self.horizon_hours)
+                else:
+                    events += run_steps
+                if events > max_events:
+                    counter.events, counter.iterations = events, iterations
+                    raise counter.over()
+            elif prefilling or batch:
+                events += 1
+                if events > max_events:
+                    counter.events, counter.iterations = events, iterations
+                    raise counter.over()
+                iterations += 1
+                prefill = 0
+                pairs = 0.0  # sum over prefilled tokens of the context each attends to
+                if not prefilling:
+                    decode = batch
+                elif chunk == 0:  # prefill-first: every admitted prompt, whole, no decode
+                    decode = 0
+                    for request, _ in prefilling:
+                        size = inputs[request]
+                        prefill += size
+                        pairs += size * (size / 2.0)
+                        finishing.append(request)
+                    prefilling.clear()
+                else:
+                    decode = batch
+                    budget = chunk
+                    while prefilling and budget:
+                        entry = prefilling[0]
+                        request, done = entry
+                        left = inputs[request] - done
+                        take = left if left < budget else budget
+                        pairs += take * (done + take / 2.0)
+                        prefill += take
+                        budget -= take
+                        if take == left:
+                            finishing.append(request)
+                            prefilling.popleft()
+                        else:
+                            entry[1] = done + take
+                length = seconds(
+                    decode, prefill, kv if decode else 0, pairs / prefill if prefill else 0.0
+                )
+                if not length > 0.0:
+                    raise _bad_iteration(length, decode, prefill)
+                begun = now
+                end = now + length / _SECONDS_PER_HOUR
+            else:
+                end = math.inf
+                if self.state == _DRAINING:
+                    self.state = _STOPPED
+                    self.stop_hours = now
+        self.end, self.begun, self.busy_hours = end, begun, busy
+        self.run_steps, self.run_prefill = run_steps, run_prefill
+        self.iteration_decode, self.finishing = decode, finishing
+        self.decode_batch, self.decode_steps, self.kv_tokens = batch, steps, kv
+        self.reserved, self.admitted, self.load = reserved, admitted, load
+        counter.events, counter.iterations, counter.tokens = events, iterations, tokens
 
     def wake(self, hours: float) -> None:
         """Idle until now: a boundary at ``hours`` (after the router's other actions there)."""
         if self.end == math.inf and self.state != _STOPPED:
             self.begun = self.end = hours
-
-    def _next(self, now: float) -> None:
-        """At a boundary: admit, then start an iteration or a decode run, idle, or stop."""
-        if self.queue and self.state == _SERVING:
-            self._admit()
-        if self.prefilling or (
-            self.decode_batch and self.decoding[0][0] - self.decode_steps < _MIN_RUN
-        ):
-            counter = self.counter
-            counter.events += 1
-            if counter.events > counter.max_events:
-                raise counter.over()
-            counter.iterations += 1
-            self.begun = now
-            self.end = now + self._begin() / _SECONDS_PER_HOUR
-        elif self.decode_batch:
-            self._start_run(now)
-        else:
-            self.end = math.inf
-            if self.state == _DRAINING:
-                self.state = _STOPPED
-                self.stop_hours = now
-
-    def _start_run(self, now: float) -> None:
-        """Decode-only iterations up to the next completion, timed as one closed-form stretch.
-
-        Nothing changes the batch before that completion unless a request arrives that
-        could be admitted: :meth:`cut` then ends the run at the next iteration boundary.
-        """
-        counter = self.counter
-        steps = self.decoding[0][0] - self.decode_steps
-        self.begun, self.run_batch, self.run_kv = now, self.decode_batch, self.kv_tokens
-        self.run_steps = steps
-        seconds = self.stretch(self.run_batch, self.run_kv, steps)
-        if not seconds > 0.0:
-            raise _bad_iteration(seconds, self.run_batch, 0)
-        self.end = now + seconds / _SECONDS_PER_HOUR  # = self._run_end(steps), same floats
-        # every iteration counts as an event, up to the one the horizon cuts
-        over = self.end >= self.horizon_hours
-        counter.events += self._boundary(self.horizon_hours) if over else steps
-        if counter.events > counter.max_events:
-            raise counter.over()
 
     def cut(self, hours: float) -> None:
         """An admissible request arrived at ``hours``: the run ends at the first boundary at
@@ -201,14 +328,15 @@ class _Replica:
 
     def _run_end(self, steps: int) -> float:
         """End of the run's first ``steps`` iterations. [h]"""
-        return self.begun + self.stretch(self.run_batch, self.run_kv, steps) / _SECONDS_PER_HOUR
+        return self.begun + run_seconds(self.run, steps) / _SECONDS_PER_HOUR
 
     def _boundary(self, hours: float) -> int:
         """The run's first iteration (from 1) that ends at or after ``hours``.
 
-        Iterations lengthen along a run (KV grows), so the cumulative time is convex and the
-        chord from the run's start to its end guesses the answer to within an iteration or
-        two: two closed-form evaluations check it; bisection (O(log k)) covers a miss.
+        Iterations lengthen along a run (KV and prefill context grow), so the cumulative
+        time is convex and the chord from the run's start to its end guesses the answer to
+        within an iteration or two: two closed-form evaluations check it; bisection
+        (O(log k)) covers a miss.
         """
         steps, run_end = self.run_steps, self._run_end
         ends = range(1, steps + 1)
@@ -222,21 +350,6 @@ class _Replica:
             return guess + 1
         return bisect.bisect_left(ends, hours, guess + 1, steps, key=run_end) + 1
 
-    def _end_run(self, steps: int, now: float) -> None:
-        """Account ``steps`` decode-only iterations ending at ``now``; complete sequences."""
-        decode = self.decode_batch
-        self.run_steps = 0
-        self.counter.iterations += steps
-        self.counter.tokens += decode * steps
-        self.decode_steps += steps
-        self.kv_tokens += decode * steps
-        heap, contexts = self.decoding, self.req.contexts
-        while heap and heap[0][0] <= self.decode_steps:
-            request = heapq.heappop(heap)[1]
-            self.kv_tokens -= contexts[request]
-            self.decode_batch -= 1
-            self._complete(request, now)
-
     def admits(self, request: int) -> bool:
         """Whether ``request`` would be admitted now (batch and KV room)."""
         return (
@@ -244,108 +357,18 @@ class _Replica:
             and self.reserved + self.req.contexts[request] <= self.kv_capacity
         )
 
-    def _admit(self) -> None:
-        """Admit queued requests in order while the batch and the KV reservation allow."""
-        queue, contexts = self.queue, self.req.contexts
-        while queue and self.admitted < self.max_batch:
-            context = contexts[queue[0]]
-            if self.reserved + context > self.kv_capacity:
-                return  # head-of-line: FCFS, nothing skips the head
-            self.prefilling.append([queue.popleft(), 0])
-            self.admitted += 1
-            self.reserved += context
-
-    def _begin(self) -> float:
-        """Admit, plan this iteration's prefill and decode, return its length. [s]"""
-        prefilling, inputs = self.prefilling, self.req.inputs
-        finishing: list[int] = []
-        prefill = 0
-        pairs = 0.0  # sum over prefilled tokens of the context each attends to
-        if not prefilling:
-            decode = self.decode_batch
-        elif self.chunk == 0:  # prefill-first: every admitted prompt, whole, no decode
-            decode = 0
-            for request, _ in prefilling:
-                tokens = inputs[request]
-                prefill += tokens
-                pairs += tokens * (tokens / 2.0)
-                finishing.append(request)
-            prefilling.clear()
-        else:
-            decode = self.decode_batch
-            budget = self.chunk
-            while prefilling and budget:
-                entry = prefilling[0]
-                request, done = entry
-                left = inputs[request] - done
-                take = left if left < budget else budget
-                pairs += take * (done + take / 2.0)
-                prefill += take
-                budget -= take
-                if take == left:
-                    finishing.append(request)
-                    prefilling.popleft()
-                else:
-                    entry[1] = done + take
-        self.finishing = finishing
-        self.iteration_decode = decode
-        kv = self.kv_tokens if decode else 0
-        context = pairs / prefill if prefill else 0.0
-        seconds = self.seconds(decode, prefill, kv, context)
-        if not seconds > 0.0:
-            raise _bad_iteration(seconds, decode, prefill)
-        return seconds
-
-    def _end(self, now: float) -> None:
-        """Emit the iteration's tokens: complete finished sequences, start decoding new ones."""
-        req = self.req
-        decode, finishing = self.iteration_decode, self.finishing
-        self.iteration_decode = 0  # a wake-up boundary after it emits nothing
-        self.counter.tokens += decode + len(finishing)
-        heap = self.decoding
-        if decode:
-            self.decode_steps = step = self.decode_steps + 1
-            self.kv_tokens += decode
-            while heap and heap[0][0] == step:
-                request = heapq.heappop(heap)[1]
-                self.kv_tokens -= req.contexts[request]
-                self.decode_batch -= 1
-                self._complete(request, now)
-        if not finishing:
-            return
-        step, outputs, first_hours = self.decode_steps, req.outputs, req.first_hours
-        for request in finishing:
-            first_hours[request] = now
-            req.first_token[request] = True
-            output = outputs[request]
-            if output == 1:
-                self._complete(request, now)
-            else:
-                req.joined_step[request] = step
-                heapq.heappush(heap, (step + output - 1, request))
-                self.decode_batch += 1
-                self.kv_tokens += req.inputs[request] + 1
-        self.finishing = []
-
-    def _complete(self, request: int, now: float) -> None:
-        req = self.req
-        req.done_hours[request] = now
-        req.completed[request] = True
-        req.generated[request] = req.outputs[request]
-        self.reserved -= req.contexts[request]
-        self.admitted -= 1
-        self.load -= 1
-
     def close(self, horizon_hours: float) -> None:
         """At the horizon: the cut iteration or run; tokens of the sequences decoding."""
-        req = self.req
+        req, counter = self.req, self.counter
         if self.end < math.inf:  # in progress at the horizon: begun before it, ends at or after
-            if self.run_steps:  # a decode run: count the iterations that ended before it
+            if self.run_steps:  # a run: count the iterations that ended before it
                 # (its last iteration, the one the horizon cuts, is never one of them)
                 done = min(self._boundary(horizon_hours) - 1, self.run_steps - 1)
-                ended = self._run_end(done) if done else self.begun
-                self._end_run(done, ended)  # completes nothing: a run completes at its end
-                self.counter.iterations += 1  # the cut iteration, begun before the horizon
+                # they complete nothing: a run completes sequences only at its end
+                counter.iterations += done + 1  # and the cut one, begun before the horizon
+                counter.tokens += self.decode_batch * done
+                self.decode_steps += done
+                self.run_steps = 0
             self.busy_hours += horizon_hours - self.begun
         for _, request in self.decoding:
             req.generated[request] = 1 + self.decode_steps - req.joined_step[request]

@@ -14,10 +14,10 @@ coefficients once; each iteration then costs a handful of multiplications.
 Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbps`` [TB/s],
 ``interconnect_gbps`` [GB/s] as in :class:`accelsim.catalog.Chip`.
 
-The formulas live in three private modules, re-exported here: ``_iteration`` (iteration
+The formulas live in private modules, re-exported here: ``_iteration`` (iteration
 time, decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput),
-``_load`` (latency under load, SLO capacity) and ``_disaggregated`` (prefill and decode
-replicas on separate pools).
+``_load`` (latency under load, SLO capacity), ``_disaggregated`` (prefill and decode
+replicas on separate pools) and ``_runs`` (runs of iterations in closed form, for the DES).
 """
 
 from __future__ import annotations
@@ -55,10 +55,12 @@ from accelsim.models.serving._memory import (
     throughput_at_batch,
     weight_bytes,
 )
+from accelsim.models.serving._runs import IterationRun, run_seconds, scalar_iteration_run
 
 __all__ = [
     "DecodeLatency",
     "IterationCost",
+    "IterationRun",
     "LoadLatency",
     "PrefillLatency",
     "SloCapacity",
@@ -77,7 +79,9 @@ __all__ = [
     "offline_tokens_per_s",
     "prefill_latency",
     "prefill_seconds",
+    "run_seconds",
     "scalar_decode_stretch_seconds",
+    "scalar_iteration_run",
     "scalar_iteration_seconds",
     "slo_capacity_rps",
     "throughput_at_batch",

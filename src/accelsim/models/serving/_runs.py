@@ -1,0 +1,120 @@
+"""Iteration runs for the request DES: consecutive iterations of a fixed batch, in closed form.
+
+Part of :mod:`accelsim.models.serving` (import the names from there). A *run* is a
+replica's iterations between two changes of its batch: the same ``decode_batch`` sequences
+decode one token each per iteration, and the same prompt, if any, is prefilled
+``prefill_tokens`` at a time (full chunks of a chunked prefill). Iteration ``i`` (from 0)
+then holds ``kv_tokens + decode_batch·i`` cached tokens and its prefilled tokens attend to
+``prefill_context_tokens + prefill_tokens·i`` tokens each, so every term of
+:func:`~accelsim.models.serving.iteration_seconds` is affine in ``i``, and the run's time
+has a closed form (:func:`~accelsim.models.serving.decode_stretch_seconds` is the
+decode-only case). A DES times one run at several lengths (its end; when an arrival cuts
+it, the few boundaries around the arrival), so :func:`scalar_iteration_run` computes the
+terms that depend on the batch once and :func:`run_seconds` the time of the run's first
+``iterations`` from them, in a few float operations.
+
+Units: seconds [s], tokens [tokens], iterations [count].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from accelsim.models.serving._iteration import IterationCost
+
+IterationRun = tuple[float, float, float, float, int, float]
+"""A run's prepared terms ``(first0, first1, then0, then1, leading, per_iteration)``: the
+roofline time of iteration ``i`` is ``first0 + first1·i`` for ``i < leading`` and
+``then0 + then1·i`` after (it switches side at most once), plus ``per_iteration`` (tensor-
+parallel traffic and overhead). [s]"""
+
+# "the roofline never switches side": more iterations than any run holds
+_NEVER = 1 << 62
+
+
+def scalar_iteration_run(
+    cost: IterationCost,
+) -> Callable[[int, int, int, float], IterationRun]:
+    """Prepare runs of one run's replica: ``f(decode_batch, kv_tokens, prefill_tokens,
+    prefill_context_tokens) -> IterationRun``, for :func:`run_seconds`.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        Coefficients of one run (every field of shape ``()`` or size 1).
+
+    Returns
+    -------
+    callable
+        ``f(decode_batch, kv_tokens, prefill_tokens, prefill_context_tokens)``: the terms of
+        a run decoding ``decode_batch`` sequences [count] that hold ``kv_tokens`` cached
+        tokens in its first iteration [tokens], and prefilling ``prefill_tokens`` prompt
+        tokens per iteration [tokens] (0: decode only) attending to
+        ``prefill_context_tokens`` tokens each in the first iteration, one chunk more in
+        each next [tokens]. At least one token per iteration.
+
+    Notes
+    -----
+    With ``n = decode_batch + prefill_tokens`` fixed, iteration ``i``'s compute time
+    ``c0 + c1·i`` and memory time ``m0 + m1·i`` are affine in ``i`` (``c1`` from the
+    ``decode_batch`` new cached tokens and ``prefill_tokens²`` new prefill context pairs per
+    iteration, ``m1`` from the new cached tokens; the MoE weight share is constant), so the
+    roofline ``max`` switches side at most once, at ``i* = (m0 − c0) / (c1 − m1)``. Ties go
+    to compute, as in :func:`iteration_seconds`. The run's time is one affine sum on each
+    side of ``i*`` plus ``iterations · per_iteration``. Decode-only runs
+    (``prefill_tokens = 0``) give :func:`scalar_decode_stretch_seconds` bit for bit; the
+    oracle in general is the sum of :func:`iteration_seconds` over the run, equal to float
+    rounding (a few 1e-16 relative).
+
+    Examples
+    --------
+    >>> from accelsim.models.serving import iteration_cost, scalar_decode_stretch_seconds
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.001)
+    >>> run = scalar_iteration_run(c)(8, 800, 0, 0.0)
+    >>> run_seconds(run, 100) == scalar_decode_stretch_seconds(c)(8, 800, 100)
+    True
+    """
+    flops_per_token = float(cost.flops_per_token)
+    attention = float(cost.attention_flops_per_context_token)
+    untouched = 1.0 - float(cost.active_fraction)
+    weight = float(cost.weight_bytes)
+    kv_bytes = float(cost.kv_bytes_per_token)
+    s_flop = float(cost.seconds_per_flop)
+    s_byte = float(cost.seconds_per_byte)
+    comm = float(cost.comm_seconds_per_token)
+    overhead = float(cost.overhead_seconds)
+
+    def run(decode: int, kv: int, prefill: int, context: float) -> IterationRun:
+        n = decode + prefill
+        compute0 = (flops_per_token * n + attention * (kv + prefill * context)) * s_flop
+        compute1 = attention * (decode + prefill * prefill) * s_flop
+        memory0 = (weight * (1.0 - untouched**n) + kv_bytes * kv) * s_byte
+        memory1 = kv_bytes * decode * s_byte
+        gap0, gap1 = compute0 - memory0, compute1 - memory1
+        if gap0 >= 0.0:  # compute-bound first, until the gap turns negative
+            leading = _NEVER if gap1 >= 0.0 else max(math.floor(-gap0 / gap1) + 1, 0)
+            return compute0, compute1, memory0, memory1, leading, comm * n + overhead
+        # memory-bound first, until the gap reaches 0
+        leading = _NEVER if gap1 <= 0.0 else max(math.ceil(-gap0 / gap1), 0)
+        return memory0, memory1, compute0, compute1, leading, comm * n + overhead
+
+    return run
+
+
+def run_seconds(run: IterationRun, iterations: int) -> float:
+    """Time of the first ``iterations`` iterations (>= 0, whole) of a prepared run. [s]"""
+    first0, first1, then0, then1, leading, per_iteration = run
+    if leading > iterations:
+        leading = iterations
+    before = leading * first0 + first1 * (leading * (leading - 1) / 2.0)
+    after = (iterations - leading) * then0 + then1 * (
+        (iterations * (iterations - 1) - leading * (leading - 1)) / 2.0
+    )
+    roofline = before + after
+    return roofline + iterations * per_iteration
+
+
+__all__ = ["IterationRun", "run_seconds", "scalar_iteration_run"]
