@@ -247,6 +247,20 @@ def _term_share_on_a_background_pool() -> acs.Scenario:
     return scenario("shared_training", fleet=fleet)
 
 
+def _spot_on_a_lone_runs_second_pool() -> acs.Scenario:
+    fleet = [_pool(), _pool("spot_preemptions_per_hour")]
+    a = acs.Assumptions(spot_preemptions_per_hour=1e-4)
+    return scenario("training", fleet=fleet, assumptions=a)
+
+
+def _term_share_on_a_lone_runs_second_pool() -> acs.Scenario:
+    fleet = [
+        _pool(),
+        acs.Pool(chip="h100-sxm", count=64, provider="gcp", pricing="commit_1y", term_share=0.5),
+    ]
+    return scenario("training", fleet=fleet)
+
+
 def _unpriced_on_prem_electricity() -> acs.Scenario:
     pool = acs.Pool(chip="h100-sxm", count=64, provider=None, pricing="on_prem")
     return scenario(
@@ -311,6 +325,18 @@ REFUSED: list[tuple[str, Any, str, str]] = [
         _term_share_on_a_background_pool,
         r"fleet\[1\]\.term_share",
         r"remove it",
+    ),
+    (
+        "spot rate with a lone run's first pool not spot",
+        _spot_on_a_lone_runs_second_pool,
+        r"assumptions\.spot_preemptions_per_hour applies to spot pools and the training run's",
+        r"use pricing spot",
+    ),
+    (
+        "term_share on a lone run's second pool",
+        _term_share_on_a_lone_runs_second_pool,
+        r"fleet\[1\]\.term_share",
+        r"pays for its first pool only",
     ),
     (
         "electricity on an unpriced on-prem pool",

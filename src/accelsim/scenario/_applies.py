@@ -157,12 +157,19 @@ def _assumptions(scenario: Scenario, where: Situation) -> Iterator[str]:
             yield (
                 f"assumptions.{name} applies to {users}; {_WHAT[where]} does not use it: remove it"
             )
-    spot = any(p.pricing == "spot" for p in scenario.fleet)
+    # a training run alone trains on its first pool only: the others' pricing is not read
+    simulated = scenario.fleet[:1] if where == "training" else scenario.fleet
+    spot = any(p.pricing == "spot" for p in simulated)
+    whose = (
+        "the training run's pool (the first) is not one"
+        if len(simulated) < len(scenario.fleet)
+        else "the fleet has none"
+    )
     for name in ("spot_preemptions_per_hour", "spot_return_hours"):
         if getattr(a, name) is not None and not spot:
             yield (
-                f"assumptions.{name} applies to spot pools and the fleet has none: "
-                f"remove it or use pricing spot"
+                f"assumptions.{name} applies to spot pools and {whose}: remove it or use "
+                f"pricing spot"
             )
 
 
@@ -279,4 +286,6 @@ def _pool_unbilled(scenario: Scenario, where: Situation, pool: Pool) -> str:
         return "it is unpriced"
     if where == "stream":
         return "another pool is unpriced, so the fleet's costs are not reported"
+    if where == "training":
+        return "a training run alone trains on and pays for its first pool only"
     return "a training run pays for its first pool only; the others run its background"
