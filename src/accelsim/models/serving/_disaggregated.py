@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim._typing import ArrayLike, BoolArray, FloatArray
+from accelsim.models._poisson import poisson_quantile
 from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
 from accelsim.models.serving._load import (
-    _poisson_quantile,
     _solve_iteration,
     mg1_wait_moments,
 )
@@ -198,7 +198,7 @@ def decode_latency(
     inp, out, limit = _f(input_tokens), _f(output_tokens), _f(batch_limit)
     t, overflow = _solve_iteration(cost, rate, inp, out, limit, prefill_share=0.0)
     batch = rate * out * t
-    tail_batch = 1.0 + _poisson_quantile(_f(percentile), np.maximum(batch, 1e-12))
+    tail_batch = 1.0 + poisson_quantile(_f(percentile), np.maximum(batch, 1e-12))
     tail = iteration_seconds(cost, tail_batch, 0.0, tail_batch * (inp + out / 2.0), 0.0)
     return DecodeLatency(
         decode_batch=_f(batch),
