@@ -244,3 +244,14 @@ def test_a_traces_user_column_gives_per_team_metrics(tmp_path: Path) -> None:
     # team a's jobs are 4x larger: about 4x the chip-hours of team b's
     ratio = res.samples("chip_hours.lab.a_1") / res.samples("chip_hours.lab.b")
     assert ((ratio > 3.0) & (ratio < 5.0)).all()
+
+
+def test_a_mix_is_checked_before_any_run() -> None:
+    """simulate() refuses a mix's stream over the job cap before simulating, naming it, and
+    warns of an overloaded stream once, in the caller's process."""
+    busy = RESEARCH.model_copy(update={"interarrival_hours": acs.Exponential(mean=0.1)})
+    with pytest.warns(acs.engines.OverloadWarning, match="org:research"):
+        acs.simulate(org([busy], horizon_days=1), runs=1, seed=0)
+    flood = RESEARCH.model_copy(update={"interarrival_hours": 1e-3})
+    with pytest.raises(acs.AccelsimError, match=r"org:research.*above the cap"):
+        acs.simulate(org([flood], horizon_days=1000), runs=1, seed=0)

@@ -20,7 +20,7 @@ from accelsim.engines._offers import spot_preemption_prior
 from accelsim.engines.des import TRACE_COLUMNS, JobSpec, read_trace
 from accelsim.engines.des._streams import MAX_JOBS
 from accelsim.errors import AccelsimError
-from accelsim.scenario import JobStream, Pool, Scenario, Trace, TrainingRun
+from accelsim.scenario import JobStream, Pool, Scenario, Trace, TrainingRun, mix_part
 
 _HOURS_PER_DAY = 24.0
 
@@ -99,6 +99,13 @@ def check_runnable(
     AccelsimError
         Naming the scenario, the cause and the limit.
     """
+    if scenario.workloads is not None:
+        # a mix: each stream or trace on the fleet, as the scenario it would be alone
+        for i, part in enumerate(scenario.workloads):
+            if isinstance(part, JobStream | Trace):
+                alone = mix_part(scenario, i)
+                check_runnable(alone, cat, max_jobs_per_run=max_jobs_per_run, warn=warn)
+        return
     work = scenario.workload
     where = "workload"
     if isinstance(work, TrainingRun):

@@ -45,7 +45,10 @@ down). Hardware and energy are charged back in proportion to chip-hours held, th
 chip-hours spread in the same proportion (``chargeback_usd.<name>``; over the whole fleet,
 so with pools of different prices a workload pays the fleet's mean price per chip-hour),
 so the chargebacks sum to the fleet's hardware and energy cost; a run in which no workload
-held a chip charges it to ``unattributed_usd``.
+held a chip charges it to ``unattributed_usd``. A trace with a ``user`` column is split into
+teams, each a class of its own (``chip_hours.<trace>.<team>``,
+``chargeback_usd.<trace>.<team>``, ``<trace>.<team>.mean_wait_hours``) adding up to the
+trace's.
 
 Metric names: fleet-wide names as usual (``tco_usd``, ``hardware_cost_usd``, ...), each
 workload's own prefixed by its name and a dot (``research.mean_wait_hours``), the
@@ -408,11 +411,9 @@ def simulate_mixed_block(
     if scenario.workloads is None:
         raise TypeError(f"scenario {scenario.name!r} has one workload, not workloads=[...]")
     plan = as_plan(plan)
+    # (simulate() checked it, and warned, before any block: a worker's warning is lost)
+    check_runnable(scenario, cat, max_jobs_per_run=options.max_jobs_per_run, warn=False)
     mix = _Mix(scenario, cat, plan, (start, stop), options)
-    for i in mix.streams:
-        check_runnable(
-            mix.parts[i], cat, max_jobs_per_run=options.max_jobs_per_run, warn=start == 0
-        )
     kept = _Kept(options)
     for k in range(stop - start):
         mix.simulate(k, kept)
