@@ -10,6 +10,9 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
+import numpy.typing as npt
+
+from accelsim._typing import ArrayLike, FloatArray
 
 SeedLike = int | np.random.SeedSequence | None
 
@@ -62,4 +65,53 @@ def stream(root: np.random.SeedSequence, *key: int | str) -> np.random.Generator
     return np.random.Generator(np.random.PCG64(child(root, *key)))
 
 
-__all__ = ["SeedLike", "as_seed_sequence", "child", "key_of", "stream"]
+# SplitMix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number generators",
+# OOPSLA 2014): its state after ``i`` steps is ``key + i * gamma``, so its ``i``-th output
+# is one mixing of that, for any ``i`` at once; it passes TestU01's BigCrush.
+_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix64(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """SplitMix64's output function (Stafford's Mix13), in place on a uint64 array."""
+    z ^= z >> np.uint64(30)
+    z *= _MIX1
+    z ^= z >> np.uint64(27)
+    z *= _MIX2
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def addressed_uniforms(seq: np.random.SeedSequence, index: ArrayLike) -> FloatArray:
+    """U(0, 1) variates addressed by ``index`` (integers >= 0) in the stream ``seq``.
+
+    The value at an index depends only on ``seq`` and that index, not on which other
+    indices are asked for, so a draw of variable length per run (one value per event of the
+    run, say) can be addressed by ``(run, event)`` and a chunk of runs takes its own values
+    only, at a cost proportional to their number. Value ``i`` is SplitMix64's ``i``-th
+    output for a key from ``seq``, mixed once more with a second key from ``seq`` (two
+    streams whose SplitMix64 sequences overlap still give unrelated values); the top 53
+    bits make a float on the grid ``j / 2**53`` of ``[0, 1)``, as ``Generator.random``.
+    Oracles: uniformity and independence of neighbouring indices and of streams
+    (chi-square), in tests/unit/test_seeding.py.
+
+    Examples
+    --------
+    >>> root = as_seed_sequence(7)
+    >>> u = addressed_uniforms(child(root, "x"), np.arange(5))
+    >>> bool((addressed_uniforms(child(root, "x"), np.array([3])) == u[3]).all())
+    True
+    """
+    key, salt = seq.generate_state(2, np.uint64)
+    z = np.array(index, dtype=np.uint64, ndmin=1)
+    z *= _GAMMA  # arithmetic modulo 2**64, as SplitMix64's
+    z += key
+    z = _mix64(z)
+    z ^= salt
+    z = _mix64(z)
+    z >>= np.uint64(11)
+    return np.asarray(z * 2.0**-53, dtype=float).reshape(np.shape(index))
+
+
+__all__ = ["SeedLike", "addressed_uniforms", "as_seed_sequence", "child", "key_of", "stream"]

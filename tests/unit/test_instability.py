@@ -11,8 +11,12 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import special, stats
 
 from accelsim.catalog import priors
+from accelsim.models import instability
 from accelsim.models.instability import (
     expected_instability_days,
     lognormal_params,
@@ -106,19 +110,113 @@ def test_the_engine_reports_instability_inside_training_days() -> None:
 
 
 def test_rollback_days_by_inversion_has_the_compound_poisson_mean() -> None:
-    """The engine's inverse-transform form (one uniform per run for the count, one per
-    event) has the closed-form mean r D m exp(s^2/2), within 5 standard errors, and the
-    zero-event share is exp(-r D). (That a run's draw does not depend on its chunk is held
-    by tests/unit/test_study_des.py: the DES runs sub-block chunks and must equal the
-    analytic engine run for run.)"""
-    from accelsim.models import instability
-
+    """The engine's inverse-transform form (one uniform per run for the count, one addressed
+    uniform per event) has the closed-form mean r D m exp(s^2/2) and variance
+    r D m^2 exp(2 s^2), within 5 standard errors, and the zero-event share is exp(-r D)."""
     rng = np.random.default_rng(11)
     n, d, r, m, s = 200_000, 40.0, 0.1, 0.3, 1.0
     counts = instability.event_counts(rng.random(n), d, r)
-    k = int(counts.max())
-    days = instability.rollback_days(counts, rng.random((k, n)), rng.random(n), m, s)
+    events = instability.event_uniforms(np.random.SeedSequence(4), 0, counts)
+    days = instability.rollback_days(counts, events, rng.random(n), m, s)
     mean = float(instability.expected_instability_days(d, r, m, s))
     se = days.std(ddof=1) / np.sqrt(n)
     assert abs(days.mean() - mean) <= 5 * se
+    assert days.var() == pytest.approx(r * d * m**2 * math.exp(2 * s**2), rel=0.15)
     assert abs(np.mean(counts == 0) - np.exp(-r * d)) <= 5 * np.sqrt(np.exp(-r * d) / n)
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "r", "m", "s"), [(100_000, 40.0, 0.1, 0.3, 1.0), (10_000, 60.0, 3.0, 0.1, 1.25)]
+)
+def test_the_engines_draws_have_the_law_of_a_direct_sampler(
+    n: int, d: float, r: float, m: float, s: float
+) -> None:
+    """Two-sample KS: the engine's form (Poisson quantile of a uniform, addressed event
+    uniforms) against numpy's Poisson and log-normal drawn directly, ``n`` runs each; a
+    correct pair fails with probability 1e-4. The second case, ~180 events a run, exercises
+    runs with many events."""
+    rng = np.random.default_rng(21)
+    counts = instability.event_counts(rng.random(n), d, r)
+    events = instability.event_uniforms(np.random.SeedSequence(8), 1_000, counts)
+    engine = instability.rollback_days(counts, events, 0.5, m, s)
+    direct_counts = rng.poisson(r * d, n)
+    costs = rng.lognormal(math.log(m), s, int(direct_counts.sum()))
+    direct = np.bincount(np.repeat(np.arange(n), direct_counts), costs, minlength=n)
+    assert stats.ks_2samp(engine, direct).pvalue > 1e-4
+
+
+def test_rollback_days_is_the_sum_of_each_runs_event_costs() -> None:
+    """Brute force, run by run and event by event, with per-run medians and sigmas."""
+    rng = np.random.default_rng(2)
+    counts = np.array([0.0, 3.0, 1.0, 0.0, 5.0])
+    m, s = rng.uniform(0.1, 1.0, 5), rng.uniform(0.0, 1.5, 5)
+    u = rng.random(int(counts.sum()))
+    u[0] = 0.0  # the 2**-53 chance of a zero uniform: no cost, even at s = 0
+    got = instability.rollback_days(counts, u, 0.5, m, s)
+    want, at = [], 0
+    for i, c in enumerate(counts.astype(int)):
+        total = 0.0
+        for x in u[at : at + c]:
+            total += 0.0 if x == 0.0 else m[i] * math.exp(s[i] * float(special.ndtri(x)))
+        want.append(total)
+        at += c
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    with pytest.raises(ValueError, match="event uniforms"):
+        instability.rollback_days(counts, u[:-1], 0.5, m, s)
+
+
+@given(
+    counts=st.lists(st.integers(0, 600), min_size=1, max_size=40),
+    first=st.integers(0, 10**9),
+    cut=st.integers(0, 40),
+)
+def test_a_runs_event_uniforms_do_not_depend_on_its_chunk(
+    counts: list[int], first: int, cut: int
+) -> None:
+    """Runs [first, first + n) in one chunk or two give each run the same event uniforms;
+    runs above 512 events (the normal limit) take none."""
+    seq = np.random.SeedSequence(5)
+    c = np.array(counts, dtype=float)
+    cut = min(cut, c.size)
+    whole = instability.event_uniforms(seq, first, c)
+    parts = np.concatenate(
+        [
+            instability.event_uniforms(seq, first, c[:cut]),
+            instability.event_uniforms(seq, first + cut, c[cut:]),
+        ]
+    )
+    assert np.array_equal(whole, parts)
+    assert whole.size == int(np.sum(c[c <= instability.EXACT_EVENTS_MAX]))
+
+
+def test_the_engines_rollbacks_do_not_depend_on_the_chunking() -> None:
+    """engines._analytic._instability_hours on runs [0, 5000) at once and in chunks that
+    cut blocks (as the DES does): bit-identical, at rates where some runs have > 512
+    events (the normal limit, its own stream)."""
+    from types import SimpleNamespace
+
+    from accelsim.engines._analytic import _instability_hours
+    from accelsim.engines._inputs import InputDraws
+
+    root = np.random.SeedSequence(9)
+    n = 5000
+    rng = np.random.default_rng(0)
+    hours = rng.uniform(0.0, 24.0 * 400.0, n)
+    rate = rng.lognormal(math.log(0.3), 1.5, n)
+
+    def lost(start: int, stop: int) -> np.ndarray:  # type: ignore[type-arg]
+        # the two fields the rollback step reads of a TrainingInputs
+        inputs = SimpleNamespace(
+            instability_events_per_day=rate[start:stop], instability_event_days=(0.04, 2.0)
+        )
+        draws = InputDraws(root, start, stop, total_runs=n)
+        return _instability_hours(inputs, hours[start:stop], draws)  # type: ignore[arg-type]
+
+    whole = lost(0, n)
+    counts = instability.event_counts(
+        InputDraws(root, 0, n).uniforms("instability.events"), hours / 24.0, rate
+    )
+    assert np.any(counts > instability.EXACT_EVENTS_MAX)
+    assert np.all((whole > 0.0) == (counts > 0.0))
+    pieces = np.concatenate([lost(a, b) for a, b in ((0, 700), (700, 4100), (4100, n))])
+    assert np.array_equal(whole, pieces)

@@ -33,6 +33,7 @@ from accelsim.engines._training_inputs import (
 )
 from accelsim.models import engineering, instability, perf, reliability
 from accelsim.scenario import Scenario, TrainingPhase, TrainingRun
+from accelsim.seeding import child
 
 _HOURS_PER_DAY = 24.0
 # Share of HBM that training state may fill; the rest holds activations and buffers. A
@@ -252,8 +253,9 @@ def _instability_hours(
     """Hours lost to loss-spike and divergence rollbacks over ``hours`` of training
     (:func:`accelsim.models.instability.rollback_days`). [h]
 
-    Every run takes its count and its events' costs from its own uniforms of named streams
-    (``instability.events``, ``instability.event.<j>``), not from a per-block generator:
+    Every run takes its count from its own uniform of the input stream
+    ``instability.events`` and its events' costs from uniforms addressed by its run index
+    (:func:`accelsim.models.instability.event_uniforms`), not from a per-block generator:
     the DES training path runs chunks smaller than a block, and a run's loss must not
     depend on the chunk it falls in (bit-identical results whatever the chunking).
     """
@@ -263,11 +265,11 @@ def _instability_hours(
     median, sigma = instability.lognormal_params(*inputs.instability_event_days)
     days = hours / _HOURS_PER_DAY
     counts = instability.event_counts(draws.uniforms("instability.events" + stream), days, rate)
-    k = int(min(counts.max(initial=0.0), instability.EXACT_EVENTS_MAX))
-    events = np.empty((k, hours.size))
-    for j in range(k):
-        events[j] = draws.uniforms(f"instability.event.{j}{stream}")
-    tail = draws.uniforms("instability.tail" + stream) if k == instability.EXACT_EVENTS_MAX else 0.5
+    events = instability.event_uniforms(
+        child(draws.root, "instability.event" + stream), draws.start, counts
+    )
+    many = counts.max(initial=0.0) > instability.EXACT_EVENTS_MAX
+    tail = draws.uniforms("instability.tail" + stream) if many else 0.5
     lost = instability.rollback_days(counts, events, tail, median, sigma)
     return lost * _HOURS_PER_DAY
 

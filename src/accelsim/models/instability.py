@@ -15,9 +15,11 @@ with a heavy (log-normal) right tail.
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
-from accelsim._typing import ArrayLike, FloatArray
+from accelsim._typing import ArrayLike, FloatArray, IntArray
+from accelsim.models._poisson import poisson_quantile
+from accelsim.seeding import addressed_uniforms
 
 _Z95 = 1.6448536269514722  # Phi^-1(0.95): the catalog's 5-95 % convention for log-normals
 # Above this many events in one run, that run's sum is drawn from its normal limit (mean
@@ -147,8 +149,8 @@ def sample_instability_days(
         _f(training_days), _f(events_per_day), _f(event_median_days), _f(event_sigma)
     )
     counts = event_counts(rng.random(d.shape), d, r)
-    k = int(min(counts.max(initial=0.0), EXACT_EVENTS_MAX))
-    days = rollback_days(counts, rng.random((k, *d.shape)), rng.random(d.shape), m, s)
+    events = rng.random(int(exact_events(counts).sum()))
+    days = rollback_days(counts, events, rng.random(d.shape), m, s)
     return days, counts
 
 
@@ -167,9 +169,43 @@ def event_counts(
     [0.0, 14.0]
     """
     mean = np.maximum(_f(training_days) * _f(events_per_day), 0.0)
-    with np.errstate(invalid="ignore"):
-        counts = stats.poisson.ppf(_f(uniforms), mean)
-    return np.asarray(np.maximum(np.where(mean > 0.0, counts, 0.0), 0.0), dtype=float)
+    return poisson_quantile(uniforms, mean)
+
+
+def exact_events(counts: ArrayLike) -> IntArray:
+    """Events of each run drawn one by one: its count, or 0 above ``EXACT_EVENTS_MAX`` (that
+    run's sum comes from the normal limit). [count]
+
+    Examples
+    --------
+    >>> exact_events([0.0, 3.0, 600.0]).tolist()
+    [0, 3, 0]
+    """
+    n = _f(counts)
+    return np.where(n <= EXACT_EVENTS_MAX, n, 0.0).astype(np.int64)
+
+
+def event_uniforms(seq: np.random.SeedSequence, first_run: int, counts: ArrayLike) -> FloatArray:
+    """The U(0, 1) variate of every event drawn one by one, run after run, each addressed by
+    its run's index in the study and its own index in the run.
+
+    Event ``j`` of run ``first_run + i`` (the ``i``-th of ``counts``) takes the value at
+    index ``(first_run + i) * EXACT_EVENTS_MAX + j`` of the stream ``seq``
+    (:func:`accelsim.seeding.addressed_uniforms`), so a run's events do not depend on the
+    other runs of its chunk, and only the events that happened cost a draw. Laid out as
+    :func:`rollback_days` reads them: run 0's events, then run 1's, ...
+
+    Examples
+    --------
+    >>> seq = np.random.SeedSequence(1)
+    >>> whole = event_uniforms(seq, 0, [2.0, 1.0, 3.0])
+    >>> bool((event_uniforms(seq, 2, [3.0]) == whole[3:]).all())
+    True
+    """
+    n = exact_events(counts).ravel()
+    run = np.repeat(np.arange(n.size, dtype=np.int64), n)
+    event = np.arange(run.size, dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    return addressed_uniforms(seq, (run + first_run) * EXACT_EVENTS_MAX + event)
 
 
 def rollback_days(
@@ -181,29 +217,38 @@ def rollback_days(
 ) -> FloatArray:
     """Days lost by each run to its ``counts`` instability events, by inverse transform. [d]
 
-    ``event_uniforms[j]`` (shape ``(k, runs)``) is the U(0, 1) variate of every run's
-    ``j``-th event, for ``j < k``, and ``k`` at least ``min(max(counts), 512)``; event ``j``
-    costs ``m exp(s Phi^-1(u_j))``. A run with more than 512 events takes its sum from the
-    normal limit given its count (``N E[X]``, ``N Var[X]``) at ``Phi^-1(tail_uniforms)``,
-    clipped at 0. Each run's loss depends only on its own uniforms.
+    ``event_uniforms`` holds the U(0, 1) variate of every event of the runs with at most
+    ``EXACT_EVENTS_MAX`` (512) events, run after run (:func:`exact_events` of each run: run
+    0's events first; e.g. :func:`event_uniforms`); event ``j`` costs ``m exp(s Phi^-1(u_j))``
+    (no cost where ``u_j = 0``, probability ``2**-53``). A run with more than 512 events
+    takes its sum from the normal limit given its count (``N E[X]``, ``N Var[X]``) at
+    ``Phi^-1(tail_uniforms)``, clipped at 0. Each run's loss depends only on its own
+    uniforms. ``event_median_days`` and ``event_sigma`` broadcast to ``counts``.
 
     Examples
     --------
-    >>> float(rollback_days([2.0], [[0.5], [0.5]], [0.5], 0.25, 1.0)[0])
+    >>> float(rollback_days([2.0], [0.5, 0.5], [0.5], 0.25, 1.0)[0])
     0.5
     """
     n = _f(counts)
-    u = _f(event_uniforms).reshape(-1, *n.shape)
+    per_run = exact_events(n).ravel()
+    u = _f(event_uniforms).ravel()
+    if u.size != per_run.sum():
+        raise ValueError(f"{u.size} event uniforms for {per_run.sum()} events drawn one by one")
     m, s = _f(event_median_days), _f(event_sigma)
+    run = np.repeat(np.arange(per_run.size), per_run)
+
+    def per_event(x: FloatArray) -> FloatArray:
+        return x if x.ndim == 0 else np.broadcast_to(x, n.shape).ravel()[run]
+
+    with np.errstate(invalid="ignore"):  # u = 0 and s = 0: 0 * -inf, no cost below
+        costs = per_event(m) * np.exp(per_event(s) * special.ndtri(u))
+    costs[u == 0.0] = 0.0
+    days = np.asarray(np.bincount(run, costs, minlength=per_run.size), dtype=float)
+    days = days.reshape(n.shape)
     exact = n <= EXACT_EVENTS_MAX
-    index = np.arange(u.shape[0]).reshape(-1, *([1] * n.ndim))
-    used = (index < np.where(exact, n, 0.0)) & (u > 0.0)
-    # The quantile only where an event happened: most runs have a few of the k rows.
-    costs = np.zeros(u.shape)
-    costs[used] = np.broadcast_to(m, u.shape)[used] * np.exp(
-        np.broadcast_to(s, u.shape)[used] * special.ndtri(u[used])
-    )
-    days = np.sum(costs, axis=0)
+    if exact.all():
+        return days
     mean_x = m * np.exp(0.5 * s**2)
     var_x = m**2 * np.exp(s**2) * np.expm1(s**2)
     limit = n * mean_x + np.sqrt(n * var_x) * special.ndtri(_f(tail_uniforms))
@@ -213,6 +258,8 @@ def rollback_days(
 __all__ = [
     "EXACT_EVENTS_MAX",
     "event_counts",
+    "event_uniforms",
+    "exact_events",
     "expected_instability_days",
     "lognormal_params",
     "rollback_days",
