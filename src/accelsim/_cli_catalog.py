@@ -88,7 +88,14 @@ def catalog_(
         for o in sorted(offers, key=lambda o: (o.provider, o.chip, o.pricing))
     ]
     header = ("provider", "chip", "pricing", "USD/chip-h", "as of", "source")
-    _show(Table(header, _cells(rows)))
+    # a capacity block is bought by the window: say which windows each one is sold in
+    windows = [
+        f"capacity-block windows of {o.provider} {o.chip}: {o.block.describe()} "
+        f"({o.block.source}, as of {o.block.as_of})"
+        for o in sorted(offers, key=lambda o: (o.provider, o.chip, o.region or ""))
+        if o.block is not None
+    ]
+    _show(Table(header, _cells(rows), note="\n".join(windows)))
 
 
 def _cells(rows: Sequence[Sequence[object]]) -> tuple[tuple[str, ...], ...]:

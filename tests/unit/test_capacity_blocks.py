@@ -194,3 +194,20 @@ def test_the_report_names_the_window_a_block_is_paid_by() -> None:
     info_only = acs.simulate(training, runs=2, seed=1)
     (unnamed,) = prices({"t": info_only}, {})  # from the result's info: the window is unknown
     assert unnamed.price.endswith(", in blocks paid whole")
+
+
+def test_the_cli_price_listing_names_the_windows_of_each_block(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from accelsim.cli import main
+
+    assert main(["catalog", "prices", "--provider", "aws"]) == 0
+    out = capsys.readouterr().out
+    blocks = acs.catalog.offers(provider="aws", pricing="capacity_block")
+    assert blocks
+    for offer in blocks:
+        assert offer.block is not None
+        line = f"capacity-block windows of aws {offer.chip}: {offer.block.describe()}"
+        assert line in out
+    assert main(["catalog", "prices", "--provider", "gcp"]) == 0
+    assert "capacity-block windows" not in capsys.readouterr().out  # GCP sells none here
