@@ -7,39 +7,9 @@ drawn by it when set (it appears in ``Result.inputs``), and every ``assumptions.
 engine draws with nothing set is one the table says it reads. Each (field, situation) the
 table says is not read is refused with an error naming the field and what to do.
 
-The other fields, by model (the situations: a training run alone, a training run with a
-background, a job stream or trace, a serving endpoint):
-
-==========================  =========================================================
-Field                       Read by / rule
-==========================  =========================================================
-Scenario.horizon_days       streams, traces, backgrounds (the window); serving (equal to
-                            its own); a training run alone: refused, its horizon is
-                            ``TrainingRun.horizon_days``
-Scenario.warmup_days        with a window; a training run alone: refused; serving: 0
-Scenario.scheduler          the shared-cluster DES; a training run alone or serving:
-                            refused unless the default
-Scenario.background         training runs only (refused otherwise)
-Scenario.credits            every priced study; refused where no cost is reported
-                            (an unpriced pool). A credit outside the pools' provider or
-                            chip is NOT refused: credits are an organisation's, reused
-                            across the options of a comparison; ``credits_usd`` shows 0
-Scenario.fleet              every pool in streams and backgrounds; a training run alone
-                            uses the first (documented on ``Scenario.fleet`` and tested in
-                            test_study_des.py; not refused here, see the report of issue
-                            15)
-Scenario.description        free text for the reader, by design
-Pool.term_share             refused on a pool whose cost is not reported (unpriced, a
-                            stream fleet with an unpriced pool, a background's pool)
-TrainingRun.global_batch_   the scaling model; refused with ``assumptions.mfu``, which
-tokens (and phases')        replaces it
-TrainingRun.layers,         attention FLOPs and the pipeline layout; refused with both
-seq_len, d_model            ``flops`` and ``assumptions.mfu``
-TrainingRun.sharding        the memory-fit check (its documented purpose)
-JobStream.priority          schedulers priority, priority_preemptive; refused otherwise
-Trace.columns priority      the same; ``estimate``: scheduler backfill only
-Serving.router              the request DES only: refused by ``simulate`` on the fast path
-==========================  =========================================================
+The other fields are in :data:`FIELDS`, one entry per field of every scenario model (a test
+holds it to the models, so a new field must be placed): where it is read, or the rule that
+refuses it where it is not.
 
 Deliberately not refused: ``repair_hours`` and ``spot_return_hours`` on a training run. The
 training engines do not read them yet; issue 14 (preemption policies, spare nodes) makes
@@ -60,6 +30,133 @@ from pydantic import ValidationError
 import accelsim as acs
 from accelsim.engines import OverloadWarning
 from accelsim.scenario._applies import ASSUMPTION_READERS, Situation
+
+_EVERY = "every engine"
+_REPLICA_FIELDS = (
+    "kind", "model", "params", "active_params", "layers", "d_model", "kv_heads", "head_dim",
+    "precision", "kv_precision", "chips_per_replica", "kv_share", "max_batch",
+    "prefill_chunk_tokens",
+)  # fmt: skip
+_DEMAND_FIELDS = (
+    "rate_rps", "daily_profile", "burstiness", "burst_window_minutes", "growth_per_month",
+    "input_tokens", "output_tokens", "horizon_days",
+)  # fmt: skip
+_MIX = "a workload in a mix (Scenario.workloads); refused on a lone workload (check_lone)"
+FIELDS: dict[type, dict[str, str]] = {
+    acs.Scenario: {
+        "name": "labels; Result.scenario_name",
+        "workload": _EVERY,
+        "workloads": "the mixed-fleet DES",
+        "fleet": "every pool in streams, traces and backgrounds; a training run alone trains "
+        "on the first (documented on Scenario.fleet, tested in test_study_des.py); the others' "
+        "term_share and spot pricing are refused",
+        "assumptions": "ASSUMPTION_READERS",
+        "background": "training runs (the DES hero); refused on other workloads",
+        "scheduler": "the shared-cluster DES; refused on a lone training run and on serving",
+        "horizon_days": "streams, traces, backgrounds (the window); serving (equal to its "
+        "own); refused on a lone training run (TrainingRun.horizon_days is its horizon)",
+        "warmup_days": "streams, traces, backgrounds; refused without a window and on serving",
+        "credits": "pricing (credits_usd); refused where no cost is reported",
+        "description": "free text for the reader, by design",
+    },
+    acs.TrainingRun: {
+        "kind": _EVERY,
+        "params": "FLOPs, memory fit, scaling model",
+        "total_params": "memory (every expert), the MoE MFU prior",
+        "tokens": "FLOPs",
+        "framework": "porting hours (framework fit)",
+        "stage": "re-optimisation per architecture change, instability prior",
+        "precision": "the chip's peak, the precision MFU factor",
+        "sharding": "the memory-fit check (its documented purpose)",
+        "flops": "compute time (overrides 6 N D)",
+        "layers": "attention FLOPs, pipeline layout; refused with flops and mfu both set",
+        "seq_len": "attention FLOPs, micro-batch, batch check; as layers",
+        "d_model": "attention FLOPs, pipeline layout; as layers",
+        "global_batch_tokens": "the scaling model; refused with assumptions.mfu",
+        "horizon_days": "the censoring horizon of both training engines",
+        "phases": "the analytic engine (refused on the DES)",
+        "name": _MIX,
+        "priority": _MIX,
+        "chips": _MIX,
+    },
+    acs.TrainingPhase: {
+        "chips": "the phase's MFU, failures and chip-hours",
+        "token_share": "the phase's share of the FLOPs",
+        "global_batch_tokens": "the phase's scaling model; refused with assumptions.mfu",
+    },
+    acs.JobStream: {
+        "kind": _EVERY,
+        "interarrival_hours": "the arrival process",
+        "chips": "job sizes",
+        "duration_hours": "job work",
+        "priority": "schedulers priority, priority_preemptive; refused under the others",
+        "framework": "the pools a job may use",
+        "whole_domains": "allocation in whole scale-up domains",
+        "name": _MIX,
+    },
+    acs.Trace: {
+        "kind": _EVERY,
+        "path": "the trace reader",
+        "columns": "the trace reader; a mapped priority or estimate column is refused "
+        "under a scheduler that ignores it",
+        "time_unit": "the trace reader",
+        "framework": "the pools a job may use",
+        "chip_types": "the pools of each chip type (with a chip_type column)",
+        "skip_zero": "the trace reader",
+        "name": _MIX,
+    },
+    acs.Serving: {
+        **dict.fromkeys(
+            _REPLICA_FIELDS,
+            "the replica model (both serving engines)",
+        ),
+        **dict.fromkeys(
+            _DEMAND_FIELDS,
+            "the demand model (both serving engines)",
+        ),
+        "framework": "porting hours (framework fit)",
+        "slo": "SLO attainment and capacity; the recommendation's goal",
+        "router": "the request DES only; refused by simulate on the fast path",
+        "scaling": "the replica plan",
+        **dict.fromkeys(
+            ("min_replicas", "max_replicas", "cold_start_minutes", "target_utilization"),
+            "the replica plan under follow_demand; refused under fixed",
+        ),
+        "disaggregated": "the fast path (refused by the request DES)",
+        "name": _MIX,
+        "priority": _MIX,
+        "chips": _MIX,
+    },
+    acs.SLO: {
+        "ttft_ms": "SLO capacity and attainment",
+        "tpot_ms": "SLO capacity and attainment",
+        "percentile": "SLO capacity and attainment",
+        "attainment": "the recommendation's SLO goal",
+    },
+    acs.Pool: {
+        "chip": _EVERY,
+        "count": _EVERY,
+        "provider": "pricing (None: unpriced)",
+        "pricing": "pricing, lead times, spot preemptions",
+        "term_share": "pricing of reserved pools; refused where the pool's cost is not reported",
+        "block_days": "pricing of capacity blocks (required for and only for them)",
+    },
+    acs.Credit: {
+        "usd": "credits_usd",
+        "chip_hours": "credits_usd",
+        "provider": "credits_usd (scope; out of the fleet's scope its line is 0, stated)",
+        "chip": "credits_usd (scope)",
+        "expires_days": "credits_usd",
+        "name": "labels, by design",
+    },
+}
+
+
+@pytest.mark.parametrize("model", list(FIELDS), ids=lambda m: m.__name__)
+def test_every_field_of_every_scenario_model_is_placed(model: type) -> None:
+    """Each field is in the table, read somewhere or refused where not (no field unplaced)."""
+    assert set(FIELDS[model]) == set(model.model_fields)  # type: ignore[attr-defined]
+
 
 SITUATIONS: tuple[Situation, ...] = ("training", "shared_training", "stream", "serving")
 
