@@ -129,3 +129,24 @@ def test_sweep_lists_every_point_that_cannot_run_before_running_any(
     assert "'fleet.0.count': 8" in str(err.value)
     assert "asks for 32 chips" in str(err.value)
     assert chunks_run == []
+
+
+def test_chip_types_on_a_trace_without_that_column_are_refused(
+    tmp_path: Path, chunks_run: list[tuple[int, int]]
+) -> None:
+    """The mapping would pin each job to its chip's pools; with no column to read it from,
+    every job would run anywhere, the mapping silently ignored."""
+    path = tmp_path / "jobs.csv"
+    path.write_text("submit,chips,duration,gpu\n0,4,3600,A100\n", encoding="utf-8")
+    fleet = [
+        acs.Pool(chip="h100-sxm", count=8, provider="aws"),
+        acs.Pool(chip="a100-80gb", count=8, provider="aws"),
+    ]
+    unmapped = acs.Trace(path=str(path), chip_types={"A100": "a100-80gb"})
+    s = acs.Scenario(name="typed", workload=unmapped, fleet=fleet, horizon_days=1.0)
+    with pytest.raises(AccelsimError, match="has no 'chip_type' column"):
+        acs.simulate(s, runs=2, seed=1, progress=False)
+    assert chunks_run == []
+    mapped = unmapped.model_copy(update={"columns": {"chip_type": "gpu"}})
+    res = acs.simulate(s.replace("workload", mapped), runs=2, seed=1, progress=False)
+    assert res.runs == 2

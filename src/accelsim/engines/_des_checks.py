@@ -9,6 +9,7 @@ may run on (:func:`allowed_pools`) and a trace's jobs as the engine reads them.
 
 from __future__ import annotations
 
+import csv
 import functools
 import warnings
 from collections.abc import Sequence
@@ -164,6 +165,7 @@ def _trace_load(scenario: Scenario, work: Trace, where: str, cat: Catalog, max_j
         jobs = _trace_jobs(scenario, work, cat)
     except ValueError as exc:
         raise AccelsimError(f"scenario {name!r}: {where}: {exc}") from None
+    _check_chip_type_column(name, where, work, path)
     counts = [p.count for p in scenario.fleet]
     offered = 0.0
     for job in jobs:
@@ -210,6 +212,22 @@ def _trace_key(scenario: Scenario, work: Trace, cat: Catalog) -> tuple[_TraceKey
         work.skip_zero,
     )
     return key, tuple(sorted(fits))
+
+
+def _check_chip_type_column(name: str, where: str, work: Trace, path: Path) -> None:
+    """Refuse ``chip_types`` on a trace without the chip-type column they would map."""
+    if not work.chip_types:
+        return
+    columns = TRACE_COLUMNS[work.columns] if isinstance(work.columns, str) else work.columns
+    column = (columns or {}).get("chip_type", "chip_type")
+    with path.open(newline="") as handle:
+        header = next(csv.reader(handle), [])
+    if column not in header:
+        raise AccelsimError(
+            f"scenario {name!r}: {where}.chip_types maps chip types to pools, but the trace "
+            f"has no {column!r} column (header: {header}): map the column in columns "
+            f"(chip_type: <its name>) or remove chip_types"
+        )
 
 
 def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog) -> list[JobSpec]:
