@@ -101,7 +101,8 @@ FIELDS: dict[type, dict[str, str]] = {
         "under a scheduler that ignores it",
         "time_unit": "the trace reader",
         "framework": "the pools a job may use",
-        "chip_types": "the pools of each chip type (with a chip_type column)",
+        "chip_types": "the pools of each chip type; refused by check_runnable on a trace "
+        "without the chip-type column",
         "skip_zero": "the trace reader",
         "name": _MIX,
     },
