@@ -110,7 +110,9 @@ def _reference(
 
     def source() -> Generator[simpy.Event, Any, None]:
         for i, t in enumerate(arrivals):
-            if t > env.now:
+            # equal arrival times are dispatched together (the DES's rule): one timeout for
+            # the first of them, as ``now + (t - now)`` need not give back ``t`` exactly
+            if t > env.now and (i == 0 or t != arrivals[i - 1]):
                 yield env.timeout(t - env.now)
             if inputs[i] + outputs[i] > capacity:
                 continue
