@@ -255,3 +255,15 @@ def test_a_mix_is_checked_before_any_run() -> None:
     flood = RESEARCH.model_copy(update={"interarrival_hours": 1e-3})
     with pytest.raises(acs.AccelsimError, match=r"org:research.*above the cap"):
         acs.simulate(org([flood], horizon_days=1000), runs=1, seed=0)
+
+
+def test_the_reports_cost_table_counts_each_line_once(mixed: acs.Result) -> None:
+    """A workload's engineering (``llm.engineering_cost_usd``) is part of the fleet's
+    engineering line: the cost table lists the fleet's lines only, which sum to the TCO."""
+    from accelsim.report._tables import cost_grid
+
+    grid = cost_grid({"org": mixed})
+    assert grid is not None
+    labels = [row[0].main for row in grid.rows]
+    assert not any("." in label for label in labels), labels
+    assert "engineering" in labels

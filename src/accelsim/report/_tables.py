@@ -48,7 +48,9 @@ def cost_grid(results: Mapping[str, Result]) -> Grid | None:
         return None
     known = [m for m in COST_PARTS if any(m in r.metrics for r in results.values())]
     others = sorted(
-        {m for r in results.values() for m in r.metrics if m.endswith("_cost_usd")} - set(known)
+        # (a dotted name is one workload's share of a mix's line, already in the fleet's)
+        {m for r in results.values() for m in r.metrics if m.endswith("_cost_usd") and "." not in m}
+        - set(known)
     )
     # credits offset the parts: their own (negative) line, just above the total
     credits = ["credits_usd"] if any("credits_usd" in r.metrics for r in results.values()) else []
