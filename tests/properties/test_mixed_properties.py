@@ -53,9 +53,14 @@ def small_mixes(draw: st.DrawFn) -> acs.Scenario:
             w.model_copy(update={"priority": 0}) if isinstance(w, acs.JobStream) else w
             for w in works
         ]
+    fleet = [acs.Pool(chip="h100-sxm", count=count, provider="aws")]
+    if draw(st.booleans()):  # a second pool of another chip: streams run on both
+        fleet.append(
+            acs.Pool(chip="a100-80gb", count=draw(st.sampled_from([4, 8])), provider="aws")
+        )
     return acs.Scenario(
         name="mix",
-        fleet=[acs.Pool(chip="h100-sxm", count=count, provider="aws")],
+        fleet=fleet,
         workloads=works,  # type: ignore[arg-type]
         horizon_days=3,
         scheduler=scheduler,  # type: ignore[arg-type]
@@ -71,7 +76,7 @@ def test_small_mixes_are_finite_and_conserve_chip_hours(s: acs.Scenario, seed: i
         assert np.isfinite(res.samples(m)).all(), m
     held = res.samples("chip_hours")
     np.testing.assert_allclose(held, res.samples("allocated_chip_hours"), rtol=1e-9, atol=1e-6)
-    fleet = s.fleet[0].count * 72.0
+    fleet = sum(pool.count for pool in s.fleet) * 72.0
     np.testing.assert_allclose(held + res.samples("idle_chip_hours"), fleet, rtol=1e-12)
     assert (held <= fleet * (1 + 1e-12)).all()
     cost = res.samples("hardware_cost_usd") + res.samples("energy_cost_usd")
