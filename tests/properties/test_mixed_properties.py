@@ -64,7 +64,12 @@ def small_mixes(draw: st.DrawFn) -> acs.Scenario:
         workloads=works,  # type: ignore[arg-type]
         horizon_days=3,
         scheduler=scheduler,  # type: ignore[arg-type]
-        assumptions=acs.Assumptions(wait_usd_per_job_hour=draw(st.sampled_from([0.0, 5.0]))),
+        # a job-hour's price applies where jobs queue: a training run or a stream
+        assumptions=acs.Assumptions(
+            wait_usd_per_job_hour=draw(st.sampled_from([0.0, 5.0]))
+            if any(isinstance(w, acs.TrainingRun | acs.JobStream) for w in works)
+            else None
+        ),
     )
 
 

@@ -64,6 +64,22 @@ def test_defaults_rank_serving_over_training_over_research() -> None:
         ({"workloads": [TRAIN.model_copy(update={"priority": 4})]}, "priority schedulers"),
         ({"workloads": [SVC], "horizon_days": 10}, r"horizon_days \(30\) differs"),
         (
+            {"workloads": [STREAM], "assumptions": acs.Assumptions(mfu=0.4)},
+            r"assumptions.mfu does not apply here \(only a training workload reads it",
+        ),
+        (
+            {"assumptions": acs.Assumptions(delay_usd_per_day=1e4)},
+            "delay_usd_per_day does not apply here",
+        ),
+        (
+            {"workloads": [SVC], "assumptions": acs.Assumptions(wait_usd_per_job_hour=5.0)},
+            "wait_usd_per_job_hour does not apply",
+        ),
+        (
+            {"assumptions": acs.Assumptions(spot_preemptions_per_hour=0.01)},
+            "applies to spot pools",
+        ),
+        (
             {"workloads": [TRAIN.model_copy(update={"params": 1e13})]},
             r"workloads\[0\] \(training\): .*HBM",
         ),
@@ -102,3 +118,8 @@ def test_a_stream_keeps_its_own_priority_and_chips_in_a_mix() -> None:
     s = mix(workloads=[STREAM.model_copy(update={"priority": 3})], scheduler="priority_preemptive")
     assert s.workloads is not None
     assert s.workloads[0].chips == 4
+
+
+def test_assumptions_some_workload_reads_are_accepted() -> None:
+    a = acs.Assumptions(mfu=0.4, wait_usd_per_job_hour=5.0, engineers=3.0)
+    assert mix(assumptions=a).assumptions.mfu == 0.4

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from accelsim.scenario._applies import ASSUMPTION_READERS, Situation
 from accelsim.scenario._fleet import Assumptions, Pool
 from accelsim.scenario._serving import Serving
 from accelsim.scenario._streams import JobStream, Trace
@@ -34,6 +35,17 @@ DEFAULT_PRIORITY = {"serving": 2, "training": 1}
 """A training run's and an endpoint's priority in a mix when they set none (research
 streams default to 0, :attr:`JobStream.priority`)."""
 _PRIORITY_SCHEDULERS = ("priority", "priority_preemptive")
+_MIX_SITUATION: dict[str, Situation] = {
+    "training": "shared_training",
+    "serving": "serving",
+    "job_stream": "stream",
+    "trace": "stream",
+}
+"""How the engines of a mix run each kind (:data:`ASSUMPTION_READERS` says what each reads)."""
+_NOT_IN_A_MIX = {
+    "delay_usd_per_day": "a mix prices no delay: its decision is time 0 for every workload",
+    "emission_kg_per_kwh": "a mix reports the fleet's energy, not its emissions",
+}
 _MIX_FIELDS = ("name", "priority", "chips")
 """Fields of a training run and an endpoint that apply in a mix only (a stream's or a
 trace's: ``name``; a stream's ``priority`` and ``chips`` are its jobs')."""
@@ -96,6 +108,7 @@ def check_mix(scenario: Any) -> None:
     for field, present, why in unsupported:
         if present:
             raise ValueError(f"{field} is not supported with workloads ({why}): remove it")
+    _check_assumptions(scenario, works)
     seen: dict[str, int] = {}
     pool = scenario.fleet[0]
     for i, work in enumerate(works):
@@ -109,6 +122,33 @@ def check_mix(scenario: Any) -> None:
         if isinstance(work, TrainingRun | Serving):
             _check_sized(scenario, i, work, pool)
         mix_part(scenario, i)  # the single-workload rules, on the part alone
+
+
+def _check_assumptions(scenario: Any, works: list[AnyWorkload]) -> None:
+    """An assumption that no workload of the mix reads is an error, never ignored."""
+    a = scenario.assumptions
+    reads = {_MIX_SITUATION[w.kind] for w in works}
+    for name, readers in ASSUMPTION_READERS.items():
+        if getattr(a, name) is None:
+            continue
+        why = _NOT_IN_A_MIX.get(name)
+        if why is None and not readers & reads:
+            kinds = sorted(k for k, where in _MIX_SITUATION.items() if where in readers)
+            why = f"only a {' or '.join(kinds)} workload reads it and the mix has none"
+        if why is not None:
+            raise ValueError(f"assumptions.{name} does not apply here ({why}): remove it")
+    pricing = {p.pricing for p in scenario.fleet}
+    for name in ("spot_preemptions_per_hour", "spot_return_hours"):
+        if getattr(a, name) is not None and "spot" not in pricing:
+            raise ValueError(
+                f"assumptions.{name} applies to spot pools and the fleet has none: remove it or "
+                f"use pricing spot"
+            )
+    if a.electricity_usd_per_kwh is not None and "on_prem" not in pricing:
+        raise ValueError(
+            "assumptions.electricity_usd_per_kwh applies to on_prem pools (a cloud price "
+            "includes power) and the fleet has none: remove it"
+        )
 
 
 def _check_sized(scenario: Any, i: int, work: TrainingRun | Serving, pool: Pool) -> None:
