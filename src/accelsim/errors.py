@@ -65,8 +65,15 @@ class ScenarioFileError(AccelsimError, ValueError):
     """A scenario file that cannot be read or validated; the message names file and field."""
 
 
+class IgnoredFieldWarning(UserWarning):
+    """A scenario field the chosen scheduler does not read (a stream's priorities under
+    ``fifo``, a trace's runtime estimates off ``backfill``): accepted with this warning, not
+    refused, so that one workload can be compared across schedulers."""
+
+
 __all__ = [
     "AccelsimError",
+    "IgnoredFieldWarning",
     "OfferNotFoundError",
     "ScenarioFileError",
     "UnknownChipError",

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 import accelsim as acs
 from accelsim.engines import OverloadWarning
+from accelsim.errors import IgnoredFieldWarning
 from accelsim.scenario._applies import ASSUMPTION_READERS, Situation
 
 _EVERY = "every engine"
@@ -89,7 +90,7 @@ FIELDS: dict[type, dict[str, str]] = {
         "interarrival_hours": "the arrival process",
         "chips": "job sizes",
         "duration_hours": "job work",
-        "priority": "schedulers priority, priority_preemptive; refused under the others",
+        "priority": "schedulers priority, priority_preemptive; a warning under the others",
         "framework": "the pools a job may use",
         "whole_domains": "allocation in whole scale-up domains",
         "name": _MIX,
@@ -97,8 +98,8 @@ FIELDS: dict[type, dict[str, str]] = {
     acs.Trace: {
         "kind": _EVERY,
         "path": "the trace reader",
-        "columns": "the trace reader; a mapped priority or estimate column is refused "
-        "under a scheduler that ignores it",
+        "columns": "the trace reader; a mapped priority or estimate column under a "
+        "scheduler that ignores it is a warning",
         "time_unit": "the trace reader",
         "framework": "the pools a job may use",
         "chip_types": "the pools of each chip type; refused by check_runnable on a trace "
@@ -458,31 +459,51 @@ def test_a_field_that_does_not_apply_is_refused_naming_it(
 
 @pytest.mark.parametrize("scheduler", ["fifo", "backfill", "smallest_first"])
 @pytest.mark.parametrize("where", ["stream", "shared_training"])
-def test_a_stream_priority_needs_a_priority_scheduler(where: Situation, scheduler: str) -> None:
+def test_a_stream_priority_under_a_scheduler_that_ignores_it_is_a_stated_warning(
+    where: Situation, scheduler: str
+) -> None:
+    """Accepted with a warning naming the field, not refused: one stream compared across
+    schedulers (a sweep over ``scheduler``) is a study of its own."""
     stream = _STREAM.model_copy(update={"priority": acs.Choice(values=[0, 2])})
     field = "workload" if where == "stream" else "background"
-    with pytest.raises(
-        ValidationError, match=rf"{field}\.priority applies to .*scheduler: priority"
-    ):
-        scenario(where, scheduler=scheduler, **{field: stream})
-    for accepted in ("priority", "priority_preemptive"):
-        assert scenario(where, scheduler=accepted, **{field: stream}).scheduler == accepted
-    # the default priority (0 for every job) is no choice, so every scheduler takes it
-    assert scenario(where, scheduler=scheduler).scheduler == scheduler
+    with pytest.warns(IgnoredFieldWarning, match=rf"{field}\.priority applies to .*ignores"):
+        assert scenario(where, scheduler=scheduler, **{field: stream}).scheduler == scheduler
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredFieldWarning)
+        for accepted in ("priority", "priority_preemptive"):
+            assert scenario(where, scheduler=accepted, **{field: stream}).scheduler == accepted
+        # the default priority (0 for every job) is no choice, so no scheduler warns
+        assert scenario(where, scheduler=scheduler).scheduler == scheduler
 
 
-def test_a_trace_priority_or_estimate_column_needs_the_scheduler_that_reads_it(
+def test_a_sweep_compares_schedulers_on_a_prioritised_stream() -> None:
+    stream = _STREAM.model_copy(update={"priority": 2})
+    base = scenario("stream", scheduler="priority", workload=stream)
+    with pytest.warns(IgnoredFieldWarning):
+        sw = acs.sweep(
+            base,
+            {"scheduler": ["fifo", "priority"]},
+            runs=2,
+            seed=1,
+            metrics=["mean_wait_hours"],
+        )
+    assert [r["scheduler"] for r in sw.rows] == ["fifo", "priority"]
+
+
+def test_a_trace_priority_or_estimate_column_the_scheduler_ignores_is_a_stated_warning(
     tmp_path: Path,
 ) -> None:
     mapped = {"submit": "submit", "chips": "chips", "duration": "duration"}
     prio = _trace(tmp_path, columns={**mapped, "priority": "priority"})
-    with pytest.raises(ValidationError, match=r"workload\.columns maps a priority column"):
+    with pytest.warns(IgnoredFieldWarning, match=r"workload\.columns maps a priority column"):
         scenario("stream", workload=prio, scheduler="backfill")
-    assert scenario("stream", workload=prio, scheduler="priority").scheduler == "priority"
     estimate = _trace(tmp_path, columns={**mapped, "estimate": "estimate"})
-    with pytest.raises(ValidationError, match=r"workload\.columns maps an estimate column"):
+    with pytest.warns(IgnoredFieldWarning, match=r"workload\.columns maps an estimate column"):
         scenario("stream", workload=estimate, scheduler="fifo")
-    assert scenario("stream", workload=estimate, scheduler="backfill").scheduler == "backfill"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IgnoredFieldWarning)
+        assert scenario("stream", workload=prio, scheduler="priority").scheduler == "priority"
+        assert scenario("stream", workload=estimate, scheduler="backfill").scheduler == "backfill"
 
 
 def test_the_serving_router_is_refused_on_the_fast_path() -> None:

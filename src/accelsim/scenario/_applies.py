@@ -2,10 +2,13 @@
 
 A field applies where an engine reads it. This module holds the table of which engines read
 which :class:`~accelsim.Assumptions` field (:data:`ASSUMPTION_READERS`) and the other rules
-of the same kind (a window on a lone training run, a priority no scheduler looks at, a price
-input on a fleet nothing is priced for, a credit no pool can spend); :func:`check_applies` is
-called by :class:`~accelsim.Scenario`'s validation and raises a ``ValueError`` naming the
-field and what to do instead.
+of the same kind (a window on a lone training run, a price input on a fleet nothing is
+priced for, a credit no pool can spend); :func:`check_applies` is called by
+:class:`~accelsim.Scenario`'s validation and raises a ``ValueError`` naming the field and
+what to do instead. One kind is a stated warning instead
+(:class:`~accelsim.errors.IgnoredFieldWarning`): a stream's priorities or a trace's
+priority or estimate column under a scheduler that ignores them, because comparing
+schedulers on one workload (a sweep over ``scheduler``) is a study of its own.
 
 The situations (:func:`situation`) are the ways the engines run a scenario:
 
@@ -24,9 +27,11 @@ study runs: :func:`accelsim.simulate` refuses it on the fast path).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Literal, Protocol
 
+from accelsim.errors import IgnoredFieldWarning
 from accelsim.scenario._common import _support
 from accelsim.scenario._fleet import Assumptions, Credit, Pool
 from accelsim.scenario._serving import Serving
@@ -137,16 +142,25 @@ def _reasons(scenario: Scenario) -> Iterator[str]:
             f"a trace or a background); a serving endpoint routes requests to replicas "
             f"(workload.router): remove it"
         )
-    for field, stream in (("workload", scenario.workload), ("background", scenario.background)):
-        if isinstance(stream, JobStream | Trace):
-            yield from _stream_fields(scenario, field, stream)
     yield from _pricing(scenario, where)
 
 
+def _scheduler_notes(scenario: Scenario) -> Iterator[str]:
+    """Stream fields the chosen scheduler ignores: warned of, not refused (see
+    :class:`~accelsim.errors.IgnoredFieldWarning`)."""
+    for field, stream in (("workload", scenario.workload), ("background", scenario.background)):
+        if isinstance(stream, JobStream | Trace):
+            yield from _stream_fields(scenario, field, stream)
+
+
 def check_applies(scenario: Scenario) -> None:
-    """Raise ``ValueError`` at the first field of ``scenario`` that no engine would read."""
+    """Raise ``ValueError`` at the first field of ``scenario`` that no engine would read;
+    warn (:class:`~accelsim.errors.IgnoredFieldWarning`) of a stream field the chosen
+    scheduler ignores, since comparing schedulers on one workload is a study of its own."""
     for reason in _reasons(scenario):
         raise ValueError(reason)
+    for note in _scheduler_notes(scenario):
+        warnings.warn(note, IgnoredFieldWarning, stacklevel=2)
 
 
 def _assumptions(scenario: Scenario, where: Situation) -> Iterator[str]:
@@ -228,20 +242,20 @@ def _stream_fields(scenario: Scenario, field: str, stream: JobStream | Trace) ->
         if isinstance(stream, JobStream) and _support(stream.priority) != (0.0, 0.0):
             yield (
                 f"{field}.priority applies to the schedulers "
-                f"{' and '.join(_PRIORITY_SCHEDULERS)}; {scheduler!r} ignores priorities: "
-                f"remove it or set scheduler: priority"
+                f"{' and '.join(_PRIORITY_SCHEDULERS)}; {scheduler!r} ignores priorities "
+                f"(kept, so the stream can be compared across schedulers)"
             )
         if isinstance(stream, Trace) and _mapped(stream, "priority"):
             yield (
                 f"{field}.columns maps a priority column, which only the schedulers "
                 f"{' and '.join(_PRIORITY_SCHEDULERS)} read; {scheduler!r} ignores "
-                f"priorities: remove the mapping or set scheduler: priority"
+                f"priorities (kept, so the trace can be compared across schedulers)"
             )
     if isinstance(stream, Trace) and _mapped(stream, "estimate") and scheduler != "backfill":
         yield (
             f"{field}.columns maps an estimate column, which only scheduler 'backfill' "
-            f"reads; {scheduler!r} ignores runtime estimates: remove the mapping or set "
-            f"scheduler: backfill"
+            f"reads; {scheduler!r} ignores runtime estimates (kept, so the trace can be "
+            f"compared across schedulers)"
         )
 
 
