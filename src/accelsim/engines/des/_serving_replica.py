@@ -88,6 +88,7 @@ class _Replica:
         "decoding",
         "end",
         "finishing",
+        "fixed",
         "horizon_hours",
         "index",
         "iteration_decode",
@@ -143,6 +144,14 @@ class _Replica:
         self.run_steps = 0  # iterations of the run in progress (0: none)
         self.run_prefill = 0  # prompt tokens it prefills per iteration (0: decode only)
         self.run: IterationRun = (0.0, 0.0, 0.0, 0.0, 0, 0.0)  # its prepared terms
+        # what advance() reads and never rebinds, unpacked there in one statement (it runs
+        # once per router instant per replica: its set-up is a fifth of the DES's work)
+        self.fixed = (
+            req.contexts, req.inputs, req.outputs, req.first_hours, req.done_hours,
+            req.joined_step, self.decoding, self.queue, self.prefilling, seconds, prepare,
+            heapq.heappush, heapq.heappop, self.chunk, self.max_batch, self.kv_capacity,
+            counter,
+        )  # fmt: skip
 
     def advance(self, hours: float) -> None:
         """Play every boundary before ``hours``: end the iteration or run, start the next.
@@ -156,13 +165,10 @@ class _Replica:
         end = self.end
         if not end < hours:
             return
-        req, counter = self.req, self.counter
-        contexts, inputs, outputs = req.contexts, req.inputs, req.outputs
-        first_hours, done_hours, joined = req.first_hours, req.done_hours, req.joined_step
-        heap, queue, prefilling = self.decoding, self.queue, self.prefilling
-        seconds, prepare = self.seconds, self.prepare
-        push, pop = heapq.heappush, heapq.heappop
-        chunk, max_batch, capacity = self.chunk, self.max_batch, self.kv_capacity
+        (
+            contexts, inputs, outputs, first_hours, done_hours, joined, heap, queue,
+            prefilling, seconds, prepare, push, pop, chunk, max_batch, capacity, counter,
+        ) = self.fixed  # fmt: skip
         events, max_events = counter.events, counter.max_events
         iterations, tokens = counter.iterations, counter.tokens
         begun, busy = self.begun, self.busy_hours
