@@ -29,7 +29,10 @@ class Goals(_Model):
 
     A run with ``finished == 0`` (when the metric is present) never meets a deadline, and a
     run whose metric is not a number meets no goal on it. An option *meets the goals* when
-    the share of its runs meeting all of them at once is at least ``confidence``.
+    the share of its runs meeting all of them at once is at least ``confidence``. On a mix
+    of workloads each goal applies to every workload of its kind (the deadline to each
+    training run, the SLO to each endpoint, the wait limit to each stream or trace), the
+    budget to the fleet's ``tco_usd`` (:mod:`accelsim.results._goals`).
 
     Examples
     --------
