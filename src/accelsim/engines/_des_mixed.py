@@ -41,12 +41,13 @@ in a mix).
 **Chargeback.** :class:`~accelsim.engines.des.Holdings` integrates the chip-hours each
 workload held, attempt by attempt (``chip_hours.<name>``; their sum equals the pools'
 allocated chip-hours, the rest of the held fleet is ``idle_chip_hours``: chips idle or
-down). Hardware and energy are charged back in proportion to chip-hours held, the idle
-chip-hours spread in the same proportion (``chargeback_usd.<name>``; over the whole fleet,
-so with pools of different prices a workload pays the fleet's mean price per chip-hour),
-so the chargebacks sum to the fleet's hardware and energy cost; a run in which no workload
-held a chip charges it to ``unattributed_usd``. A trace with a ``user`` column is split into
-teams, each a class of its own (``chip_hours.<trace>.<team>``,
+down), pool by pool. Each pool's hardware and energy is charged back to the workloads
+that held its chips, in proportion to their chip-hours on it, the pool's idle chip-hours
+spread in the same proportion (``chargeback_usd.<name>``, :func:`chargeback`): a workload
+pays its own pools' prices, and the chargebacks sum to the fleet's hardware and energy
+cost. A pool no workload used in a run is spread over the fleet's users; a run in which no
+workload held a chip charges it to ``unattributed_usd``. A trace with a ``user`` column is
+split into teams, each a class of its own (``chip_hours.<trace>.<team>``,
 ``chargeback_usd.<trace>.<team>``, ``<trace>.<team>.mean_wait_hours``) adding up to the
 trace's.
 
@@ -271,8 +272,10 @@ class _Mix:
             return owner[b] if teams is None else int(teams[job_id - lows[b]])
 
         classes = len(self.names) + len(self.team_labels)
-        holdings = des.Holdings(job_class, classes, intervals_of=[s.index for s in self.serving])
         pools = self.pools(k)
+        holdings = des.Holdings(
+            job_class, classes, intervals_of=[s.index for s in self.serving], pools=len(pools)
+        )
         result = des.run(
             pools,
             heapq.merge(*jobs, key=lambda j: (j.submit_hours, j.job_id)),
@@ -316,6 +319,7 @@ class _Mix:
             )
             replica_queue += life - sum(e - b for b, e, _ in intervals)
         held = list(holdings.chip_hours)
+        by_pool = [list(hours) for hours in holdings.pool_chip_hours]
         for i in self.streams:
             records = by_owner[i]
             for key, value in stream_metrics(records, horizon).items():
@@ -332,6 +336,9 @@ class _Mix:
                     cls = len(self.names) + c
                     row[f"chip_hours.{label}"] = held[cls]
                     held[i] += held[cls]
+                    for p, hours in enumerate(by_pool[cls]):
+                        row[f"held_pool{p}.{label}"] = hours
+                        by_pool[i][p] += hours
                     per_team = stream_metrics(by_team.get(cls, []), horizon)
                     for key in ("jobs_arrived", "jobs_completed", "mean_wait_hours"):
                         row[f"{label}.{key}"] = per_team[key]
@@ -339,6 +346,8 @@ class _Mix:
         for i, name in enumerate(self.names):
             row[f"chip_hours.{name}"] = held[i]
             held_total += held[i]
+            for p, hours in enumerate(by_pool[i]):
+                row[f"held_pool{p}.{name}"] = hours
         fleet_held = 0.0
         for p, pm in enumerate(result.pools):
             held_h = max(0.0, horizon - pools[p].lead_time_hours)
@@ -355,6 +364,42 @@ class _Mix:
         row["queue_wait_job_hours"] = max(result.mean_queue_length * horizon - replica_queue, 0.0)
         row["jobs_completed"] = sum(row[f"{self.names[i]}.jobs_completed"] for i in self.streams)
         return row
+
+
+def chargeback(
+    pool_cost: list[FloatArray],
+    held: dict[str, list[FloatArray]],
+    parts: dict[str, list[FloatArray]] | None = None,
+) -> dict[str, FloatArray]:
+    """Each workload's share of the fleet's hardware and energy, pool by pool. [USD]
+
+    ``pool_cost[p]``: pool ``p``'s cost per run; ``held[w][p]``: chip-hours workload ``w``
+    held on pool ``p`` per run (the workloads partition the pools' allocated chip-hours).
+    Pool ``p``'s cost is charged to its users in proportion to their chip-hours on it, its
+    idle chip-hours spread the same way; a pool no workload used in a run is spread over the
+    fleet's users by their chip-hours on every pool; a run where nothing ran charges no one
+    (the caller's ``unattributed_usd``). ``parts`` (a trace's teams, inside a workload's
+    chip-hours) are charged by the same shares, so they add up to their workload's.
+    """
+    runs = pool_cost[0].shape if pool_cost else (0,)
+    used = [sum((h[p] for h in held.values()), np.zeros(runs)) for p in range(len(pool_cost))]
+    total = sum(used, np.zeros(runs))
+    orphan = sum(
+        (np.where(u > 0, 0.0, c) for u, c in zip(used, pool_cost, strict=True)), np.zeros(runs)
+    )
+
+    def share(num: FloatArray, den: FloatArray) -> FloatArray:
+        return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+    def charge(hours: list[FloatArray]) -> FloatArray:
+        own = sum(
+            (c * share(h, u) for h, u, c in zip(hours, used, pool_cost, strict=True)),
+            np.zeros(runs),
+        )
+        return own + orphan * share(sum(hours, np.zeros(runs)), total)
+
+    every = {**held, **(parts or {})}
+    return {name: charge(hours) for name, hours in every.items()}
 
 
 def _metrics(mix: _Mix) -> tuple[dict[str, FloatArray], InputDraws]:
@@ -375,19 +420,24 @@ def _metrics(mix: _Mix) -> tuple[dict[str, FloatArray], InputDraws]:
         finished = np.minimum(finished, out["finished"])
         data |= {f"{s.name}.{key}": value for key, value in out.items()}
     data["finished"] = finished
-    priced = _price_fleet(scenario, cat, draws, data)
+    priced = _price_fleet(scenario, cat, draws, data, per_pool=True)
     data["energy_kwh"] = priced["energy_kwh"]
-    for p in range(len(scenario.fleet)):
+    pools = range(len(scenario.fleet))
+    classes = mix.names + [label for _, label in mix.team_labels]
+    held = {c: [data.pop(f"held_pool{p}.{c}") for p in pools] for c in classes}
+    for p in pools:
         del data[f"held_hours_pool{p}"], data[f"allocated_chip_hours_pool{p}"]
     del data["jobs_completed"]
     if "tco_usd" not in priced:
         return data, draws  # an unpriced pool: usage only
     held_cost = priced["hardware_cost_usd"] + priced["energy_cost_usd"]
-    total = data["chip_hours"]
-    share_of = np.divide(1.0, total, out=np.zeros_like(total), where=total > 0)
-    for name in mix.names + [label for _, label in mix.team_labels]:
-        data[f"chargeback_usd.{name}"] = held_cost * data[f"chip_hours.{name}"] * share_of
-    data["unattributed_usd"] = np.where(total > 0, 0.0, held_cost)
+    for c, cost in chargeback(
+        [priced[f"pool_cost_usd{p}"] for p in pools],
+        {n: held[n] for n in mix.names},
+        {label: held[label] for _, label in mix.team_labels},
+    ).items():
+        data[f"chargeback_usd.{c}"] = cost
+    data["unattributed_usd"] = np.where(data["chip_hours"] > 0, 0.0, held_cost)
     data["hardware_cost_usd"] = priced["hardware_cost_usd"]
     data["energy_cost_usd"] = priced["energy_cost_usd"]
     data["wait_cost_usd"] = priced["wait_cost_usd"]
@@ -421,4 +471,4 @@ def simulate_mixed_block(
     return data, draws, kept.arrays()
 
 
-__all__ = ["ID_STRIDE", "simulate_mixed_block"]
+__all__ = ["ID_STRIDE", "chargeback", "simulate_mixed_block"]

@@ -367,10 +367,18 @@ def simulate_block(
 
 
 def _price_fleet(
-    scenario: Scenario, cat: Catalog, draws: InputDraws, data: dict[str, FloatArray]
+    scenario: Scenario,
+    cat: Catalog,
+    draws: InputDraws,
+    data: dict[str, FloatArray],
+    per_pool: bool = False,
 ) -> dict[str, FloatArray]:
     """Cost of holding every pool to the horizon, energy of its allocated hours, and the
-    window's queue wait (``queue_wait_job_hours``) at ``wait_usd_per_job_hour``."""
+    window's queue wait (``queue_wait_job_hours``) at ``wait_usd_per_job_hour``.
+
+    With ``per_pool``, also each priced pool's hardware + energy as ``pool_cost_usd{i}``
+    (what a mix charges back to the pool's own users). [USD]
+    """
     total = {
         k: np.zeros(draws.runs) for k in ("hardware_cost_usd", "energy_cost_usd", "energy_kwh")
     }
@@ -395,6 +403,8 @@ def _price_fleet(
         )
         for key in ("hardware_cost_usd", "energy_cost_usd"):
             total[key] = total[key] + costs[key]
+        if per_pool:
+            out[f"pool_cost_usd{i}"] = costs["hardware_cost_usd"] + costs["energy_cost_usd"]
         billings.append(pool_billing(pool, costs["hardware_cost_usd"], held_h))
     out["energy_kwh"] = total["energy_kwh"]
     if all(p.provider is not None for p in scenario.fleet):

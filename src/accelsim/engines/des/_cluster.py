@@ -60,8 +60,8 @@ def wakeup(env: simpy.Environment, delay: float, callback: Any, value: Any) -> E
 class Holder(Protocol):
     """Told of every attempt's start and release of chips (e.g. ``_reservations.Holdings``)."""
 
-    def start(self, job_id: int, chips: int, now: float) -> None:
-        """An attempt of ``job_id`` takes ``chips`` chips at ``now``. [chips, h]"""
+    def start(self, job_id: int, chips: int, now: float, pool: int) -> None:
+        """An attempt of ``job_id`` takes ``chips`` chips of ``pool`` at ``now``. [chips, h]"""
 
     def stop(self, job_id: int, now: float) -> None:
         """The running attempt of ``job_id`` releases its chips at ``now``. [h]"""
@@ -298,7 +298,7 @@ class Cluster:
         job.alloc = chips
         job.started = now
         if self._hold is not None:
-            self._hold.start(spec.job_id, chips, now)
+            self._hold.start(spec.job_id, chips, now, p)
         compute = job.remaining_work / self.pools[p].speed
         if job.plain:
             job.partial = compute  # and full == 0 (never changes for a plain job)

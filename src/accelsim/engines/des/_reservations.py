@@ -2,9 +2,9 @@
 
 :class:`Holdings` integrates the chips each *class* of jobs holds (a workload of a mix, a
 team of a trace), attempt by attempt, from the cluster's start and release of chips: the
-chip-hours each class held, and for the classes asked every attempt's interval. Summed over
-the classes they equal the pools' allocated chip-hours (the recorder's busy level), which
-the tests check.
+chip-hours each class held on each pool, and for the classes asked every attempt's
+interval. Summed over the classes they equal each pool's allocated chip-hours (the
+recorder's busy level), which the tests check.
 
 :class:`Withdrawals` ends jobs at given times wherever they are (waiting or running): a
 reservation whose window closed, such as a serving replica of an hour plan. A job that
@@ -32,28 +32,38 @@ class Holdings:
         Number of classes.
     intervals_of : collection of int
         Classes whose attempts are kept as ``(start, end, chips)`` intervals. [h, h, chips]
+    pools : int
+        Number of pools of the cluster (``pool_chip_hours`` has one column per pool).
     """
 
-    __slots__ = ("_class", "_open", "chip_hours", "intervals")
+    __slots__ = ("_class", "_open", "chip_hours", "intervals", "pool_chip_hours")
 
     def __init__(
-        self, job_class: Callable[[int], int], classes: int, intervals_of: Collection[int] = ()
+        self,
+        job_class: Callable[[int], int],
+        classes: int,
+        intervals_of: Collection[int] = (),
+        pools: int = 1,
     ) -> None:
         self._class = job_class
-        self._open: dict[int, tuple[int, int, float]] = {}
+        self._open: dict[int, tuple[int, int, float, int]] = {}
         self.chip_hours = [0.0] * classes
-        """Chip-hours held by each class. [chip h]"""
+        """Chip-hours held by each class, over every pool. [chip h]"""
+        self.pool_chip_hours = [[0.0] * pools for _ in range(classes)]
+        """Chip-hours held by each class (row) on each pool (column). [chip h]"""
         self.intervals: dict[int, list[tuple[float, float, int]]] = {c: [] for c in intervals_of}
         """Each kept class's attempts, ``(start, end, chips)`` in order of release."""
 
-    def start(self, job_id: int, chips: int, now: float) -> None:
-        """An attempt of ``job_id`` takes ``chips`` chips at ``now``. [chips, h]"""
-        self._open[job_id] = (self._class(job_id), chips, now)
+    def start(self, job_id: int, chips: int, now: float, pool: int = 0) -> None:
+        """An attempt of ``job_id`` takes ``chips`` chips of ``pool`` at ``now``. [chips, h]"""
+        self._open[job_id] = (self._class(job_id), chips, now, pool)
 
     def stop(self, job_id: int, now: float) -> None:
         """The running attempt of ``job_id`` releases its chips at ``now``. [h]"""
-        cls, chips, began = self._open.pop(job_id)
-        self.chip_hours[cls] += chips * (now - began)
+        cls, chips, began, pool = self._open.pop(job_id)
+        held = chips * (now - began)
+        self.chip_hours[cls] += held
+        self.pool_chip_hours[cls][pool] += held
         kept = self.intervals.get(cls)
         if kept is not None:
             kept.append((began, now, chips))
