@@ -92,3 +92,54 @@ def test_fast_path_and_des_agree() -> None:
         assert (np.abs(ratio - 1.0) <= bound).all(), (metric, ratio, bound)
     assert (des["finished"] == 1.0).all()
     assert (fast["finished"] == 1.0).all()
+
+
+def _wide(chunk: int) -> acs.Scenario:
+    svc = acs.Serving(
+        model="llama-3.1-8b",
+        precision="fp8",
+        rate_rps=acs.Uniform(low=4.0, high=12.0),
+        input_tokens=acs.LogNormal(low=50, high=8000),
+        output_tokens=150,
+        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+        chips_per_replica=1,
+        prefill_chunk_tokens=chunk,
+        horizon_days=0.25 / 24,
+    )
+    return acs.Scenario(
+        name="agree-wide", workload=svc, fleet=[acs.Pool(chip="h100-sxm", count=1, provider="aws")]
+    )
+
+
+def _median_se(ratio: np.ndarray) -> float:
+    """Bootstrap standard error of the median over runs (fixed resampling stream)."""
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, ratio.size, (2000, ratio.size))
+    return float(np.median(ratio[picks], axis=1).std())
+
+
+def test_fast_path_and_des_agree_on_a_wide_prompt_law() -> None:
+    """TTFT under LogNormal(low=50, high=8000) prompts (5 %-95 % quantiles; σ = 1.54, so
+    ~3 in 10,000 prompts reach the 131,072-token context) on one H100, 20-50 % load.
+
+    A prompt of ~10^5 tokens blocks the replica for seconds and sets the p99 of everyone
+    behind it, so the fast path takes TTFT over 16 nodes of the prompt-length law with a
+    three-moment hyperexponential wait (``latency_under_load``). Measured (24 runs, seeds
+    2024 and 7), median DES/fast ratio: p99 0.87 and 0.92 on chunked prefill, 1.25 and 1.27
+    prefill-first (the three-cumulant expansion before: 3.0 and 4.1 at seed 2024); p50 0.80
+    and 0.74 chunked, 0.94 and 0.97 prefill-first (before: 1.08 and 1.21). The bootstrap
+    standard error of the median over 24 runs was 0.04-0.22 (one prompt near the context
+    limit, or none, in a 15-minute run moves its p99 by 2x). Bound: a model budget of 30 %
+    on each median ratio plus 3 bootstrap SE measured here. TPOT is not held here: the fast
+    path averages prefill chunks into its decode iterations, measured DES/fast 1.3-1.8
+    (the narrower test above holds it at 15 %).
+    """
+    for chunk in (2048, 0):
+        s = _wide(chunk)
+        root = np.random.SeedSequence(2024)
+        fast, _ = simulate_serving_fast(s, root, 0, RUNS, cat=CAT)
+        des, _ = simulate_serving_block(s, root, 0, RUNS, cat=CAT)
+        for metric in ("ttft_p50_ms", "ttft_p99_ms"):
+            ratio = des[metric] / fast[metric]
+            median, se = float(np.median(ratio)), _median_se(ratio)
+            assert abs(median - 1.0) <= 0.30 + 3.0 * se, (chunk, metric, median, se)

@@ -235,6 +235,8 @@ def replica_capacity(
         input_variance=setup.input_variance,
         input_third_moment=setup.input_third_moment,
         input_fourth_moment=setup.input_fourth_moment,
+        input_nodes=setup.input_nodes,
+        input_weights=setup.input_weights,
     )
     per_chip = setup.output_mean / setup.chips_per_replica
     runs = draws.runs

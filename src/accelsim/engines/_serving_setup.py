@@ -29,6 +29,10 @@ HOURS_PER_MONTH = 730.5
 
 _LENGTH_GRID = 1 << 14
 """Midpoints of a uniform grid whose ppf values give the mean per-request length."""
+_NODE_EDGES = np.concatenate([np.linspace(0.0, 0.875, 8), 1.0 - 2.0 ** -np.arange(4, 12), [1.0]])
+"""Cells of the prompt-length law's quantile function (equal widths of 1/8 up to 0.875,
+then halving to 2**-11, so the tail that sets a TTFT p99 is resolved): each cell's node is
+the law's mean over it, its weight the cell's width."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,11 @@ class ServingSetup:
     """Third central moment of the per-request prompt length. [tokens³]"""
     input_fourth_moment: float
     """Fourth central moment of the per-request prompt length. [tokens⁴]"""
+    input_nodes: FloatArray
+    """Prompt lengths at the nodes of the law (conditional means over its quantile cells,
+    ascending; one node for a fixed length). [tokens]"""
+    input_weights: FloatArray
+    """Probabilities of :attr:`input_nodes` (sum 1). [fraction]"""
     output_mean: float
     """Mean output length per request, after rounding and clipping. [tokens]"""
     max_tokens: float
@@ -96,6 +105,18 @@ def _length_moments(value: Dist, max_tokens: float) -> tuple[float, float, float
     )
 
 
+def _length_nodes(value: Dist, max_tokens: float) -> tuple[FloatArray, FloatArray]:
+    """Nodes and weights of the per-request length law over the cells ``_NODE_EDGES``."""
+    if isinstance(value, Fixed):
+        return np.array([float(np.clip(np.rint(value.value), 1.0, max_tokens))]), np.ones(1)
+    u = (np.arange(_LENGTH_GRID) + 0.5) / _LENGTH_GRID
+    lengths = token_lengths(value, u, max_tokens)
+    cells = np.searchsorted(_NODE_EDGES, u, side="right") - 1
+    count = np.bincount(cells, minlength=_NODE_EDGES.size - 1)
+    nodes = np.bincount(cells, lengths, minlength=_NODE_EDGES.size - 1) / count
+    return np.asarray(nodes, dtype=float), np.asarray(count / count.sum(), dtype=float)
+
+
 def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     """Resolve a serving scenario's model, replica layout, horizon and token means against
     the study's catalog ``cat`` (which travels with the study to every worker)."""
@@ -128,6 +149,7 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     input_mean, input_variance, input_third, input_fourth = _length_moments(
         as_dist(work.input_tokens), max_tokens
     )
+    input_nodes, input_weights = _length_nodes(as_dist(work.input_tokens), max_tokens)
     return ServingSetup(
         work=work,
         cat=cat,
@@ -141,6 +163,8 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         input_variance=input_variance,
         input_third_moment=input_third,
         input_fourth_moment=input_fourth,
+        input_nodes=input_nodes,
+        input_weights=input_weights,
         output_mean=_length_moments(as_dist(work.output_tokens), max_tokens)[0],
         max_tokens=max_tokens,
         weight_bytes=work.weight_bytes(),

@@ -104,11 +104,13 @@ def latency_table(setup: ServingSetup, replica: Replica) -> LatencyTable:
     cost_col = _column(replica.cost)
     limit = np.maximum(replica.batch_limit, 1.0)[:, None]
     inp, out = setup.input_mean, setup.output_mean
-    prompts = {
+    prompts: dict[str, float | FloatArray] = {
         "prefill_chunk_tokens": float(setup.work.prefill_chunk_tokens),
         "input_variance": setup.input_variance,
         "input_third_moment": setup.input_third_moment,
         "input_fourth_moment": setup.input_fourth_moment,
+        "input_nodes": setup.input_nodes,
+        "input_weights": setup.input_weights,
     }
     tail = physics.latency_under_load(
         cost_col, loads, inp, out, limit, METRIC_PERCENTILE, **prompts

@@ -23,11 +23,9 @@ from accelsim.models.serving._load import (
     _solve_iteration,
     mg1_wait_moments,
 )
+from accelsim.models.serving._mixture import hyperexponential_wait, wait_mixture_quantiles
 
 _GIGA = 1e9
-_BISECTION_STEPS = 32
-"""Bisection steps of a TTFT quantile: the bracket shrinks by 2**-32 of its width (a
-bracket of seconds: well below a microsecond)."""
 
 
 def prefill_seconds(cost: IterationCost, prompt_tokens: ArrayLike) -> FloatArray:
@@ -106,7 +104,8 @@ def prefill_latency(
     ``E[W]/ρ`` and ``E[W²]/ρ`` (by :func:`~accelsim.models.serving.mg1_wait_moments`, the
     colocated TTFT's queue formula, with the service moments over the nodes); exact for
     M/M/1, where ``W₊`` is exponential. Quantiles solve ``(1 − ρ)P(Y ≤ t) + ρP(Y + W₊ ≤
-    t) = q`` by bisection.
+    t) = q`` exactly, segment by segment between the nodes (the colocated TTFT's quantile
+    formula, ``_mixture.wait_mixture_quantiles``).
     One prompt per iteration is an assumption (a prefill engine may batch queued prompts:
     at high load that serves faster than modelled). Oracles: the mean is
     Pollaczek–Khinchine's exactly (DistServe §3.1's M/D/1 ``D + λD²/(2(1 − λD))`` for one
@@ -120,45 +119,19 @@ def prefill_latency(
     rho_raw = rate * x[0]
     saturated = rho_raw >= 1.0
     rho = np.clip(rho_raw, 0.0, 1.0 - 1e-9)
-    w1, w2, _ = mg1_wait_moments(rate, rho, x[1], x[2], x[3])
-    busy = np.maximum(rho, 1e-300)
-    busy_wait = np.maximum(w1 / busy, 1e-300)  # mean wait of a request that waits
-    # W₊: two-phase hyperexponential with balanced means matching E[W₊] and E[W₊²]
-    # (squared CV c² >= 1; c² < 1 is taken as 1, an exponential).
-    cv2 = np.maximum((w2 / busy) / busy_wait**2 - 1.0, 1.0)
-    p1 = 0.5 * (1.0 + np.sqrt((cv2 - 1.0) / (cv2 + 1.0)))
-    fast, slow = 2.0 * p1 / busy_wait, 2.0 * (1.0 - p1) / busy_wait
+    w1, w2, w3 = mg1_wait_moments(rate, rho, x[1], x[2], x[3])
+    phases = hyperexponential_wait(rho, w1, w2, w3)
     nodes = np.sort(total, axis=-1)
-
-    p1_, fast_, slow_, rho_ = (np.asarray(v)[..., None] for v in (p1, fast, slow, rho))
-
-    def cdf(t: FloatArray) -> FloatArray:
-        # (1 − ρ)·1{y ≤ t} + ρ·1{y ≤ t}·(1 − tail(t − y)) = 1{y ≤ t}·(1 − ρ·tail(t − y))
-        gap = t[..., None] - nodes
-        reached = gap >= 0.0
-        waited = np.maximum(gap, 0.0)
-        tail = p1_ * np.exp(-fast_ * waited) + (1.0 - p1_) * np.exp(-slow_ * waited)
-        return _f(np.mean(reached * (1.0 - rho_ * tail), axis=-1))
-
-    def quantile(level: float) -> FloatArray:
-        lo = np.broadcast_to(nodes[..., 0], rho.shape).copy()
-        # beyond the longest Y, the slower phase alone leaves at most 1 − level
-        reach = np.log(np.maximum(rho / (1.0 - level), 1.0)) / slow
-        hi = np.broadcast_to(nodes[..., -1], rho.shape) + reach + 1e-12
-        for _ in range(_BISECTION_STEPS):
-            mid = 0.5 * (lo + hi)
-            below = cdf(mid) < level
-            lo = np.where(below, mid, lo)
-            hi = np.where(below, hi, mid)
-        return _f(hi)
+    weights = np.full(nodes.shape[-1], 1.0 / nodes.shape[-1])
 
     levels = np.unique(_f(percentile))
     if levels.size != 1:
         raise ValueError(f"percentile must be one level, got {levels}")
+    p50, tail = wait_mixture_quantiles(nodes, weights, rho, phases, (0.5, float(levels[0])))
     return PrefillLatency(
         ttft_mean_s=_f(w1 + np.mean(total, axis=-1)),
-        ttft_p50_s=quantile(0.5),
-        ttft_tail_s=quantile(float(levels[0])),
+        ttft_p50_s=p50,
+        ttft_tail_s=tail,
         utilization=_f(rho_raw),
         saturated=np.asarray(saturated, dtype=np.bool_),
     )

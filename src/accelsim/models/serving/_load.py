@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from accelsim._typing import ArrayLike, BoolArray, FloatArray
 from accelsim.models._poisson import poisson_quantile
@@ -21,6 +20,12 @@ from accelsim.models.serving._iteration import (
     iteration_seconds,
 )
 from accelsim.models.serving._memory import batch_limit, offline_tokens_per_s
+from accelsim.models.serving._mixture import (
+    hyperexponential_wait,
+    three_point,
+    two_point,
+    wait_mixture_quantiles,
+)
 
 # Iterations of the fixed-iteration bisection on the rate: the bracket shrinks by 2**-40, far
 # below any tolerance a rate is quoted to.
@@ -112,9 +117,11 @@ def _solve_iteration(
     return _f(np.where(feasible, root, t_max)), ~feasible
 
 
-def _cumulants(m1: FloatArray, m2: FloatArray, m3: FloatArray) -> list[FloatArray]:
-    """Mean, variance and third cumulant from the first three raw moments."""
-    return [m1, m2 - m1 * m1, m3 - 3.0 * m1 * m2 + 2.0 * m1**3]
+def _cumulants(m1: FloatArray, m2: FloatArray, m3: FloatArray, m4: FloatArray) -> list[FloatArray]:
+    """The first four cumulants from the first four raw moments."""
+    var = m2 - m1 * m1
+    central4 = m4 - 4.0 * m1 * m3 + 6.0 * m1 * m1 * m2 - 3.0 * m1**4
+    return [m1, var, m3 - 3.0 * m1 * m2 + 2.0 * m1**3, central4 - 3.0 * var * var]
 
 
 def _poisson_weights(mean: FloatArray) -> list[FloatArray]:
@@ -194,6 +201,8 @@ def latency_under_load(
     input_variance: ArrayLike = 0.0,
     input_third_moment: ArrayLike = 0.0,
     input_fourth_moment: ArrayLike | None = None,
+    input_nodes: ArrayLike | None = None,
+    input_weights: ArrayLike | None = None,
 ) -> LoadLatency:
     """TTFT and TPOT of one replica under Poisson arrivals (the analytic fast path).
 
@@ -215,7 +224,11 @@ def latency_under_load(
     input_variance, input_third_moment, input_fourth_moment : array_like, optional
         Second, third and fourth central moments of the per-request prompt length (0: every
         prompt has the mean length; the fourth defaults to ``3·variance²``, a normal's).
-        [tokens²], [tokens³], [tokens⁴]
+        Used where ``input_nodes`` is None. [tokens²], [tokens³], [tokens⁴]
+    input_nodes, input_weights : array_like, optional
+        Prompt lengths at nodes of the per-request law (last axis, e.g. conditional means
+        over quantile cells) and their probabilities (default equal); when given, the
+        prefill work's moments and the TTFT quantiles are taken over them. [tokens], [–]
 
     Returns
     -------
@@ -244,30 +257,37 @@ def latency_under_load(
       chance the replica is busy (idle: no wait).
     - ``D``, the tagged prompt's own prefill: ``⌈in/C⌉ − 1`` full-chunk iterations, then
       the last piece in an iteration shared with the ``M ~ Poisson(λ·E[I²]/E[I])`` prompts
-      that arrived during the same iteration: ``D = (⌈in/C⌉ − 1)·I_C + O_M``. Prompt-length
-      variability adds ``δ·(P − in)``, ``δ`` the marginal time per prompt token.
-    - ``W``, queueing for the prefill (M/G/1 FCFS): prompt work ``X = δ·P`` (prefill-first:
-      the prompt's compute; chunked: ``P/C`` full-chunk iterations), load ``ρ = λ·E[X]``,
-      waiting-time moments by Takács' recursion ``E[W^k] = λ/(1 − ρ) Σᵢ C(k, i)
-      E[X^{i+1}]/(i + 1) E[W^{k−i}]`` (``k = 1``: Pollaczek–Khinchine). ``R`` already
-      holds the residual of one iteration's prompt work, ``λ(δ·c)²/2``, so ``W`` is that
-      wait scaled to the rest of its mean.
+      that arrived during the same iteration: ``D = (⌈in/C⌉ − 1)·I_C + O_M``. A prompt of
+      length ``P`` adds ``X(P) − X(in)`` to it (its own prefill work, below).
+    - ``W``, queueing for the prefill (M/G/1 FCFS): prompt work ``X(P) = δ·P`` (``δ`` the
+      marginal time per prompt token; prefill-first: the prompt's compute; chunked:
+      ``P/C`` full-chunk iterations), plus ``a·P·(P − in)/2`` over the law's nodes (``a``
+      the attention time per token pair: a 10⁵-token prompt's attention to itself is
+      most of its work), load ``ρ = λ·E[X]``, waiting-time moments by Takács' recursion
+      ``E[W^k] = λ/(1 − ρ) Σᵢ C(k, i) E[X^{i+1}]/(i + 1) E[W^{k−i}]`` (``k = 1``:
+      Pollaczek–Khinchine). ``R`` already holds the residual of one iteration's prompt
+      work, ``λ(δ·c)²/2``, so ``W`` is that wait scaled to the rest of its mean.
 
-    Their cumulants add; the percentiles are the Cornish–Fisher expansion to the third
-    cumulant, ``κ₁ + σ(z + (z² − 1)γ/6)``, floored at the shortest TTFT ``D(M = 0)``.
-    Oracles: the request DES (``tests/agreement``: median DES/fast ratio over runs 1.13 at
-    p50 and 1.05 at p99 on chunked prefill at 4-16 % load; 0.99-1.17 and 1.01-1.06 on
-    prefill-first, multi-chunk prompts, log-normal prompts and 20-50 % load); the mean
-    with fixed iterations and no prefill work is ``T/2 + D`` exactly; ``W`` is the M/G/1
-    wait's (Pollaczek–Khinchine, Takács) scaled. The expansion is exact for a normal and
-    within 4 % of an exponential's median and 99th percentile. It breaks (a) where rare
-    multi-prompt iterations (probability ``ν``, ``λE[I²]/E[I]``) make TTFT multimodal: the
-    skew they add lowers the expanded median by ``σγ/6`` though the median does not see
-    them (the p50 is understated by up to ~20 % at light load); (b) at light load with a
-    bounded, flat residual, where the p99 of that part is overstated by up to ``0.17·T``
-    (a uniform's is ``0.99T``, the expansion's ``(0.5 + 0.67)T``); (c) near saturation of
-    the prefill (``ρ → 1``), where FCFS batching of prompts in one iteration departs from
-    M/G/1 and the iterations' lengths are no longer independent of the queue.
+    *Quantiles* (the one TTFT quantile formula, shared with the disaggregated prefill
+    replica): ``Z = R + D`` as the three-point law of its first four cumulants with the
+    middle point at its mean (a bounded residual keeps its median; rare multi-prompt
+    iterations keep their weight at the tail), floored at ``D(M = 0)``; ``P`` over
+    ``input_nodes`` (or, given only moments, the two-point law of its first three);
+    ``W`` zero with probability ``1 − ρ``, else a two-phase hyperexponential matching
+    three moments of the wait given a wait (a short phase for the common waits, a long
+    one behind a long prompt). The p50 and tail are the exact quantiles of that mixture
+    (segment by segment between its nodes; no expansion). Oracles: the request DES
+    (``tests/agreement``, median DES/fast ratio over 24 runs): fixed 400-token prompts,
+    4-16 % load, chunked: p50 0.98, p99 1.09; ``LogNormal(low=50, high=8000)`` prompts
+    at 20-50 % load: p50 0.80 and p99 0.87 chunked, 0.94 and 1.25 prefill-first (the
+    Cornish–Fisher expansion this replaced: 1.08 and 3.0, 1.21 and 4.1); the mean with
+    fixed iterations and no prefill work is ``T/2 + D`` exactly; ``W`` is the M/G/1
+    wait's (Pollaczek–Khinchine, Takács) scaled. Where it is weakest: (a) the chunked
+    median on a wide law (overstated ~20 %: FCFS M/G/1 makes a short prompt wait for the
+    whole work ahead, where chunked prefill packs short prompts into one iteration);
+    (b) the p99 prefill-first (understated ~20 %); (c) near saturation of the prefill
+    (``ρ → 1``), where FCFS batching of prompts departs from M/G/1; (d) TPOT on a wide
+    law (the fixed point averages prefill chunks into every iteration; DES/fast 1.3-1.8).
     """
     rate = np.maximum(_f(rate_rps), 1e-300)
     inp = _f(input_tokens)
@@ -294,9 +314,9 @@ def latency_under_load(
         iteration_seconds(cost, with_prompts, j * piece, with_prompts * ctx, piece / 2.0)
         for j in range(1, _PROMPT_TERMS)
     ]
-    i_moments = _mixture_moments(_poisson_weights(nu), in_progress, 4)
+    i_moments = _mixture_moments(_poisson_weights(nu), in_progress, 5)
     busy = 1.0 - np.exp(-(batch + nu))
-    residual = [busy * i_moments[k] / ((k + 1) * i_moments[0]) for k in (1, 2, 3)]
+    residual = [busy * i_moments[k] / ((k + 1) * i_moments[0]) for k in (1, 2, 3, 4)]
     # The tagged prompt: its full chunks, then its last piece with M ~ Poisson joining it.
     joining = rate * i_moments[1] / i_moments[0]  # arrivals during the iteration in progress
     full_chunk = iteration_seconds(
@@ -308,20 +328,43 @@ def latency_under_load(
         + iteration_seconds(cost, with_prompts, last + m * piece, with_prompts * ctx, last / 2.0)
         for m in range(_PROMPT_TERMS)
     ]
-    d_moments = _mixture_moments(_poisson_weights(joining), own, 3)
+    d_moments = _mixture_moments(_poisson_weights(joining), own, 4)
 
     marginal = (own[1] - own[0]) / piece  # time per prompt token once compute-bound [s]
     full_rate = np.where(chunked, full_chunk / np.where(chunked, chunk, 1.0), 0.0)
     per_token = np.maximum(marginal, full_rate)
-    work = per_token * inp
+    var, m3 = _f(input_variance), _f(input_third_moment)
+    if input_nodes is None:
+        # Moments only: the prompt work X = δ·P, its raw moments from P's central ones, and
+        # the prompt law for the quantiles the two-point law of its first three moments.
+        m4 = 3.0 * var * var if input_fourth_moment is None else _f(input_fourth_moment)
+        work = per_token * inp
+        x2 = per_token**2 * (inp**2 + var)
+        x3 = per_token**3 * (inp**3 + 3.0 * inp * var + m3)
+        x4 = per_token**4 * (inp**4 + 6.0 * inp**2 * var + 4.0 * inp * m3 + m4)
+        p_values, p_probs = two_point(inp, var, m3)
+        extra = per_token[..., None] * (p_values - inp[..., None])
+    else:
+        p_values = _f(input_nodes)
+        p_probs = np.broadcast_to(
+            _f(np.full(p_values.shape[-1], 1.0 / p_values.shape[-1]))
+            if input_weights is None
+            else _f(input_weights),
+            p_values.shape,
+        )
+        # Over the law's nodes, a prompt's work also grows with its attention to itself:
+        # X(P) = δ·P + a·P·(P − in)/2, a the attention time per token pair (compute-bound),
+        # so X(in) = δ·in; the long prompts of a wide law weigh their quadratic cost.
+        pair = (cost.attention_flops_per_context_token * cost.seconds_per_flop)[..., None]
+        x_nodes = (
+            per_token[..., None] * p_values + pair * p_values * (p_values - inp[..., None]) / 2.0
+        )
+        x_nodes = np.maximum(x_nodes, 0.0)
+        work, x2, x3, x4 = (np.sum(p_probs * x_nodes**k, axis=-1) for k in (1, 2, 3, 4))
+        extra = x_nodes - (per_token * inp)[..., None]
     rho_raw = rate * work
     saturated = overflow | (rho_raw >= 1.0)
     rho = np.clip(rho_raw, 0.0, 1.0 - 1e-9)
-    var, m3 = _f(input_variance), _f(input_third_moment)
-    m4 = 3.0 * var * var if input_fourth_moment is None else _f(input_fourth_moment)
-    x2 = per_token**2 * (inp**2 + var)  # raw moments of the prompt work X = δ·P
-    x3 = per_token**3 * (inp**3 + 3.0 * inp * var + m3)
-    x4 = per_token**4 * (inp**4 + 6.0 * inp**2 * var + 4.0 * inp * m3 + m4)
     w1, w2, w3 = mg1_wait_moments(rate, rho, x2, x3, x4)
     # The residual of one iteration's prompt work is already in R: W keeps the rest of the
     # Pollaczek–Khinchine mean, with the shape (moments given W > 0) of the M/G/1 wait.
@@ -329,33 +372,35 @@ def latency_under_load(
     scale = wait / np.maximum(w1, 1e-300)
     w_moments = (wait, w2 * scale**2, w3 * scale**3)
 
-    r, d, w = _cumulants(*residual), _cumulants(*d_moments), _cumulants(*w_moments)
-    mean = r[0] + d[0] + w[0]
-    variance = r[1] + d[1] + w[1] + per_token**2 * var
-    sd = np.sqrt(np.maximum(variance, 0.0))
-    # Chance that other prompts share the in-progress or the tagged iteration (the jumps
-    # behind R's and D's skew).
-    decoding_only = np.exp(-nu) * in_progress[0] / i_moments[0]  # length-biased, j = 0
-    jumps = busy * (1.0 - decoding_only * np.exp(-joining))
+    r, d = _cumulants(*residual), _cumulants(*d_moments)
+    mean = r[0] + d[0] + wait
     shortest = own[0]
-
-    def quantile(level: FloatArray) -> FloatArray:
-        z = special.ndtri(level)
-        # A rare jump (probability p) skews the sum whatever p; it moves the quantile at
-        # this level only if p is comparable to 1 − level: weight its skew by that ratio.
-        seen = np.minimum(jumps / (1.0 - level), 1.0)
-        waits = np.minimum(rho / (1.0 - level), 1.0)  # W > 0 with probability ρ
-        third = seen * (r[2] + d[2]) + waits * w[2] + per_token**3 * m3
-        skew = np.maximum(third, 0.0) / np.maximum(sd**3, 1e-300)
-        return _f(np.maximum(mean + sd * (z + (z * z - 1.0) * skew / 6.0), shortest))
+    # Z = R + D (the light, bounded part) as the three-point law of its first three
+    # cumulants; the prompt adds δ·(P − in) over the prompt-length law's nodes.
+    var_z = r[1] + d[1]
+    z_values, z_probs = three_point(
+        r[0] + d[0], var_z, r[2] + d[2], r[3] + d[3] + 3.0 * var_z * var_z
+    )
+    # A request needs at least the iteration that prefills its own last piece.
+    z_floor = np.maximum(z_values, shortest[..., None])[..., None, :]
+    nodes = np.maximum(z_floor + extra[..., :, None], in_progress[0][..., None, None])
+    probs = p_probs[..., :, None] * z_probs[..., None, :]
+    nodes, probs = np.broadcast_arrays(nodes, probs)
+    flat = (*nodes.shape[:-2], -1)
+    nodes, probs = nodes.reshape(flat), probs.reshape(flat)
+    order = np.argsort(nodes, axis=-1)
+    nodes = np.take_along_axis(nodes, order, axis=-1)
+    probs = np.take_along_axis(probs, order, axis=-1)
+    phases = hyperexponential_wait(rho, *w_moments)
+    p50, tail = wait_mixture_quantiles(nodes, probs, rho, phases, (0.5, q))
 
     return LoadLatency(
         decode_batch=_f(batch),
         tpot_p50_s=_f(t),
         tpot_tail_s=_f(np.maximum(tpot_tail, t)),
         ttft_mean_s=_f(np.maximum(mean, shortest)),
-        ttft_p50_s=quantile(np.asarray(0.5)),
-        ttft_tail_s=quantile(q),
+        ttft_p50_s=p50,
+        ttft_tail_s=tail,
         prefill_utilization=_f(rho_raw),
         saturated=np.asarray(saturated, dtype=np.bool_),
     )
@@ -387,6 +432,8 @@ def slo_capacity_rps(
     input_variance: ArrayLike = 0.0,
     input_third_moment: ArrayLike = 0.0,
     input_fourth_moment: ArrayLike | None = None,
+    input_nodes: ArrayLike | None = None,
+    input_weights: ArrayLike | None = None,
 ) -> SloCapacity:
     """Largest Poisson rate one replica serves with TTFT and TPOT within bounds at a percentile.
 
@@ -405,9 +452,10 @@ def slo_capacity_rps(
     percentile : array_like, optional
         Percentile the bounds apply at (MLPerf: 0.99). [fraction]
     prefill_chunk_tokens, input_variance, input_third_moment, input_fourth_moment : optional
-        The scheduler's prefill chunk and the prompt-length law's central moments, as in
-        :func:`latency_under_load`. [tokens], [tokens²], [tokens³], [tokens⁴]
-
+    input_nodes, input_weights : optional
+        The scheduler's prefill chunk and the prompt-length law (central moments, or
+        nodes and their probabilities), as in :func:`latency_under_load`. [tokens],
+        [tokens²], [tokens³], [tokens⁴], [tokens], [–]
     Returns
     -------
     SloCapacity
@@ -439,6 +487,8 @@ def slo_capacity_rps(
             input_variance=input_variance,
             input_third_moment=input_third_moment,
             input_fourth_moment=input_fourth_moment,
+            input_nodes=input_nodes,
+            input_weights=input_weights,
         )
         ok = (~lat.saturated) & (lat.ttft_tail_s <= ttft_bound) & (lat.tpot_tail_s <= tpot_bound)
         return np.asarray(ok, dtype=np.bool_)
