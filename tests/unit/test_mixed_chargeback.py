@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import accelsim as acs
-from accelsim.engines._des_mixed import chargeback
+from accelsim.engines._des_mixed_parts import chargeback
 
 DAYS = 3
 HOURS = 24.0 * DAYS

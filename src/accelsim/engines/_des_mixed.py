@@ -43,7 +43,8 @@ workload held, attempt by attempt (``chip_hours.<name>``; their sum equals the p
 allocated chip-hours, the rest of the held fleet is ``idle_chip_hours``: chips idle or
 down), pool by pool. Each pool's hardware and energy is charged back to the workloads
 that held its chips, in proportion to their chip-hours on it, the pool's idle chip-hours
-spread in the same proportion (``chargeback_usd.<name>``, :func:`chargeback`): a workload
+spread in the same proportion (``chargeback_usd.<name>``,
+:func:`~accelsim.engines._des_mixed_parts.chargeback`): a workload
 pays its own pools' prices, and the chargebacks sum to the fleet's hardware and energy
 cost. A pool no workload used in a run is spread over the fleet's users; a run in which no
 workload held a chip charges it to ``unattributed_usd``. A trace with a ``user`` column is
@@ -59,7 +60,6 @@ attribution by the metric then the name (``chargeback_usd.research``).
 from __future__ import annotations
 
 import heapq
-import re
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import replace
@@ -73,6 +73,7 @@ from accelsim.engines._des_checks import check_runnable, trace_users
 from accelsim.engines._des_mixed_parts import (
     ServingPlan,
     TrainingPlan,
+    chargeback,
     plan_serving,
     plan_training,
     record_serving,
@@ -80,6 +81,8 @@ from accelsim.engines._des_mixed_parts import (
     replica_windows,
     serving_metrics_held,
     stream_metrics,
+    team_metrics,
+    trace_teams,
     training_metrics,
 )
 from accelsim.engines._des_streams_run import (
@@ -93,7 +96,6 @@ from accelsim.engines._des_streams_run import (
 )
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines.des import DesResult, Holdings, JobSpec, PoolSpec
-from accelsim.errors import AccelsimError
 from accelsim.scenario import (
     JobStream,
     Scenario,
@@ -107,8 +109,6 @@ from accelsim.scenario import (
 from accelsim.seeding import child
 
 _HOURS_PER_DAY = 24.0
-MAX_TEAMS = 100
-"""Most distinct users of one trace reported team by team (each adds a few metrics)."""
 ID_STRIDE = 1 << 40
 """Job ids of the ``j``-th stream or trace of a mix start at ``j * ID_STRIDE`` after the
 training runs and replica windows (ids break ties between jobs submitted together)."""
@@ -163,27 +163,13 @@ class _Mix:
 
     def _add_teams(self, i: int, users: tuple[str, ...]) -> None:
         """Classes for the teams of trace ``i`` (none if it has no user column)."""
-        if not any(users):
+        where = f"scenario {self.scenario.name!r}: workloads[{i}] ({self.names[i]})"
+        teams = trace_teams(users, where)
+        if teams is None:
             return
-        names = sorted(set(users))
-        if len(names) > MAX_TEAMS:
-            raise AccelsimError(
-                f"scenario {self.scenario.name!r}: workloads[{i}] ({self.names[i]}) has "
-                f"{len(names)} users, above the {MAX_TEAMS} reported team by team: map the "
-                f"user column to a team column, or remove it from columns"
-            )
-        labels: dict[str, str] = {}
-        for user in names:
-            label = re.sub(r"[^A-Za-z0-9_-]", "_", user) or "unknown"
-            if label in labels:
-                raise AccelsimError(
-                    f"scenario {self.scenario.name!r}: users {labels[label]!r} and {user!r} "
-                    f"of workloads[{i}] read the same in metric names ({label!r}): rename one"
-                )
-            labels[label] = user
+        labels, team = teams
         base = len(self.names) + len(self.team_labels)
-        index = {user: base + k for k, user in enumerate(names)}
-        self.teams[i] = (base, np.array([index[u] for u in users], dtype=np.int64))
+        self.teams[i] = (base, team + base)
         self.team_labels += [(i, f"{self.names[i]}.{label}") for label in labels]
 
     def pools(self, k: int) -> list[PoolSpec]:
@@ -325,23 +311,17 @@ class _Mix:
             for key, value in stream_metrics(records, horizon).items():
                 row[f"{self.names[i]}.{key}"] = value
             if i in self.teams:
-                team = self.teams[i][1]
-                low = lows[owner.index(i)]
-                by_team: dict[int, list[des.JobRecord]] = {}
-                for r in records:
-                    by_team.setdefault(int(team[r.job_id - low]), []).append(r)
-                for c, (w, label) in enumerate(self.team_labels):
-                    if w != i:
-                        continue
-                    cls = len(self.names) + c
+                base, team = self.teams[i]
+                labels = [label for w, label in self.team_labels if w == i]
+                per_team = team_metrics(records, team - base, lows[owner.index(i)], labels, horizon)
+                for k, label in enumerate(labels):
+                    cls = base + k
                     row[f"chip_hours.{label}"] = held[cls]
                     held[i] += held[cls]
                     for p, hours in enumerate(by_pool[cls]):
                         row[f"held_pool{p}.{label}"] = hours
                         by_pool[i][p] += hours
-                    per_team = stream_metrics(by_team.get(cls, []), horizon)
-                    for key in ("jobs_arrived", "jobs_completed", "mean_wait_hours"):
-                        row[f"{label}.{key}"] = per_team[key]
+                    row |= {f"{label}.{key}": v for key, v in per_team[label].items()}
         held_total = 0.0
         for i, name in enumerate(self.names):
             row[f"chip_hours.{name}"] = held[i]
@@ -364,42 +344,6 @@ class _Mix:
         row["queue_wait_job_hours"] = max(result.mean_queue_length * horizon - replica_queue, 0.0)
         row["jobs_completed"] = sum(row[f"{self.names[i]}.jobs_completed"] for i in self.streams)
         return row
-
-
-def chargeback(
-    pool_cost: list[FloatArray],
-    held: dict[str, list[FloatArray]],
-    parts: dict[str, list[FloatArray]] | None = None,
-) -> dict[str, FloatArray]:
-    """Each workload's share of the fleet's hardware and energy, pool by pool. [USD]
-
-    ``pool_cost[p]``: pool ``p``'s cost per run; ``held[w][p]``: chip-hours workload ``w``
-    held on pool ``p`` per run (the workloads partition the pools' allocated chip-hours).
-    Pool ``p``'s cost is charged to its users in proportion to their chip-hours on it, its
-    idle chip-hours spread the same way; a pool no workload used in a run is spread over the
-    fleet's users by their chip-hours on every pool; a run where nothing ran charges no one
-    (the caller's ``unattributed_usd``). ``parts`` (a trace's teams, inside a workload's
-    chip-hours) are charged by the same shares, so they add up to their workload's.
-    """
-    runs = pool_cost[0].shape if pool_cost else (0,)
-    used = [sum((h[p] for h in held.values()), np.zeros(runs)) for p in range(len(pool_cost))]
-    total = sum(used, np.zeros(runs))
-    orphan = sum(
-        (np.where(u > 0, 0.0, c) for u, c in zip(used, pool_cost, strict=True)), np.zeros(runs)
-    )
-
-    def share(num: FloatArray, den: FloatArray) -> FloatArray:
-        return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-
-    def charge(hours: list[FloatArray]) -> FloatArray:
-        own = sum(
-            (c * share(h, u) for h, u, c in zip(hours, used, pool_cost, strict=True)),
-            np.zeros(runs),
-        )
-        return own + orphan * share(sum(hours, np.zeros(runs)), total)
-
-    every = {**held, **(parts or {})}
-    return {name: charge(hours) for name, hours in every.items()}
 
 
 def _metrics(mix: _Mix) -> tuple[dict[str, FloatArray], InputDraws]:
@@ -471,4 +415,4 @@ def simulate_mixed_block(
     return data, draws, kept.arrays()
 
 
-__all__ = ["ID_STRIDE", "chargeback", "simulate_mixed_block"]
+__all__ = ["ID_STRIDE", "simulate_mixed_block"]

@@ -12,6 +12,7 @@ DES, their metrics come back through the same engines (:func:`training_metrics`,
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ from accelsim.engines._serving_usage import (
     usage_from_totals,
 )
 from accelsim.engines.des import JobRecord
+from accelsim.errors import AccelsimError
 from accelsim.models import reliability
 from accelsim.scenario import Scenario, Serving
 
@@ -62,6 +64,10 @@ SERVING_METRICS = (
     "engineering_cost_usd",
 )
 """An endpoint's metrics in a mix (with ``replicas_planned_mean``), each prefixed ``<name>.``."""
+MAX_TEAMS = 100
+"""Most distinct users of one trace reported team by team (each adds a few metrics)."""
+TEAM_METRICS = ("jobs_arrived", "jobs_completed", "mean_wait_hours")
+"""A team's job metrics, each ``<trace>.<team>.<metric>``."""
 
 
 class _Capture:
@@ -323,11 +329,100 @@ def stream_metrics(records: Sequence[JobRecord], horizon_hours: float) -> dict[s
     }
 
 
+def chargeback(
+    pool_cost: list[FloatArray],
+    held: dict[str, list[FloatArray]],
+    parts: dict[str, list[FloatArray]] | None = None,
+) -> dict[str, FloatArray]:
+    """Each workload's share of the fleet's hardware and energy, pool by pool. [USD]
+
+    ``pool_cost[p]``: pool ``p``'s cost per run; ``held[w][p]``: chip-hours workload ``w``
+    held on pool ``p`` per run (the workloads partition the pools' allocated chip-hours).
+    Pool ``p``'s cost is charged to its users in proportion to their chip-hours on it, its
+    idle chip-hours spread the same way; a pool no workload used in a run is spread over the
+    fleet's users by their chip-hours on every pool; a run where nothing ran charges no one
+    (the caller's ``unattributed_usd``). ``parts`` (a trace's teams, inside a workload's
+    chip-hours) are charged by the same shares, so they add up to their workload's.
+    """
+    runs = pool_cost[0].shape if pool_cost else (0,)
+    used = [sum((h[p] for h in held.values()), np.zeros(runs)) for p in range(len(pool_cost))]
+    total = sum(used, np.zeros(runs))
+    orphan = sum(
+        (np.where(u > 0, 0.0, c) for u, c in zip(used, pool_cost, strict=True)), np.zeros(runs)
+    )
+
+    def share(num: FloatArray, den: FloatArray) -> FloatArray:
+        return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+    def charge(hours: list[FloatArray]) -> FloatArray:
+        own = sum(
+            (c * share(h, u) for h, u, c in zip(hours, used, pool_cost, strict=True)),
+            np.zeros(runs),
+        )
+        return own + orphan * share(sum(hours, np.zeros(runs)), total)
+
+    every = {**held, **(parts or {})}
+    return {name: charge(hours) for name, hours in every.items()}
+
+
+def trace_teams(users: Sequence[str], where: str) -> tuple[list[str], IntArray] | None:
+    """A trace's teams: their metric labels (users sorted) and each job's team index.
+
+    ``users`` holds each job's ``user`` text in job order (all ``""``: no user column,
+    ``None``). A label is the user's text with any character other than letters, digits,
+    ``_`` and ``-`` read as ``_``; two users reading the same, or more than
+    :data:`MAX_TEAMS` users, are errors naming ``where``.
+    """
+    if not any(users):
+        return None
+    names = sorted(set(users))
+    if len(names) > MAX_TEAMS:
+        raise AccelsimError(
+            f"{where} has {len(names)} users, above the {MAX_TEAMS} reported team by team: "
+            f"map the user column to a team column, or remove it from columns"
+        )
+    labels: dict[str, str] = {}
+    for user in names:
+        label = re.sub(r"[^A-Za-z0-9_-]", "_", user) or "unknown"
+        if label in labels:
+            raise AccelsimError(
+                f"{where}: users {labels[label]!r} and {user!r} read the same in metric "
+                f"names ({label!r}): rename one"
+            )
+        labels[label] = user
+    index = {user: k for k, user in enumerate(names)}
+    return list(labels), np.array([index[u] for u in users], dtype=np.int64)
+
+
+def team_metrics(
+    records: Sequence[JobRecord],
+    team: IntArray,
+    first_id: int,
+    labels: Sequence[str],
+    horizon_hours: float,
+    since_hours: float = 0.0,
+) -> dict[str, dict[str, float]]:
+    """Each team's :data:`TEAM_METRICS` (by :func:`stream_metrics`) over the jobs submitted
+    from ``since_hours`` on; job ``j``'s team is ``team[j - first_id]``."""
+    by_team: dict[int, list[JobRecord]] = {}
+    for r in records:
+        if r.submit_hours >= since_hours:
+            by_team.setdefault(int(team[r.job_id - first_id]), []).append(r)
+    out = {}
+    for k, label in enumerate(labels):
+        metrics = stream_metrics(by_team.get(k, []), horizon_hours)
+        out[label] = {key: metrics[key] for key in TEAM_METRICS}
+    return out
+
+
 __all__ = [
+    "MAX_TEAMS",
     "SERVING_METRICS",
+    "TEAM_METRICS",
     "TRAINING_METRICS",
     "ServingPlan",
     "TrainingPlan",
+    "chargeback",
     "per_hour",
     "plan_serving",
     "plan_training",
@@ -336,5 +431,7 @@ __all__ = [
     "replica_windows",
     "serving_metrics_held",
     "stream_metrics",
+    "team_metrics",
+    "trace_teams",
     "training_metrics",
 ]

@@ -32,7 +32,8 @@ from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
 from accelsim.dists import as_dist
 from accelsim.engines import des
-from accelsim.engines._des_checks import _trace_jobs, allowed_pools, check_runnable
+from accelsim.engines._des_checks import _trace_jobs, allowed_pools, check_runnable, trace_users
+from accelsim.engines._des_mixed_parts import chargeback, team_metrics, trace_teams
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines._offers import lead_time_days, spot_preemption_prior
 from accelsim.engines._pricing import (
@@ -45,7 +46,7 @@ from accelsim.engines._pricing import (
 )
 from accelsim.engines.des import DesResult, JobRecord, JobSpec, PoolSpec, poisson_stream
 from accelsim.engines.des._streams import MAX_JOBS
-from accelsim.scenario import JobStream, Scenario, Trace
+from accelsim.scenario import JobStream, Scenario, Trace, workload_name
 from accelsim.seeding import child, stream
 
 _HOURS_PER_DAY = 24.0
@@ -302,6 +303,10 @@ def _window_row(result: DesResult) -> dict[str, float]:
     return row
 
 
+_Teams = tuple[list[str], np.ndarray]
+"""A trace's team labels and each job's team index (:func:`trace_teams`)."""
+
+
 def _stream_run(
     scenario: Scenario,
     cat: Catalog,
@@ -310,12 +315,19 @@ def _stream_run(
     run: int,
     k: int,
     options: DesOptions,
+    teams: _Teams | None = None,
 ) -> tuple[dict[str, float], DesResult]:
-    """One run (``k`` of the block, ``run`` of the study) of a stream or trace scenario."""
+    """One run (``k`` of the block, ``run`` of the study) of a stream or trace scenario;
+    with ``teams``, each team's chip-hours per pool (``held_pool<p>.<trace>.<team>``, priced
+    by :func:`simulate_block`) and job metrics, as in a mix."""
     assert scenario.horizon_days is not None
     assert isinstance(scenario.workload, JobStream | Trace)
     horizon_h = scenario.horizon_days * _HOURS_PER_DAY
     pools = _pool_specs(scenario, cat, fleet, k)
+    holdings = None
+    if teams is not None:
+        team = teams[1]
+        holdings = des.Holdings(lambda job_id: int(team[job_id]), len(teams[0]), pools=len(pools))
     result = des.run(
         pools,
         _stream_jobs(
@@ -325,10 +337,20 @@ def _stream_run(
         horizon_hours=horizon_h,
         warmup_hours=scenario.warmup_days * _HOURS_PER_DAY,
         seed_seq=child(root, "des", run),
-        keep_jobs=options.keep_jobs,
+        keep_jobs=options.keep_jobs or teams is not None,
         utilization_resolution_hours=options.resolution_hours,
+        holdings=holdings,
     )
     row = _window_row(result)
+    if teams is not None and holdings is not None and result.jobs is not None:
+        prefix = workload_name(scenario.workload)
+        warmup_h = scenario.warmup_days * _HOURS_PER_DAY
+        per_team = team_metrics(result.jobs, teams[1], 0, teams[0], horizon_h, warmup_h)
+        for c, label in enumerate(teams[0]):
+            row[f"chip_hours.{prefix}.{label}"] = holdings.chip_hours[c]
+            for p, hours in enumerate(holdings.pool_chip_hours[c]):
+                row[f"held_pool{p}.{prefix}.{label}"] = hours
+            row |= {f"{prefix}.{label}.{key}": v for key, v in per_team[label].items()}
     row["goodput"] = result.goodput
     row["interruptions"] = float(result.interruptions)
     for i, pm in enumerate(result.pools):
@@ -355,14 +377,33 @@ def simulate_block(
     plan = as_plan(plan)
     draws = plan.draws(start, stop)
     fleet = _fleet_draws(scenario, cat, draws)
+    work = scenario.workload
+    teams = None
+    # Teams where the trace's columns map a user column, as the mix documents: a header
+    # merely named "user" (e.g. a Helios log's hundreds of users) adds no metrics here.
+    if isinstance(work, Trace) and isinstance(work.columns, dict) and "user" in work.columns:
+        teams = trace_teams(trace_users(scenario, work, cat), f"scenario {scenario.name!r}")
     kept = _Kept(options)
     rows: list[dict[str, float]] = []
     for k in range(draws.runs):
-        row, result = _stream_run(scenario, cat, fleet, plan.root, start + k, k, options)
+        row, result = _stream_run(scenario, cat, fleet, plan.root, start + k, k, options, teams)
         kept.add(start + k, result)
         rows.append(row)
     data = {key: np.array([r[key] for r in rows]) for key in rows[0]}
-    data |= _price_fleet(scenario, cat, draws, data)
+    priced = _price_fleet(scenario, cat, draws, data, per_pool=teams is not None)
+    pools = range(len(scenario.fleet))
+    costs = [priced.pop(f"pool_cost_usd{p}", None) for p in pools]
+    data |= priced
+    if teams is not None:
+        assert work is not None
+        trace = workload_name(work)
+        held = {
+            f"{trace}.{label}": [data.pop(f"held_pool{p}.{trace}.{label}") for p in pools]
+            for label in teams[0]
+        }
+        if all(c is not None for c in costs):
+            charged = chargeback([c for c in costs if c is not None], held)
+            data |= {f"chargeback_usd.{name}": value for name, value in charged.items()}
     return data, draws, kept.arrays()
 
 
