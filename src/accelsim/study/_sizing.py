@@ -6,6 +6,10 @@ hardware rises with the chips held, and waiting, priced by
 ``Assumptions.wait_usd_per_job_hour`` as the ``wait_cost_usd`` line of the TCO, falls as the
 queue shortens. The answer is the count of lowest mean TCO, with its uncertainty: the Monte
 Carlo error of every mean and the paired-run probability that each count is the cheapest.
+
+Over a mix of workloads (``Scenario.workloads``) the TCO is the fleet's: hardware and
+energy of every pool, each workload's engineering, and the queue wait of every job but the
+endpoints' replicas; the table shows each stream's or trace's own mean wait.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.results import Z95, Table, format_error, format_value, table_html
-from accelsim.scenario import Scenario
+from accelsim.results import Z95, Result, Table, format_error, format_value, table_html
+from accelsim.scenario import JobStream, Scenario, Trace, workload_name
 from accelsim.seeding import SeedLike
 from accelsim.study._chunks import DEFAULT_RUNS
 from accelsim.study._sweep import SweepResult, sweep
@@ -29,6 +33,19 @@ _HEADS = {
     "credits_usd": "mean credits",
     "mean_wait_hours": "mean wait",
 }
+
+
+def _heads(results: Sequence[Result]) -> dict[str, str]:
+    """The table's extra columns every count reports: metric -> heading. A mix shows each
+    stream's or trace's mean wait (``<name>.mean_wait_hours``)."""
+    heads = dict(_HEADS)
+    first = results[0].scenario
+    if first is not None and first.workloads is not None:
+        for work in first.workloads:
+            if isinstance(work, JobStream | Trace):
+                name = workload_name(work)
+                heads[f"{name}.mean_wait_hours"] = f"mean wait {name}"
+    return {m: head for m, head in heads.items() if all(m in r.data for r in results)}
 
 
 @dataclass(frozen=True)
@@ -60,7 +77,8 @@ class FleetSizing:
     def as_table(self) -> Table:
         """:meth:`table` as a :class:`~accelsim.results.Table`."""
         results = self.sweep.results
-        extra = [m for m in _HEADS if all(m in r.data for r in results)]
+        heads = _heads(results)
+        extra = list(heads)
         rows = []
         for i, count in enumerate(self.counts):
             mean, se = self.mean_tco_usd[i], self.std_error_usd[i]
@@ -85,13 +103,13 @@ class FleetSizing:
                 "fleet that runs the work is the cheapest: set a price of waiting to trade "
                 "hardware against queue time."
             )
-        header = ("chips", "mean TCO", *(_HEADS[m] for m in extra), "P(cheapest)")
+        header = ("chips", "mean TCO", *(heads[m] for m in extra), "P(cheapest)")
         return Table(header, tuple(rows), title, note)
 
     def table(self) -> str:
         """One row per count: mean TCO ±95 % MC error, its hardware and wait parts, the
         credits that offset it (a negative line, when the scenario has credits), the mean
-        queue wait (when the scenario reports them) and P(cheapest)."""
+        queue wait (a mix: each stream's or trace's) and P(cheapest)."""
         return str(self.as_table())
 
     def _repr_html_(self) -> str:
@@ -125,12 +143,16 @@ def size_fleet(
     prices waiting (``Assumptions.wait_usd_per_job_hour``), the ``wait_cost_usd`` of its
     queue; without that price waiting is free and the smallest count that runs is cheapest.
     Credits (``Scenario.credits``) offset the TCO as the negative ``credits_usd`` line, shown
-    in the table as its own column.
+    in the table as its own column. Over a mix of workloads the TCO is the fleet's (every
+    pool's hardware and energy, each workload's engineering, the queue wait of every job but
+    an endpoint's replicas); a count too small for a training run's or an endpoint's
+    ``chips`` is an invalid sweep point (an error before any run).
 
     Parameters
     ----------
     scenario : Scenario
-        The base scenario (typically a ``JobStream`` or ``Trace`` on a shared fleet).
+        The base scenario (typically a ``JobStream`` or ``Trace`` on a shared fleet, or a
+        mix of workloads).
     counts : sequence of int
         The chip counts to try, each > 0, no repeats.
     pool : int
