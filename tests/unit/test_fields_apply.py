@@ -11,10 +11,11 @@ The other fields are in :data:`FIELDS`, one entry per field of every scenario mo
 holds it to the models, so a new field must be placed): where it is read, or the rule that
 refuses it where it is not.
 
-Deliberately not refused: ``repair_hours`` and ``spot_return_hours`` on a training run. The
-training engines do not read them yet; issue 14 (preemption policies, spare nodes) makes
-them, so they stay accepted (the table lists them as read by training, and the engine-side
-test below skips them).
+``repair_hours`` and ``spot_return_hours`` on a training run are read by its recovery
+(:mod:`accelsim.engines._recovery`): the return time on a spot pool, the repair time with
+``Pool.spare_hosts`` (refused on a lone run without spares, by the scenario's recovery
+rules); the table lists them as read by training, and the engine-side test below skips
+them (the stream DES samples them without recording them).
 """
 
 from __future__ import annotations
@@ -142,6 +143,9 @@ FIELDS: dict[type, dict[str, str]] = {
         "pricing": "pricing, lead times, spot preemptions",
         "term_share": "pricing of reserved pools; refused where the pool's cost is not reported",
         "block_days": "pricing of capacity blocks (required for and only for them)",
+        "spare_hosts": "a training run's recovery and pricing (its own pool; not on spot)",
+        "fallback_after_preemptions": "a spot training run's fallback (its own pool)",
+        "fallback_after_days": "a spot training run's fallback (its own pool)",
     },
     acs.Credit: {
         "usd": "credits_usd",
@@ -187,7 +191,7 @@ VALUES: dict[str, float] = {
     "instability_events_per_day": 0.01,
 }
 # Read by the stream DES as samplers of repair and return times (not recorded as inputs);
-# not yet read by the training engines (issue 14).
+# the training engines read them only on a spot pool or with spare hosts.
 NOT_RECORDED = {"repair_hours", "spot_return_hours"}
 
 _STREAM = acs.JobStream(interarrival_hours=4.0, chips=8, duration_hours=2.0)
@@ -517,12 +521,20 @@ def test_the_serving_router_is_refused_on_the_fast_path() -> None:
 
 
 def test_what_stays_accepted() -> None:
-    """The stated exceptions: repair and return times on a training run (issue 14), and a
-    credit outside the fleet's provider (an organisation's credits, reused across options:
-    its line is 0, printed)."""
+    """The stated exceptions: a spot run's return time and a repair time with spare hosts
+    (read by the training engines' recovery; a repair time without spares is refused), and
+    a credit outside the fleet's provider (an organisation's credits, reused across
+    options: its line is 0, printed)."""
     spot = acs.Pool(chip="h100-sxm", count=64, provider="gcp", pricing="spot")
-    a = acs.Assumptions(repair_hours=4.0, spot_return_hours=2.0)
-    assert scenario("training", fleet=[spot], assumptions=a).assumptions == a
+    a = acs.Assumptions(spot_return_hours=2.0)
+    drawn = _simulate(scenario("training", fleet=[spot], assumptions=a)).inputs
+    assert "assumptions.spot_return_hours" in drawn
+    spares = acs.Pool(chip="h100-sxm", count=64, provider="gcp", spare_hosts=1)
+    r = acs.Assumptions(repair_hours=4.0)
+    drawn = _simulate(scenario("training", fleet=[spares], assumptions=r)).inputs
+    assert "assumptions.repair_hours" in drawn
+    with pytest.raises(ValidationError, match="repair_hours applies to a training run alone"):
+        scenario("training", assumptions=r)
     res = _simulate(scenario("training", credits=[acs.Credit(usd=1e4, provider="gcp")]))
     assert not res.samples("credits_usd").any()
 

@@ -25,6 +25,7 @@ import numpy as np
 from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog import Catalog, Chip
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
+from accelsim.engines._recovery import RecoveryInputs, draw_recovery_inputs, recover
 from accelsim.engines._training_inputs import (
     TrainingInputs,
     draw_training_inputs,
@@ -184,6 +185,19 @@ def _per_block_completion(
     return hours, count
 
 
+def _interval(inputs: TrainingInputs, rate: FloatArray) -> FloatArray:
+    """The user's checkpoint interval, else Daly's optimum for ``rate`` (``inf``, one
+    segment, where nothing interrupts the run). [h]"""
+    if inputs.checkpoint_interval_hours is not None:
+        return inputs.checkpoint_interval_hours
+    failing = rate > 0
+    with np.errstate(over="ignore"):  # a subnormal rate: an infinite MTBF, no checkpoint
+        daly = reliability.daly_interval_hours(
+            inputs.checkpoint_write_hours, 1.0 / np.where(failing, rate, 1.0)
+        )
+    return np.where(failing, daly, np.inf)
+
+
 def training_hours(
     inputs: TrainingInputs,
     compute_hours: FloatArray,
@@ -192,35 +206,36 @@ def training_hours(
     completion: CompletionSampler,
     horizon_hours: float = np.inf,
     stream: str = "",
+    recovery: RecoveryInputs | None = None,
 ) -> dict[str, FloatArray]:
-    """Training time with failures, checkpoint/restart and badput, per run. [h]
+    """Training time with failures, checkpoint/restart, recovery waits and badput, per run. [h]
 
     Interruptions arrive at :func:`~accelsim.models.reliability.interruption_rate_per_hour`
     (failures) plus :func:`~accelsim.models.reliability.preemption_events_per_hour` (spot
     preemptions per VM or TPU host, bursts counted once); the checkpoint interval
     is the user's, else Daly's optimum (one segment, a final save only, with no
     interruptions at all); ``completion`` samples each block's runs from its own stream.
+    ``recovery`` adds the waits for spot capacity or repaired hosts and a fallback to
+    on-demand (:func:`accelsim.engines._recovery.recover`; ``None``: none of them).
     A run longer than ``horizon_hours`` is censored there (:func:`censor_at_horizon`).
     ``stream`` suffixes the names of the random streams (failures, rollbacks): each phase of
     a run that changes size draws from its own (the first phase, ``""``, from the run's).
     """
+    rec = RecoveryInputs() if recovery is None else recovery
     preemptions = reliability.preemption_events_per_hour(
         float(chips),
         inputs.spot_unit_chips,
         inputs.preemptions_per_chip_hour,
         inputs.spot_correlated_share,
     )
-    rate = (
-        reliability.interruption_rate_per_hour(float(chips), inputs.failure_rate_per_chip_hour)
-        + preemptions
+    if rec.after_preemptions == 0:  # falls back before the first preemption: never on spot
+        preemptions = np.zeros_like(preemptions)
+    failures = reliability.interruption_rate_per_hour(
+        float(chips), inputs.failure_rate_per_chip_hour
     )
+    rate = failures + preemptions
     write = inputs.checkpoint_write_hours
-    interval = inputs.checkpoint_interval_hours
-    if interval is None:
-        failing = rate > 0
-        with np.errstate(over="ignore"):  # a subnormal rate: an infinite MTBF, no checkpoint
-            daly = reliability.daly_interval_hours(write, 1.0 / np.where(failing, rate, 1.0))
-        interval = np.where(failing, daly, np.inf)
+    interval = _interval(inputs, rate)
     hours, interruptions = _per_block_completion(
         completion,
         draws,
@@ -231,19 +246,55 @@ def training_hours(
         rate,
         stream=stream,
     )
-    hours = np.asarray(hours, dtype=float) / (1.0 - inputs.badput_fraction)
-    lost = _instability_hours(inputs, np.minimum(hours, horizon_hours), draws, stream)
-    out = censor_at_horizon(
-        hours + lost,
-        np.asarray(interruptions, dtype=float),
-        rate * (1.0 - inputs.badput_fraction),
-        horizon_hours,
+    badput = inputs.badput_fraction
+    r = recover(
+        rec,
+        draws,
+        stream,
+        running_hours=np.asarray(hours, dtype=float),
+        interruptions=np.asarray(interruptions, dtype=float),
+        badput=badput,
+        work_hours=compute_hours,
+        interval_hours=interval,
+        write_hours=write,
+        restart_hours=inputs.restart_hours,
+        failure_rate=failures,
+        preemption_rate=preemptions,
+        fallback_interval_hours=_interval(inputs, failures) if rec.falls_back else interval,
     )
+    hours = r["hours"]
+    running = r["rented_hours"] + r["on_demand_hours"]  # rollbacks happen while training
+    lost = _instability_hours(inputs, np.minimum(running, horizon_hours), draws, stream)
+    total = hours + lost
+    out = censor_at_horizon(total, r["interruptions"], r["calendar_rate"], horizon_hours)
     # a censored run: the horizon's share of rollbacks, as in its uncensored time
-    share = np.divide(lost, hours + lost, out=np.zeros_like(lost), where=lost > 0)
+    share = np.divide(lost, total, out=np.zeros_like(lost), where=lost > 0)
     out["instability_hours"] = np.where(out["finished"] > 0, lost, share * horizon_hours)
     out["checkpoint_interval_hours"] = interval  # inf: one segment, a final save only
     out["rate_per_hour"] = rate
+    out["calendar_rate_per_hour"] = r["calendar_rate"]
+    # Shares of the calendar the pool's chips are rented at its own price and at on-demand
+    # after a fallback; rollbacks are billed like the running time around them.
+    # the share of the calendar not spent waiting: the run's own, else (a time beyond
+    # float64) the long-run share, calendar rate over running rate
+    on_rate = rate * (1.0 - badput)
+    expected = np.divide(r["calendar_rate"], on_rate, out=np.ones_like(on_rate), where=on_rate > 0)
+    whole = np.isfinite(total) & (total > 0)
+    billed = np.divide(running + lost, total, out=expected.copy(), where=whole)
+    rented = np.divide(
+        r["rented_hours"],
+        running,
+        out=np.isinf(r["rented_hours"]).astype(float),
+        where=np.isfinite(running) & (running > 0),
+    )
+    rented = np.where(running > 0, rented, r["on_demand_hours"] <= 0)
+    out["rented_share"] = rented * billed
+    out["on_demand_share"] = (1.0 - rented) * billed
+    wait_share = np.divide(r["wait_hours"], total, out=1.0 - expected, where=whole)
+    out["recovery_wait_hours"] = np.where(
+        out["finished"] > 0, r["wait_hours"], wait_share * horizon_hours
+    )
+    out["spare_chips"] = np.full_like(total, rec.spare_chips)
     return out
 
 
@@ -303,7 +354,12 @@ def _expected_goodput(
         inputs.restart_hours,
         reliable["rate_per_hour"],
     )
-    return np.nan_to_num(expected, nan=0.0) * (1.0 - inputs.badput_fraction)
+    running = reliable["rate_per_hour"] * (1.0 - inputs.badput_fraction)
+    # waits for capacity or repairs take their share of the calendar
+    waiting = np.divide(
+        reliable["calendar_rate_per_hour"], running, out=np.ones_like(running), where=running > 0
+    )
+    return np.nan_to_num(expected, nan=0.0) * (1.0 - inputs.badput_fraction) * waiting
 
 
 @dataclass(frozen=True)
@@ -332,6 +388,7 @@ def _join_phases(
     finished = np.ones_like(zeros, dtype=bool)
     compute_h, training_h, interruptions, lost = zeros, zeros, zeros, zeros
     chip_hours, useful = zeros, zeros
+    on_demand_ch, on_demand_h, waits = zeros, zeros, zeros
     chip_compute, flop_weight = zeros, zeros
     for ph in phases:
         r = ph.reliable
@@ -343,13 +400,20 @@ def _join_phases(
         finished = finished & done
         compute_h = compute_h + ph.compute_hours
         training_h = training_h + inside
-        rate = r["rate_per_hour"] * (1.0 - inputs.badput_fraction)
+        rate = r["calendar_rate_per_hour"]
         interruptions = interruptions + np.where(whole, r["interruptions"], rate * inside)
         per_hour = np.divide(
             r["instability_hours"], hours, out=np.zeros_like(hours), where=hours > 0
         )
         lost = lost + np.where(whole, r["instability_hours"], per_hour * inside)
-        chip_hours = chip_hours + ph.chips * inside
+        used = ph.chips * (r["rented_share"] + r["on_demand_share"]) + r["spare_chips"]
+        chip_hours = chip_hours + used * inside
+        on_demand_ch = on_demand_ch + ph.chips * r["on_demand_share"] * inside
+        per_wait = np.divide(
+            r["recovery_wait_hours"], hours, out=np.zeros_like(hours), where=hours > 0
+        )
+        waits = waits + np.where(whole, r["recovery_wait_hours"], per_wait * inside)
+        on_demand_h = on_demand_h + r["on_demand_share"] * inside
         expected = _expected_goodput(inputs, ph.compute_hours, r)
         rate_done = np.where(done, ph.compute_hours / np.where(hours > 0, hours, 1.0), expected)
         useful = useful + np.where(whole & done, ph.compute_hours, rate_done * inside)
@@ -379,6 +443,9 @@ def _join_phases(
         "finished": finished.astype(float),
         "instability_hours": lost,
         "chip_hours": chip_hours,
+        "fallback_chip_hours": on_demand_ch,
+        "fallback_hours": on_demand_h,
+        "recovery_wait_hours": waits,
         "goodput_unfinished": unfinished_goodput,
         "checkpoint_interval_hours": interval,
     }
@@ -392,6 +459,8 @@ def simulate_training(
     start: int,
     stop: int,
     completion: CompletionSampler = reliability.sample_completion_hours,
+    *,
+    per_run_streams: bool = False,
 ) -> tuple[dict[str, FloatArray], InputDraws]:
     """Usage of the runs ``[start, stop)`` of a training scenario, in one vectorised pass.
 
@@ -402,12 +471,16 @@ def simulate_training(
     does not depend on how runs are grouped. Returns the usage arrays by name and the input
     draws (which pricing reads too). ``completion`` samples the failure-laden training time
     of one block's runs; the DES engine passes an event-by-event simulation of the same
-    model (one block at a time), which is how the two engines are held to agree.
+    model (one block at a time), which is how the two engines are held to agree. Both then
+    add the same recovery waits and fallback (:mod:`accelsim.engines._recovery`);
+    ``per_run_streams`` draws a fallback's on-demand remainder per run (the DES's chunks
+    need not be whole blocks).
     """
     work, pool = scenario.training, scenario.fleet[0]
     chip, info = cat.chip(pool.chip), run_info(scenario, cat)
     draws = as_plan(plan).draws(start, stop)
     inputs = draw_training_inputs(scenario, cat, draws, info)
+    rec = draw_recovery_inputs(scenario, cat, draws, per_run_streams=per_run_streams)
     # perf -> engineering -> reliability, per phase of the run (one unless it changes size)
     flops = training_flops(work, draws.runs)
     horizon_h = work.horizon_days * _HOURS_PER_DAY
@@ -424,7 +497,7 @@ def simulate_training(
         )
         stream = "" if i == 0 else f".phase{i}"
         reliable_i = training_hours(
-            inputs, compute_i, phase.chips, draws, completion, horizon_h, stream
+            inputs, compute_i, phase.chips, draws, completion, horizon_h, stream, rec
         )
         runs.append(_PhaseRun(phase.chips, mfu_i, compute_i, reliable_i))
     run = _join_phases(inputs, runs, horizon_h)
@@ -456,6 +529,8 @@ def simulate_training(
         "engineering_days": eng["engineering_days"],
         "engineering_hours": eng["engineering_hours"],
         "chip_hours": reliable["chip_hours"],
+        # waits for spot capacity to return or for a repaired host: inside training_days
+        "recovery_wait_days": reliable["recovery_wait_hours"] / _HOURS_PER_DAY,
         # chips are held from delivery (end of the lead time) to the last step
         "held_hours": (before_days - lead_days) * _HOURS_PER_DAY + training_h,
         "interruptions": reliable["interruptions"],
@@ -466,6 +541,9 @@ def simulate_training(
         "checkpoint_interval_hours": reliable["checkpoint_interval_hours"],
         "training_flops": flops,
     }
+    if rec.falls_back:  # after a fallback: days and chip-hours on on-demand capacity
+        usage["fallback_days"] = reliable["fallback_hours"] / _HOURS_PER_DAY
+        usage["fallback_chip_hours"] = reliable["fallback_chip_hours"]
     return usage, draws
 
 

@@ -14,9 +14,14 @@ from its first start to its end, so waits after an interruption count there.
 
 The first pool keeps the analytic engine's failure model so both engines mean the same
 ``training_days``: its chips fail at the run's interruption rate per chip (spot preemptions
-included) and a hot spare replaces a failed chip at once. Other pools keep their repair and
-return times. All pools are in service from time 0: a lead time is the hero's capacity or
-quota wait, not the delivery of a fleet that already runs the background.
+included) and a hot spare replaces a failed chip at once. The waits after an interruption
+(for spot capacity to return, or for a repaired host when ``Pool.spare_hosts`` are all in
+repair) and a fallback to on-demand are then added to the job's simulated time by the same
+function as in the analytic engine (:func:`accelsim.engines._recovery.recover`): during
+them the hero keeps its chips in the DES (a stated simplification; the background does not
+get them). Other pools keep their repair and return times. All pools are in service from
+time 0: a lead time is the hero's capacity or quota wait, not the delivery of a fleet that
+already runs the background.
 
 Horizon: the fleet's metrics (``jobs_*``, waits, ``utilization``) and the records and time
 series asked for cover ``[0, horizon_days)``, the hero included as one of the jobs. If the
@@ -279,7 +284,9 @@ def simulate_training_block(
     )
     fleet = _fleet_draws(scenario, cat, pre_draws)
     hero = _Hero(scenario, cat, plan.root, start, submit_h, fleet, options)
-    usage, draws = analytic.simulate_training(scenario, cat, plan, start, stop, hero.sample)
+    usage, draws = analytic.simulate_training(
+        scenario, cat, plan, start, stop, hero.sample, per_run_streams=True
+    )
     queue_days = hero.queue_hours / _HOURS_PER_DAY
     usage["queue_wait_days"] = queue_days
     usage["wait_days"] = usage["wait_days"] + queue_days

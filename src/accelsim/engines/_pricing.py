@@ -35,6 +35,7 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog, Priors, active
 from accelsim.engines._inputs import InputDraws, constant
+from accelsim.engines._recovery import host_chips, on_demand_pool
 from accelsim.models import cost
 from accelsim.scenario import Pool, Scenario
 
@@ -258,7 +259,13 @@ def prices_used(scenario: Scenario, cat: Catalog) -> list[dict[str, str]]:
     one is older than a threshold (issue 16 item 5).
     """
     seen: dict[tuple[str, str, str, str], dict[str, str]] = {}
-    for pool in scenario.fleet:
+    # a spot pool that falls back to on-demand (Pool.fallback_after_*) prices with both
+    falls_back = [
+        on_demand_pool(p)
+        for p in scenario.fleet
+        if p.fallback_after_preemptions is not None or p.fallback_after_days is not None
+    ]
+    for pool in [*scenario.fleet, *falls_back]:
         if pool.provider is None:
             continue
         o = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
@@ -310,20 +317,36 @@ def price_training(
     # a run that changes size holds its pool whole: rented chip-hours are the pool's count
     # over the training, whatever share of it a phase trains on
     phases = scenario.training.phases or []
+    # spare hosts (Pool.spare_hosts) are held and paid for with the pool
+    spares = 0.0 if pool.spare_hosts is None else pool.spare_hosts * host_chips(cat, pool)
+    charged = pool.model_copy(update={"count": pool.count + round(spares)}) if spares else pool
     billed = (
-        pool.count * (usage["training_days"] * 24.0)
+        charged.count * (usage["training_days"] * 24.0)
         if any(p.chips < pool.count for p in phases)
         else usage["chip_hours"]
     )
+    # after a fallback to on-demand (Pool.fallback_after_*), those chip-hours at its price
+    on_demand = usage.get("fallback_chip_hours")
     out |= price_pool(
-        pool,
+        charged,
         draws,
         scenario,
-        chip_hours=billed,
+        chip_hours=billed if on_demand is None else billed - on_demand,
         held_hours=usage["held_hours"],
         kwh=kwh,
         cat=cat,
     )
+    if on_demand is not None:
+        fallback = price_pool(
+            on_demand_pool(pool),
+            draws,
+            scenario,
+            chip_hours=on_demand,
+            held_hours=usage["held_hours"],
+            kwh=kwh,
+            cat=cat,
+        )
+        out["hardware_cost_usd"] = out["hardware_cost_usd"] + fallback["hardware_cost_usd"]
     wage = draws.get(
         "assumptions.engineer_usd_per_hour",
         a.engineer_usd_per_hour,

@@ -332,19 +332,39 @@ def _tail_note(best: str, res: Result, runner: str, other: Result) -> list[str]:
     ]
 
 
+def _duration_words(hours: float) -> str:
+    """``"4 minutes"``, ``"2.5 hours"``, ``"3 days"``."""
+    if hours < 1.0:
+        return f"{hours * 60.0:.2g} minutes"
+    if hours < 48.0:
+        return f"{hours:.2g} hours"
+    return f"{hours / 24.0:.2g} days"
+
+
 def _interval_words(hours: float) -> str:
     """``"every 4 minutes"``, ``"every 2.5 hours"``: a mean time between interruptions."""
-    if hours < 1.0:
-        return f"every {hours * 60.0:.2g} minutes"
-    if hours < 48.0:
-        return f"every {hours:.2g} hours"
-    return f"every {hours / 24.0:.2g} days"
+    return f"every {_duration_words(hours)}"
+
+
+def _recovery_words(res: Result, unfinished: np.ndarray, count: np.ndarray) -> str:
+    """What the unfinished runs' recovery adds: the wait for capacity or repairs after each
+    interruption, and how many fell back to on-demand (a spot pool with a fallback)."""
+    words = ""
+    if "recovery_wait_days" in res.data:
+        wait = float(np.median(24.0 * res.samples("recovery_wait_days")[unfinished] / count))
+        if wait > 0:
+            words += f", then wait {_duration_words(wait)} for capacity or a repair"
+    if "fallback_days" in res.data:
+        fell = float(np.mean(res.samples("fallback_days")[unfinished] > 0))
+        words += f"; it fell back to on-demand in {_pct(fell)} of those runs"
+    return words
 
 
 def finish_notes(results: Mapping[str, Result]) -> list[str]:
     """For each option that does not finish within its horizon in some runs: how often, and
     why -- the mean time between interruptions those runs see (training hours over
-    interruptions, both counted up to the horizon), named as spot preemptions on a spot pool.
+    interruptions, both counted up to the horizon), named as spot preemptions on a spot pool,
+    with the wait after each and the share that fell back to on-demand where they apply.
     Their times and costs are censored at the horizon, so they are lower bounds."""
     out = []
     for name, res in results.items():
@@ -367,6 +387,7 @@ def finish_notes(results: Mapping[str, Result]) -> list[str]:
                 )
                 scale = f" on {res.info.chips:,} chips" if res.info is not None else ""
                 why = f": {cause} interrupt it {_interval_words(gap)}{scale} (median)"
+                why += _recovery_words(res, unfinished, count)
         out.append(
             f"{name} does not finish within its horizon in {_pct(share)} of runs{why}; in "
             f"those runs its time and cost are counted up to the horizon only, so they are "

@@ -48,6 +48,22 @@ class Pool(_Model):
     weekly to 182 d on AWS) [d]. The window is paid whole; a run that outlasts it buys the
     next window of the same length (consecutive blocks)."""
 
+    spare_hosts: int | None = Field(default=None, ge=0, le=_MAX_CHIPS)
+    """Spare hosts a training run keeps in reserve beside ``count`` [hosts]; a host is the
+    VM or TPU host of ``priors.spot_unit_chips`` (8 GPUs, 4 TPU chips). The spares are held
+    and paid for the whole training (chip-hours and cost include them). A failed host goes
+    to repair for ``Assumptions.repair_hours`` and a free spare takes its place, so the run
+    restarts after ``restart_hours``; with every spare in repair it waits for a repair
+    (0: every failure waits one). Unset: a failed host is replaced from outside the pool
+    (the provider's or cluster's capacity) within ``restart_hours``, as in the runs that
+    prior comes from. Not on spot pools (spares would be preempted with the run)."""
+    fallback_after_preemptions: int | None = Field(default=None, ge=0, le=10**9)
+    """Spot pools: move the run to on-demand capacity of the same chip and provider at its
+    k-th preemption (0: never on spot) [count]. Unset: no such rule."""
+    fallback_after_days: float | None = Field(default=None, gt=0, le=_MAX_HORIZON_DAYS)
+    """Spot pools: move the run to on-demand once it has trained this long on spot, waits
+    for capacity included [d]. Unset: no such rule. With both rules the first wins."""
+
     @field_validator("chip")
     @classmethod
     def _known_chip(cls, chip_id: str) -> str:
@@ -55,6 +71,31 @@ class Pool(_Model):
             return catalog.chip(chip_id).id
         except AccelsimError as exc:
             raise ValueError(str(exc)) from None
+
+    @model_validator(mode="after")
+    def _recovery_policy(self) -> Pool:
+        falls_back = (
+            self.fallback_after_preemptions is not None or self.fallback_after_days is not None
+        )
+        if falls_back and self.pricing != "spot":
+            raise ValueError(
+                f"fallback_after_preemptions and fallback_after_days apply to spot pools; a "
+                f"{self.pricing} pool is not preempted: remove them or use pricing spot"
+            )
+        if self.spare_hosts is not None and self.pricing == "spot":
+            raise ValueError(
+                "spare_hosts applies to on_demand, commit and on_prem pools: spare spot hosts "
+                "would be preempted with the run; use fallback_after_preemptions instead"
+            )
+        if falls_back and self.provider is not None:
+            try:
+                catalog.price(self.chip, provider=self.provider, pricing="on_demand")
+            except AccelsimError as exc:
+                raise ValueError(
+                    f"fallback to on-demand needs an on-demand offer of {self.chip} from "
+                    f"{self.provider}: {exc}"
+                ) from None
+        return self
 
     @model_validator(mode="after")
     def _offered(self) -> Pool:

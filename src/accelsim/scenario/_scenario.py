@@ -25,6 +25,7 @@ from accelsim.scenario._common import (
     training_state_gib,
 )
 from accelsim.scenario._fleet import Assumptions, Credit, Pool
+from accelsim.scenario._recovery_rules import check_recovery
 from accelsim.scenario._serving import Serving, check_disaggregated
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingRun
@@ -73,6 +74,7 @@ class Scenario(_Model):
     @model_validator(mode="after")
     def _cross_checks(self) -> Scenario:
         work = self.workload
+        check_recovery(self)
         if work is None or self.workloads is not None:
             check_mix(self)  # several workloads on one fleet: their own rules
             return self
