@@ -272,18 +272,30 @@ OTHER = [  # lower-grade or secondary figures the priors must not rule out
 # the last checkpoint nor badput, so it bounds goodput from above and is not an ETTR.
 
 
+def _with_rollbacks(goodput: Any, events_per_day: Any) -> Any:
+    """Goodput once rollbacks add ``events_per_day`` x the mean event cost [d] per training
+    day (the instability term, apart from badput: counting it in both was a double count)."""
+    event_days = priors().instability_days_per_event
+    assert event_days is not None
+    return 1.0 / (1.0 / goodput + np.asarray(events_per_day) * event_days.dist().expected_value())
+
+
 @functools.cache
 def _goodput_draws(chips: int, n: int) -> np.ndarray:
-    """(1 - badput) x failure goodput, every input drawn independently from its prior.
+    """(1 - badput) x failure goodput with production-stage rollbacks, every input drawn
+    independently from its prior.
 
     Cached per scale (read-only result): several published figures share a scale."""
     p = priors()
-    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(2026_11_22).spawn(4)]
+    streams = [np.random.default_rng(s) for s in np.random.SeedSequence(2026_11_22).spawn(5)]
     rate = p.failure_rate_per_chip_hour.dist().sample(streams[0], n)
     write = p.checkpoint_write_hours.dist().sample(streams[1], n)
     restart = p.restart_hours.dist().sample(streams[2], n)
     badput = p.badput_fraction.dist().sample(streams[3], n)
-    goodput = np.asarray((1.0 - badput) * _failure_goodput(rate, chips, write, restart))
+    rollbacks = p.instability_events_per_day["production"].dist().sample(streams[4], n)
+    goodput = np.asarray(
+        _with_rollbacks((1.0 - badput) * _failure_goodput(rate, chips, write, restart), rollbacks)
+    )
     goodput.flags.writeable = False
     return goodput
 
@@ -293,7 +305,8 @@ N_DRAWS = 100_000
 
 @pytest.mark.parametrize(("label", "chips", "published"), A_GRADE + OTHER, ids=lambda x: str(x))
 def test_published_goodput_inside_implied_range(label: str, chips: int, published: float) -> None:
-    """The goodput implied by the failure, checkpoint, restart and badput priors at the run's
+    """The goodput implied by the failure, checkpoint, restart, badput and (production)
+    rollback priors at the run's
     own scale must not rule out a published figure: A-grade values must lie inside the implied
     P1-P99 range, the rest inside P0.1-P99.9. Checked as the empirical CDF at the published
     value, F, against those levels with a margin of 4 binomial standard errors
@@ -316,12 +329,14 @@ def test_goodput_envelope_brackets_published_span() -> None:
         p.checkpoint_write_hours.dist(),
         p.restart_hours.dist(),
         p.badput_fraction.dist(),
+        p.instability_events_per_day["production"].dist(),
     ]
     low_span, high_span = 33 / 56, 0.97
 
     def goodput(q: float, chips: int) -> float:
-        rate, write, restart, badput = (float(d.ppf(q)) for d in dists)
-        return float((1.0 - badput) * _failure_goodput(rate, chips, write, restart))
+        rate, write, restart, badput, rollbacks = (float(d.ppf(q)) for d in dists)
+        failures = (1.0 - badput) * _failure_goodput(rate, chips, write, restart)
+        return float(_with_rollbacks(failures, rollbacks))
 
     for chips in (512, 3_072, 16_384):
         assert low_span <= goodput(0.5, chips) <= high_span, chips
