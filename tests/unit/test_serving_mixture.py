@@ -1,6 +1,7 @@
 """The TTFT quantile machinery shared by the colocated and disaggregated models
 (``models/serving/_mixture.py``): the moment-matched laws reproduce their moments exactly,
-and the segment-wise quantile of ``Y + W`` equals a 200-step bisection of the same CDF."""
+and the segment-wise quantile of ``Y + W`` equals a 200-step bisection of the same CDF
+(to 1e-5 relative: its node recursion runs in single precision)."""
 
 from __future__ import annotations
 
@@ -126,7 +127,8 @@ def test_quantile_equals_bisection_of_the_cdf(
             lo = mid
         else:
             hi = mid
-    assert math.isclose(float(got), hi, rel_tol=1e-7, abs_tol=1e-9), (float(got), hi)
+    # the node recursion runs in single precision (_mixture._SINGLE): ~1e-7 per node
+    assert math.isclose(float(got), hi, rel_tol=1e-5, abs_tol=1e-9), (float(got), hi)
 
 
 def test_quantiles_vectorised_over_runs_and_levels() -> None:
@@ -140,4 +142,4 @@ def test_quantiles_vectorised_over_runs_and_levels() -> None:
     assert np.all(np.isfinite(p99))
     assert np.all(p99 >= p50)
     one = wait_mixture_quantiles(y[2, 3], w, rho[2, 3], tuple(v[2, 3] for v in phases), (0.99,))[0]
-    assert math.isclose(float(one), float(p99[2, 3]), rel_tol=1e-12)
+    assert math.isclose(float(one), float(p99[2, 3]), rel_tol=1e-6)

@@ -121,7 +121,7 @@ def prefill_latency(
     rho = np.clip(rho_raw, 0.0, 1.0 - 1e-9)
     w1, w2, w3 = mg1_wait_moments(rate, rho, x[1], x[2], x[3])
     phases = hyperexponential_wait(rho, w1, w2, w3)
-    nodes = np.sort(total, axis=-1)
+    nodes = total
     weights = np.full(nodes.shape[-1], 1.0 / nodes.shape[-1])
 
     levels = np.unique(_f(percentile))

@@ -375,7 +375,7 @@ def latency_under_load(
     r, d = _cumulants(*residual), _cumulants(*d_moments)
     mean = r[0] + d[0] + wait
     shortest = own[0]
-    # Z = R + D (the light, bounded part) as the three-point law of its first three
+    # Z = R + D (the light, bounded part) as the three-point law of its first four
     # cumulants; the prompt adds δ·(P − in) over the prompt-length law's nodes.
     var_z = r[1] + d[1]
     z_values, z_probs = three_point(
@@ -385,12 +385,8 @@ def latency_under_load(
     z_floor = np.maximum(z_values, shortest[..., None])[..., None, :]
     nodes = np.maximum(z_floor + extra[..., :, None], in_progress[0][..., None, None])
     probs = p_probs[..., :, None] * z_probs[..., None, :]
-    nodes, probs = np.broadcast_arrays(nodes, probs)
-    flat = (*nodes.shape[:-2], -1)
-    nodes, probs = nodes.reshape(flat), probs.reshape(flat)
-    order = np.argsort(nodes, axis=-1)
-    nodes = np.take_along_axis(nodes, order, axis=-1)
-    probs = np.take_along_axis(probs, order, axis=-1)
+    nodes = nodes.reshape(*nodes.shape[:-2], -1)  # (…, prompt node x Z point), any order
+    probs = probs.reshape(*probs.shape[:-2], -1)
     phases = hyperexponential_wait(rho, *w_moments)
     p50, tail = wait_mixture_quantiles(nodes, probs, rho, phases, (0.5, q))
 

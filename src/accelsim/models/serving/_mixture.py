@@ -16,6 +16,9 @@ import numpy as np
 from accelsim._typing import ArrayLike, FloatArray
 from accelsim.models.serving._iteration import _f
 
+_SINGLE = np.float32
+"""Precision of the node recursion (the bulk of the work; a quantile's relative error
+from it is ~1e-6, far below the model's): the segment's root is then solved in double."""
 _NEWTON_STEPS = 6
 """Newton steps on ``−log`` of the CDF's exponential tail inside one segment: that function
 is concave and nearly affine (exactly affine for one phase), so Newton from the segment's
@@ -115,7 +118,7 @@ def wait_mixture_quantiles(
     Parameters
     ----------
     nodes : FloatArray
-        Values ``y_i`` of ``Y``, sorted ascending on the last axis. [s]
+        Values ``y_i`` of ``Y`` on the last axis, in any order. [s]
     weights : FloatArray
         Their probabilities (summing to 1 on the last axis), broadcast against ``nodes``.
     rho : FloatArray
@@ -138,29 +141,47 @@ def wait_mixture_quantiles(
     operations per node, shared by all levels.
     """
     p1, r1, r2 = (np.asarray(v) for v in phases)
-    y = _f(nodes)
-    shape = np.broadcast_shapes(y.shape, np.shape(weights), (*np.shape(rho), 1), (*p1.shape, 1))
-    # Nodes on the first axis: each step of the recursion is a contiguous slice.
-    y = np.ascontiguousarray(np.moveaxis(np.broadcast_to(y, shape), -1, 0))
-    w = np.ascontiguousarray(np.moveaxis(np.broadcast_to(_f(weights), shape), -1, 0))
-    n = y.shape[0]
-    busy = np.asarray(rho)
-    step = np.diff(y, axis=0)
-    a_k, b_k = np.empty_like(y), np.empty_like(y)
-    fast_w, slow_w = busy * p1 * w, busy * (1.0 - p1) * w
-    decay_a, decay_b = np.exp(-r1 * step), np.exp(-r2 * step)
-    a_k[0], b_k[0] = fast_w[0], slow_w[0]
+    shape = np.broadcast_shapes(
+        np.shape(nodes), np.shape(weights), (*np.shape(rho), 1), (*p1.shape, 1)
+    )
+    n, rest = shape[-1], shape[:-1]
+    # Sorted, with the nodes on the first axis of (nodes, cells) in one gather: each step
+    # of the recursion is then a contiguous 1-D slice.
+    flat_y = np.broadcast_to(_f(nodes), shape).reshape(-1, n)
+    flat_w = np.broadcast_to(_f(weights), shape).reshape(-1, n)
+    order = np.argsort(flat_y, axis=-1).T
+    cells = np.arange(flat_y.shape[0])
+    y = flat_y[cells, order]
+    w = flat_w[cells, order].astype(_SINGLE)
+    busy = np.broadcast_to(np.asarray(rho), rest).reshape(-1)
+    p1, r1, r2 = (np.broadcast_to(v, rest).reshape(-1) for v in (p1, r1, r2))
+    fast, slow = (busy * p1).astype(_SINGLE), (busy * (1.0 - p1)).astype(_SINGLE)
+    a_k, b_k, s_k = (np.empty(y.shape, _SINGLE) for _ in range(3))
+    at_nodes = np.empty(y.shape, _SINGLE)
+    a_k[0], b_k[0], s_k[0] = fast * w[0], slow * w[0], w[0]
+    at_nodes[0] = s_k[0] - a_k[0] - b_k[0]
+    # One node at a time over (runs, …) slices, into preallocated buffers (the recursion
+    # is most of the latency table's cost).
+    neg_r1 = np.broadcast_to(-r1, y.shape[1:]).astype(_SINGLE)
+    neg_r2 = np.broadcast_to(-r2, y.shape[1:]).astype(_SINGLE)
+    step, scratch = np.empty(y.shape[1:], _SINGLE), np.empty(y.shape[1:], _SINGLE)
     for i in range(1, n):
-        a_k[i] = a_k[i - 1] * decay_a[i - 1] + fast_w[i]
-        b_k[i] = b_k[i - 1] * decay_b[i - 1] + slow_w[i]
-    s_k = np.cumsum(w, axis=0)
-    at_nodes = s_k - a_k - b_k
+        np.subtract(y[i], y[i - 1], out=step)
+        for acc, neg, share in ((a_k, neg_r1, fast), (b_k, neg_r2, slow)):
+            np.multiply(neg, step, out=scratch)
+            np.exp(scratch, out=scratch)
+            np.multiply(acc[i - 1], scratch, out=acc[i])
+            np.multiply(share, w[i], out=scratch)
+            acc[i] += scratch
+        np.add(s_k[i - 1], w[i], out=s_k[i])
+        np.subtract(s_k[i], a_k[i], out=at_nodes[i])
+        at_nodes[i] -= b_k[i]
     out = []
     for level in levels:
-        q = _f(level)
+        q = np.broadcast_to(_f(level), rest).reshape(-1)
         k = np.maximum(np.sum(at_nodes <= q, axis=0) - 1, 0)[None]
 
-        def pick(v: FloatArray, at: np.ndarray = k) -> FloatArray:
+        def pick(v: np.ndarray, at: np.ndarray = k) -> FloatArray:
             return _f(np.take_along_axis(v, at, axis=0)[0])
 
         y_k, s, a, b = pick(y), pick(s_k), pick(a_k), pick(b_k)
@@ -177,5 +198,5 @@ def wait_mixture_quantiles(
             tau = np.maximum(tau + (target + np.log(total)) / slope, 0.0)
         root = y_k + tau
         result = np.where(inside, np.where(last, root, np.minimum(root, nxt)), nxt)
-        out.append(_f(np.where(at_nodes[0] > q, y[0], result)))
+        out.append(_f(np.where(at_nodes[0] > q, y[0], result).reshape(rest)))
     return out
