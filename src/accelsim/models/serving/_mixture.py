@@ -19,6 +19,8 @@ from accelsim.models.serving._iteration import _f
 _SINGLE = np.float32
 """Precision of the node recursion (the bulk of the work; a quantile's relative error
 from it is ~1e-6, far below the model's): the segment's root is then solved in double."""
+_BLOCK = 8192
+"""Cells per pass of the node recursion (its buffers: nodes x 8192 single floats)."""
 _NEWTON_STEPS = 6
 """Newton steps on ``−log`` of the CDF's exponential tail inside one segment: that function
 is concave and nearly affine (exactly affine for one phase), so Newton from the segment's
@@ -145,16 +147,48 @@ def wait_mixture_quantiles(
         np.shape(nodes), np.shape(weights), (*np.shape(rho), 1), (*p1.shape, 1)
     )
     n, rest = shape[-1], shape[:-1]
-    # Sorted, with the nodes on the first axis of (nodes, cells) in one gather: each step
-    # of the recursion is then a contiguous 1-D slice.
     flat_y = np.broadcast_to(_f(nodes), shape).reshape(-1, n)
     flat_w = np.broadcast_to(_f(weights), shape).reshape(-1, n)
+    busy, p1_, r1_, r2_ = (
+        np.broadcast_to(np.asarray(v), rest).reshape(-1) for v in (rho, p1, r1, r2)
+    )
+    qs = [np.broadcast_to(_f(level), rest).reshape(-1) for level in levels]
+    cells = flat_y.shape[0]
+    out = [np.empty(cells) for _ in levels]
+    # Blocks of cells small enough for the recursion's buffers to stay in cache.
+    for lo in range(0, cells, _BLOCK):
+        part = slice(lo, min(lo + _BLOCK, cells))
+        got = _block_quantiles(
+            flat_y[part],
+            flat_w[part],
+            busy[part],
+            p1_[part],
+            r1_[part],
+            r2_[part],
+            [q[part] for q in qs],
+        )
+        for dest, value in zip(out, got, strict=True):
+            dest[part] = value
+    return [_f(v.reshape(rest)) for v in out]
+
+
+def _block_quantiles(
+    flat_y: FloatArray,
+    flat_w: FloatArray,
+    busy: FloatArray,
+    p1: FloatArray,
+    r1: FloatArray,
+    r2: FloatArray,
+    qs: list[FloatArray],
+) -> list[FloatArray]:
+    """:func:`wait_mixture_quantiles` on (cells, nodes) arrays and per-cell parameters."""
+    n = flat_y.shape[1]
+    # Sorted, with the nodes on the first axis in one gather: each step of the recursion
+    # is then a contiguous 1-D slice.
     order = np.argsort(flat_y, axis=-1).T
     cells = np.arange(flat_y.shape[0])
     y = flat_y[cells, order]
     w = flat_w[cells, order].astype(_SINGLE)
-    busy = np.broadcast_to(np.asarray(rho), rest).reshape(-1)
-    p1, r1, r2 = (np.broadcast_to(v, rest).reshape(-1) for v in (p1, r1, r2))
     fast, slow = (busy * p1).astype(_SINGLE), (busy * (1.0 - p1)).astype(_SINGLE)
     a_k, b_k, s_k = (np.empty(y.shape, _SINGLE) for _ in range(3))
     at_nodes = np.empty(y.shape, _SINGLE)
@@ -177,8 +211,7 @@ def wait_mixture_quantiles(
         np.subtract(s_k[i], a_k[i], out=at_nodes[i])
         at_nodes[i] -= b_k[i]
     out = []
-    for level in levels:
-        q = np.broadcast_to(_f(level), rest).reshape(-1)
+    for q in qs:
         k = np.maximum(np.sum(at_nodes <= q, axis=0) - 1, 0)[None]
 
         def pick(v: np.ndarray, at: np.ndarray = k) -> FloatArray:
@@ -198,5 +231,5 @@ def wait_mixture_quantiles(
             tau = np.maximum(tau + (target + np.log(total)) / slope, 0.0)
         root = y_k + tau
         result = np.where(inside, np.where(last, root, np.minimum(root, nxt)), nxt)
-        out.append(_f(np.where(at_nodes[0] > q, y[0], result).reshape(rest)))
+        out.append(_f(np.where(at_nodes[0] > q, y[0], result)))
     return out
