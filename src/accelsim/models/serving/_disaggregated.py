@@ -100,8 +100,8 @@ def prefill_latency(
     of its prompt length, taken over the nodes: the median of a mixture is not the formula
     at the mean prompt) and ``W`` the FCFS M/G/1 wait, independent of the request's own
     service. ``W = 0`` with probability ``1 − ρ``; otherwise ``W₊`` is a two-phase
-    hyperexponential (balanced means) matching the M/G/1 moments given a wait,
-    ``E[W]/ρ`` and ``E[W²]/ρ`` (by :func:`~accelsim.models.serving.mg1_wait_moments`, the
+    hyperexponential matching the M/G/1 moments given a wait, ``E[W^k]/ρ`` for
+    ``k = 1, 2, 3`` (by :func:`~accelsim.models.serving.mg1_wait_moments`, the
     colocated TTFT's queue formula, with the service moments over the nodes); exact for
     M/M/1, where ``W₊`` is exponential. Quantiles solve ``(1 − ρ)P(Y ≤ t) + ρP(Y + W₊ ≤
     t) = q`` exactly, segment by segment between the nodes (the colocated TTFT's quantile

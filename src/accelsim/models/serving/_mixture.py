@@ -5,8 +5,8 @@ first token, used by the colocated replica (:func:`~accelsim.models.serving.late
 and by the disaggregated prefill replica (:func:`~accelsim.models.serving.prefill_latency`).
 ``Y`` takes values ``y_i`` with probabilities ``w_i`` (nodes of the prompt-length law);
 ``W`` is 0 with probability ``1 − ρ`` and otherwise a two-phase hyperexponential ``W₊``
-matching the M/G/1 wait's first two moments given a wait (balanced means; exact for
-M/M/1, where ``W₊`` is exponential). Units: seconds [s].
+matching the M/G/1 wait's first three moments given a wait (exact for M/M/1, where
+``W₊`` is exponential). Units: seconds [s].
 """
 
 from __future__ import annotations
