@@ -20,8 +20,8 @@ The situations (:func:`situation`) are the ways the engines run a scenario:
 - ``"serving"``: an endpoint (fast path or request DES): one pool.
 
 Not here: ``repair_hours`` and ``spot_return_hours`` on a training run (the training
-engines do not read them yet; issue 14 makes them: preemption policies and spare nodes), and
-the serving ``router``, which only the request DES reads (the engine is chosen when the
+engines read them through the recovery model: ``repair_hours`` only with spare hosts, a rule
+in ``scenario/_recovery_rules.py``), and the serving ``router``, which only the request DES reads (the engine is chosen when the
 study runs: :func:`accelsim.simulate` refuses it on the fast path).
 """
 
