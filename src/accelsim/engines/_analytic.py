@@ -18,13 +18,14 @@ not hardware failure.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog import Catalog, Chip
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
+from accelsim.engines._phases import PhaseRun, join_phases
 from accelsim.engines._recovery import RecoveryInputs, draw_recovery_inputs, recover
 from accelsim.engines._training_inputs import (
     TrainingInputs,
@@ -198,6 +199,67 @@ def _interval(inputs: TrainingInputs, rate: FloatArray) -> FloatArray:
     return np.where(failing, daly, np.inf)
 
 
+def _interruption_rates(
+    inputs: TrainingInputs, chips: int, rec: RecoveryInputs
+) -> tuple[FloatArray, FloatArray]:
+    """Hardware failures and spot preemptions interrupting the run, per run. [1/h]
+
+    Preemptions are per VM or TPU host, bursts counted once; none where the run falls back
+    to on-demand before the first one (it never runs on spot).
+    """
+    preemptions = reliability.preemption_events_per_hour(
+        float(chips),
+        inputs.spot_unit_chips,
+        inputs.preemptions_per_chip_hour,
+        inputs.spot_correlated_share,
+    )
+    if rec.after_preemptions == 0:  # falls back before the first preemption: never on spot
+        preemptions = np.zeros_like(preemptions)
+    failures = reliability.interruption_rate_per_hour(
+        float(chips), inputs.failure_rate_per_chip_hour
+    )
+    return failures, preemptions
+
+
+def _billed_shares(
+    r: dict[str, FloatArray],
+    rate: FloatArray,
+    badput: FloatArray,
+    running: FloatArray,
+    lost: FloatArray,
+    total: FloatArray,
+    finished: FloatArray,
+    horizon_hours: float,
+) -> dict[str, FloatArray]:
+    """Shares of the calendar billed at the pool's own price and at on-demand, and the
+    recovery wait inside the horizon. [fraction], [h]
+
+    ``r`` is :func:`accelsim.engines._recovery.recover`'s output, ``rate`` the interruption
+    rate [1/h], ``running`` the hours training (rented plus on-demand) [h], ``lost`` the
+    rollback hours [h], ``total`` the uncensored training time [h] and ``finished`` 1 or 0.
+    Rollbacks are billed like the running time around them.
+    """
+    # the share of the calendar not spent waiting: the run's own, else (a time beyond
+    # float64) the long-run share, calendar rate over running rate
+    on_rate = rate * (1.0 - badput)
+    expected = np.divide(r["calendar_rate"], on_rate, out=np.ones_like(on_rate), where=on_rate > 0)
+    whole = np.isfinite(total) & (total > 0)
+    billed = np.divide(running + lost, total, out=expected.copy(), where=whole)
+    rented = np.divide(
+        r["rented_hours"],
+        running,
+        out=np.isinf(r["rented_hours"]).astype(float),
+        where=np.isfinite(running) & (running > 0),
+    )
+    rented = np.where(running > 0, rented, r["on_demand_hours"] <= 0)
+    wait_share = np.divide(r["wait_hours"], total, out=1.0 - expected, where=whole)
+    return {
+        "rented_share": rented * billed,
+        "on_demand_share": (1.0 - rented) * billed,
+        "recovery_wait_hours": np.where(finished > 0, r["wait_hours"], wait_share * horizon_hours),
+    }
+
+
 def training_hours(
     inputs: TrainingInputs,
     compute_hours: FloatArray,
@@ -222,17 +284,7 @@ def training_hours(
     a run that changes size draws from its own (the first phase, ``""``, from the run's).
     """
     rec = RecoveryInputs() if recovery is None else recovery
-    preemptions = reliability.preemption_events_per_hour(
-        float(chips),
-        inputs.spot_unit_chips,
-        inputs.preemptions_per_chip_hour,
-        inputs.spot_correlated_share,
-    )
-    if rec.after_preemptions == 0:  # falls back before the first preemption: never on spot
-        preemptions = np.zeros_like(preemptions)
-    failures = reliability.interruption_rate_per_hour(
-        float(chips), inputs.failure_rate_per_chip_hour
-    )
+    failures, preemptions = _interruption_rates(inputs, chips, rec)
     rate = failures + preemptions
     write = inputs.checkpoint_write_hours
     interval = _interval(inputs, rate)
@@ -273,26 +325,8 @@ def training_hours(
     out["checkpoint_interval_hours"] = interval  # inf: one segment, a final save only
     out["rate_per_hour"] = rate
     out["calendar_rate_per_hour"] = r["calendar_rate"]
-    # Shares of the calendar the pool's chips are rented at its own price and at on-demand
-    # after a fallback; rollbacks are billed like the running time around them.
-    # the share of the calendar not spent waiting: the run's own, else (a time beyond
-    # float64) the long-run share, calendar rate over running rate
-    on_rate = rate * (1.0 - badput)
-    expected = np.divide(r["calendar_rate"], on_rate, out=np.ones_like(on_rate), where=on_rate > 0)
-    whole = np.isfinite(total) & (total > 0)
-    billed = np.divide(running + lost, total, out=expected.copy(), where=whole)
-    rented = np.divide(
-        r["rented_hours"],
-        running,
-        out=np.isinf(r["rented_hours"]).astype(float),
-        where=np.isfinite(running) & (running > 0),
-    )
-    rented = np.where(running > 0, rented, r["on_demand_hours"] <= 0)
-    out["rented_share"] = rented * billed
-    out["on_demand_share"] = (1.0 - rented) * billed
-    wait_share = np.divide(r["wait_hours"], total, out=1.0 - expected, where=whole)
-    out["recovery_wait_hours"] = np.where(
-        out["finished"] > 0, r["wait_hours"], wait_share * horizon_hours
+    out.update(
+        _billed_shares(r, rate, badput, running, lost, total, out["finished"], horizon_hours)
     )
     out["spare_chips"] = np.full_like(total, rec.spare_chips)
     return out
@@ -343,169 +377,55 @@ def censor_at_horizon(
     }
 
 
-def _expected_goodput(
-    inputs: TrainingInputs, compute_hours: FloatArray, reliable: dict[str, FloatArray]
-) -> FloatArray:
-    """``W / E[T]`` with badput: the goodput of a run censored before it ended. [fraction]"""
-    expected = reliability.goodput_fraction(
-        compute_hours,
-        reliable["checkpoint_interval_hours"],
-        inputs.checkpoint_write_hours,
-        inputs.restart_hours,
-        reliable["rate_per_hour"],
-    )
-    running = reliable["rate_per_hour"] * (1.0 - inputs.badput_fraction)
-    # waits for capacity or repairs take their share of the calendar
-    waiting = np.divide(
-        reliable["calendar_rate_per_hour"], running, out=np.ones_like(running), where=running > 0
-    )
-    return np.nan_to_num(expected, nan=0.0) * (1.0 - inputs.badput_fraction) * waiting
-
-
-@dataclass(frozen=True)
-class _PhaseRun:
-    """One phase of a run: its chips, MFU, failure-free compute [h] and training time."""
-
-    chips: int
-    mfu: FloatArray
-    compute_hours: FloatArray
-    reliable: dict[str, FloatArray]
-
-
-def _join_phases(
-    inputs: TrainingInputs, phases: list[_PhaseRun], horizon_hours: float
-) -> _PhaseRun:
-    """The run's training from its phases, one after the other; the horizon is the total's.
-
-    A phase starts when the previous one ends; the part of each phase inside the horizon
-    counts (its interruptions and rollbacks pro rata to the time inside, at the phase's rate,
-    as :func:`censor_at_horizon` does). ``chip_hours`` sums chips x hours of the phases;
-    ``mfu`` is weighted by the failure-free chip-hours; the checkpoint interval reported is
-    that of the phase with the most compute. One phase comes back as it is.
-    """
-    zeros = np.zeros_like(phases[0].compute_hours)
-    begun = zeros
-    finished = np.ones_like(zeros, dtype=bool)
-    compute_h, training_h, interruptions, lost = zeros, zeros, zeros, zeros
-    chip_hours, useful = zeros, zeros
-    on_demand_ch, on_demand_h, waits = zeros, zeros, zeros
-    chip_compute, flop_weight = zeros, zeros
-    for ph in phases:
-        r = ph.reliable
-        hours = r["training_hours"]
-        inside = np.clip(horizon_hours - begun, 0.0, hours)  # this phase's hours in horizon
-        whole = inside >= hours
-        begun = begun + hours
-        done = r["finished"] > 0
-        finished = finished & done
-        compute_h = compute_h + ph.compute_hours
-        training_h = training_h + inside
-        rate = r["calendar_rate_per_hour"]
-        interruptions = interruptions + np.where(whole, r["interruptions"], rate * inside)
-        per_hour = np.divide(
-            r["instability_hours"], hours, out=np.zeros_like(hours), where=hours > 0
-        )
-        lost = lost + np.where(whole, r["instability_hours"], per_hour * inside)
-        used = ph.chips * (r["rented_share"] + r["on_demand_share"]) + r["spare_chips"]
-        chip_hours = chip_hours + used * inside
-        on_demand_ch = on_demand_ch + ph.chips * r["on_demand_share"] * inside
-        per_wait = np.divide(
-            r["recovery_wait_hours"], hours, out=np.zeros_like(hours), where=hours > 0
-        )
-        waits = waits + np.where(whole, r["recovery_wait_hours"], per_wait * inside)
-        on_demand_h = on_demand_h + r["on_demand_share"] * inside
-        expected = _expected_goodput(inputs, ph.compute_hours, r)
-        rate_done = np.where(done, ph.compute_hours / np.where(hours > 0, hours, 1.0), expected)
-        useful = useful + np.where(whole & done, ph.compute_hours, rate_done * inside)
-        chip_compute = chip_compute + ph.chips * ph.compute_hours
-        flop_weight = flop_weight + ph.chips * ph.compute_hours * ph.mfu
-    finished = finished & (begun <= horizon_hours)
-    if len(phases) == 1:
-        (ph,) = phases
-        mfu, unfinished_goodput = ph.mfu, _expected_goodput(inputs, ph.compute_hours, ph.reliable)
-        interval = np.minimum(ph.reliable["checkpoint_interval_hours"], ph.compute_hours)
-    else:
-        mfu = flop_weight / chip_compute
-        unfinished_goodput = np.divide(
-            useful, training_h, out=np.zeros_like(useful), where=training_h > 0
-        )
-        longest = np.argmax(np.stack([ph.compute_hours for ph in phases]), axis=0)
-        intervals = np.stack(
-            [
-                np.minimum(ph.reliable["checkpoint_interval_hours"], ph.compute_hours)
-                for ph in phases
-            ]
-        )
-        interval = np.take_along_axis(intervals, longest[None, :], axis=0)[0]
-    reliable = {
-        "training_hours": training_h,
-        "interruptions": interruptions,
-        "finished": finished.astype(float),
-        "instability_hours": lost,
-        "chip_hours": chip_hours,
-        "fallback_chip_hours": on_demand_ch,
-        "fallback_hours": on_demand_h,
-        "recovery_wait_hours": waits,
-        "goodput_unfinished": unfinished_goodput,
-        "checkpoint_interval_hours": interval,
-    }
-    return _PhaseRun(sum(ph.chips for ph in phases), mfu, compute_h, reliable)
-
-
-def simulate_training(
-    scenario: Scenario,
+def _phase_run(
+    inputs: TrainingInputs,
+    index: int,
+    phase: TrainingPhase,
+    chip: Chip,
     cat: Catalog,
-    plan: InputPlan | np.random.SeedSequence,
-    start: int,
-    stop: int,
-    completion: CompletionSampler = reliability.sample_completion_hours,
-    *,
-    per_run_streams: bool = False,
-) -> tuple[dict[str, FloatArray], InputDraws]:
-    """Usage of the runs ``[start, stop)`` of a training scenario, in one vectorised pass.
-
-    ``cat`` is the study's catalog and ``plan`` how it draws (a bare seed: plain Monte
-    Carlo). The runs may span several blocks (:data:`accelsim.engines._inputs.BLOCK_RUNS`),
-    whole ones but for the study's last: each input takes these runs' values of its own
-    stream and failures are sampled per block from the block's own stream, so the result
-    does not depend on how runs are grouped. Returns the usage arrays by name and the input
-    draws (which pricing reads too). ``completion`` samples the failure-laden training time
-    of one block's runs; the DES engine passes an event-by-event simulation of the same
-    model (one block at a time), which is how the two engines are held to agree. Both then
-    add the same recovery waits and fallback (:mod:`accelsim.engines._recovery`);
-    ``per_run_streams`` draws a fallback's on-demand remainder per run (the DES's chunks
-    need not be whole blocks).
+    work: TrainingRun,
+    flops: FloatArray,
+    draws: InputDraws,
+    completion: CompletionSampler,
+    horizon_hours: float,
+    rec: RecoveryInputs,
+) -> PhaseRun:
+    """Phase ``index`` of the run: perf (its MFU [fraction] and failure-free compute [h] for
+    its share of ``flops`` [FLOP], at its own global batch if it sets one), then reliability
+    (:func:`training_hours`, from the phase's own random streams: the first phase's are the
+    run's, phase ``i``'s are suffixed ``.phase<i>``).
     """
-    work, pool = scenario.training, scenario.fleet[0]
-    chip, info = cat.chip(pool.chip), run_info(scenario, cat)
-    draws = as_plan(plan).draws(start, stop)
-    inputs = draw_training_inputs(scenario, cat, draws, info)
-    rec = draw_recovery_inputs(scenario, cat, draws, per_run_streams=per_run_streams)
-    # perf -> engineering -> reliability, per phase of the run (one unless it changes size)
-    flops = training_flops(work, draws.runs)
-    horizon_h = work.horizon_days * _HOURS_PER_DAY
-    phases = work.phases or [TrainingPhase(chips=pool.count, token_share=1.0)]
-    runs: list[_PhaseRun] = []
-    for i, phase in enumerate(phases):
-        phase_inputs = inputs
-        if phase.global_batch_tokens is not None:
-            batch = constant(phase.global_batch_tokens, draws.runs)
-            phase_inputs = replace(inputs, mfu=replace(inputs.mfu, global_batch_tokens=batch))
-        mfu_i = run_mfu(phase_inputs, work, chip, phase.chips, cat)
-        compute_i = perf.compute_hours(
-            flops * phase.token_share, float(phase.chips), chip.peak_tflops(work.precision), mfu_i
-        )
-        stream = "" if i == 0 else f".phase{i}"
-        reliable_i = training_hours(
-            inputs, compute_i, phase.chips, draws, completion, horizon_h, stream, rec
-        )
-        runs.append(_PhaseRun(phase.chips, mfu_i, compute_i, reliable_i))
-    run = _join_phases(inputs, runs, horizon_h)
+    phase_inputs = inputs
+    if phase.global_batch_tokens is not None:
+        batch = constant(phase.global_batch_tokens, draws.runs)
+        phase_inputs = replace(inputs, mfu=replace(inputs.mfu, global_batch_tokens=batch))
+    mfu_i = run_mfu(phase_inputs, work, chip, phase.chips, cat)
+    compute_i = perf.compute_hours(
+        flops * phase.token_share, float(phase.chips), chip.peak_tflops(work.precision), mfu_i
+    )
+    stream = "" if index == 0 else f".phase{index}"
+    reliable_i = training_hours(
+        inputs, compute_i, phase.chips, draws, completion, horizon_hours, stream, rec
+    )
+    return PhaseRun(phase.chips, mfu_i, compute_i, reliable_i)
+
+
+def _training_usage(
+    inputs: TrainingInputs,
+    run: PhaseRun,
+    eng: dict[str, FloatArray],
+    flops: FloatArray,
+    runs: int,
+) -> dict[str, FloatArray]:
+    """The usage of the joined run: calendar phases [days], engineering [h, days],
+    chip-hours and held hours [h], interruptions, MFU and goodput [fraction], per run.
+
+    ``eng`` is :func:`engineering_phases`'s output, ``flops`` the training FLOPs [FLOP].
+    """
     mfu, compute_h, reliable = run.mfu, run.compute_hours, run.reliable
-    eng = engineering_phases(inputs)
     # usage: capacity wait and porting overlap; no queue on a dedicated fleet
     lead_days = inputs.lead_time_days
-    queue_days = constant(0.0, draws.runs)
+    queue_days = constant(0.0, runs)
     before_days = np.maximum(lead_days, eng["preparation_days"]) + queue_days
     training_h = reliable["training_hours"]
     training_days, compute_days = training_h / _HOURS_PER_DAY, compute_h / _HOURS_PER_DAY
@@ -541,9 +461,51 @@ def simulate_training(
         "checkpoint_interval_hours": reliable["checkpoint_interval_hours"],
         "training_flops": flops,
     }
+    return usage
+
+
+def simulate_training(
+    scenario: Scenario,
+    cat: Catalog,
+    plan: InputPlan | np.random.SeedSequence,
+    start: int,
+    stop: int,
+    completion: CompletionSampler = reliability.sample_completion_hours,
+    *,
+    per_run_streams: bool = False,
+) -> tuple[dict[str, FloatArray], InputDraws]:
+    """Usage of the runs ``[start, stop)`` of a training scenario, in one vectorised pass.
+
+    ``cat`` is the study's catalog and ``plan`` how it draws (a bare seed: plain Monte
+    Carlo). The runs may span several blocks (:data:`accelsim.engines._inputs.BLOCK_RUNS`),
+    whole ones but for the study's last: each input takes these runs' values of its own
+    stream and failures are sampled per block from the block's own stream, so the result
+    does not depend on how runs are grouped. Returns the usage arrays by name and the input
+    draws (which pricing reads too). ``completion`` samples the failure-laden training time
+    of one block's runs; the DES engine passes an event-by-event simulation of the same
+    model (one block at a time), which is how the two engines are held to agree. Both then
+    add the same recovery waits and fallback (:mod:`accelsim.engines._recovery`);
+    ``per_run_streams`` draws a fallback's on-demand remainder per run (the DES's chunks
+    need not be whole blocks).
+    """
+    work, pool = scenario.training, scenario.fleet[0]
+    chip, info = cat.chip(pool.chip), run_info(scenario, cat)
+    draws = as_plan(plan).draws(start, stop)
+    inputs = draw_training_inputs(scenario, cat, draws, info)
+    rec = draw_recovery_inputs(scenario, cat, draws, per_run_streams=per_run_streams)
+    # perf -> engineering -> reliability, per phase of the run (one unless it changes size)
+    flops = training_flops(work, draws.runs)
+    horizon_h = work.horizon_days * _HOURS_PER_DAY
+    phases = work.phases or [TrainingPhase(chips=pool.count, token_share=1.0)]
+    runs = [
+        _phase_run(inputs, i, phase, chip, cat, work, flops, draws, completion, horizon_h, rec)
+        for i, phase in enumerate(phases)
+    ]
+    run = join_phases(inputs, runs, horizon_h)
+    usage = _training_usage(inputs, run, engineering_phases(inputs), flops, draws.runs)
     if rec.falls_back:  # after a fallback: days and chip-hours on on-demand capacity
-        usage["fallback_days"] = reliable["fallback_hours"] / _HOURS_PER_DAY
-        usage["fallback_chip_hours"] = reliable["fallback_chip_hours"]
+        usage["fallback_days"] = run.reliable["fallback_hours"] / _HOURS_PER_DAY
+        usage["fallback_chip_hours"] = run.reliable["fallback_chip_hours"]
     return usage, draws
 
 
