@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import numpy as np
@@ -195,10 +195,47 @@ class _Mix:
     def simulate(self, k: int, kept: _Kept) -> None:
         """Run ``k`` of the block: one DES of every workload; keeps its outcomes."""
         run = self.start + k
+        jobs, bounds, withdrawals = self._jobs(k)
+        lows = [b[0] for b in bounds]
+        owner = [b[1] for b in bounds]
+        classes = len(self.names) + len(self.team_labels)
+        pools = self.pools(k)
+        holdings = des.Holdings(
+            self._job_class(lows, owner),
+            classes,
+            intervals_of=[s.index for s in self.serving],
+            pools=len(pools),
+        )
+        result = des.run(
+            pools,
+            heapq.merge(*jobs, key=lambda j: (j.submit_hours, j.job_id)),
+            scheduler=self.scenario.scheduler,
+            horizon_hours=self.horizon_hours,
+            seed_seq=child(self.plan.root, "des", run),
+            keep_jobs=True,
+            withdrawals=sorted(withdrawals),
+            holdings=holdings,
+            utilization_resolution_hours=kept.options.resolution_hours,
+        )
+        kept.add(run, result)
+        self.rows.append(self._row(k, result, pools, holdings, lows, owner))
+
+    def _jobs(
+        self, k: int
+    ) -> tuple[list[Iterable[JobSpec]], list[tuple[int, int]], list[tuple[float, int]]]:
+        """Run ``k``'s jobs: one id-ordered stream per workload, the ``(first job id, workload
+        index)`` bounds (increasing ids) and the replicas' ``(end [h], job id)`` withdrawals."""
+        bounds: list[tuple[int, int]] = []
+        jobs = self._training_jobs(k, bounds)
+        serving, withdrawals, first_id = self._replica_jobs(k, len(self.training), bounds)
+        jobs += serving
+        jobs += self._stream_and_trace_jobs(k, first_id, bounds)
+        return jobs, bounds, withdrawals
+
+    def _training_jobs(self, k: int, bounds: list[tuple[int, int]]) -> list[Iterable[JobSpec]]:
+        """Each training run's gang job of run ``k`` (ids from 0; hours from its physics)."""
         jobs: list[Iterable[JobSpec]] = []
-        first_id = 0
-        bounds: list[tuple[int, int]] = []  # (first job id, workload index), increasing ids
-        for t in self.training:
+        for first_id, t in enumerate(self.training):
             work, interval, write, restart, _ = (float(x[k]) for x in t.physics)
             tau = None if not np.isfinite(interval) else interval
             bounds.append((first_id, t.index))
@@ -215,7 +252,14 @@ class _Mix:
                 preemptible=False,
             )
             jobs.append([spec])
-            first_id += 1
+        return jobs
+
+    def _replica_jobs(
+        self, k: int, first_id: int, bounds: list[tuple[int, int]]
+    ) -> tuple[list[Iterable[JobSpec]], list[tuple[float, int]], int]:
+        """Each endpoint's replica windows of run ``k`` as jobs (ids from ``first_id``), their
+        withdrawals ``(end [h], job id)`` and the next free id."""
+        jobs: list[Iterable[JobSpec]] = []
         withdrawals: list[tuple[float, int]] = []
         for s in self.serving:
             begins, ends = replica_windows(s.planned[k], self.horizon_hours)
@@ -230,6 +274,14 @@ class _Mix:
             )
             withdrawals += zip(ends.tolist(), ids, strict=True)
             first_id += begins.size
+        return jobs, withdrawals, first_id
+
+    def _stream_and_trace_jobs(
+        self, k: int, first_id: int, bounds: list[tuple[int, int]]
+    ) -> list[Iterable[JobSpec]]:
+        """Each stream's or trace's jobs of run ``k``, the ``j``-th from
+        ``first_id + j * ID_STRIDE`` (generated lazily)."""
+        jobs: list[Iterable[JobSpec]] = []
         for j, i in enumerate(self.streams):
             lowest = first_id + j * ID_STRIDE
             bounds.append((lowest, i))
@@ -241,15 +293,16 @@ class _Mix:
                     self.cat,
                     work_i,
                     self.plan.root,
-                    run,
+                    self.start + k,
                     self.horizon_hours,
                     lowest,
                     self.options.max_jobs_per_run,
                 )
             )
-        lows = [b[0] for b in bounds]
-        owner = [b[1] for b in bounds]
+        return jobs
 
+    def _job_class(self, lows: list[int], owner: list[int]) -> Callable[[int], int]:
+        """A job id's class: its workload, or its team's class for a trace split into teams."""
         team_of = {lows[b]: self.teams[w][1] for b, w in enumerate(owner) if w in self.teams}
 
         def job_class(job_id: int) -> int:
@@ -257,24 +310,7 @@ class _Mix:
             teams = team_of.get(lows[b])
             return owner[b] if teams is None else int(teams[job_id - lows[b]])
 
-        classes = len(self.names) + len(self.team_labels)
-        pools = self.pools(k)
-        holdings = des.Holdings(
-            job_class, classes, intervals_of=[s.index for s in self.serving], pools=len(pools)
-        )
-        result = des.run(
-            pools,
-            heapq.merge(*jobs, key=lambda j: (j.submit_hours, j.job_id)),
-            scheduler=self.scenario.scheduler,
-            horizon_hours=self.horizon_hours,
-            seed_seq=child(self.plan.root, "des", run),
-            keep_jobs=True,
-            withdrawals=sorted(withdrawals),
-            holdings=holdings,
-            utilization_resolution_hours=kept.options.resolution_hours,
-        )
-        kept.add(run, result)
-        self.rows.append(self._row(k, result, pools, holdings, lows, owner))
+        return job_class
 
     def _row(
         self,
@@ -285,12 +321,30 @@ class _Mix:
         lows: list[int],
         owner: list[int],
     ) -> dict[str, float]:
-        horizon = self.horizon_hours
+        """Run ``k``'s row: each workload's metrics and held chip-hours, the fleet's usage."""
         assert result.jobs is not None
         by_owner: dict[int, list[des.JobRecord]] = {i: [] for i in owner}
         for record in result.jobs:
             by_owner[owner[bisect_right(lows, record.job_id) - 1]].append(record)
-        row: dict[str, float] = {}
+        replica_queue = self._record_plans(k, by_owner, holdings)
+        held = list(holdings.chip_hours)
+        by_pool = [list(hours) for hours in holdings.pool_chip_hours]
+        row = self._stream_rows(by_owner, held, by_pool, lows, owner)
+        held_total = 0.0
+        for i, name in enumerate(self.names):
+            row[f"chip_hours.{name}"] = held[i]
+            held_total += held[i]
+            for p, hours in enumerate(by_pool[i]):
+                row[f"held_pool{p}.{name}"] = hours
+        self._fleet_row(row, result, pools, held_total, replica_queue)
+        return row
+
+    def _record_plans(
+        self, k: int, by_owner: dict[int, list[des.JobRecord]], holdings: Holdings
+    ) -> float:
+        """Records run ``k``'s outcome of each training run and endpoint in its plan; returns
+        the replicas' queue wait: job life minus held time, summed. [replica-hours]"""
+        horizon = self.horizon_hours
         for t in self.training:
             mine = by_owner[t.index]
             record_training(t, k, mine[0] if mine else None, horizon)
@@ -304,8 +358,20 @@ class _Mix:
                 for r in by_owner[s.index]
             )
             replica_queue += life - sum(e - b for b, e, _ in intervals)
-        held = list(holdings.chip_hours)
-        by_pool = [list(hours) for hours in holdings.pool_chip_hours]
+        return replica_queue
+
+    def _stream_rows(
+        self,
+        by_owner: dict[int, list[des.JobRecord]],
+        held: list[float],
+        by_pool: list[list[float]],
+        lows: list[int],
+        owner: list[int],
+    ) -> dict[str, float]:
+        """Each stream's and trace's metrics and its teams' (chip-hours [chip-h] per class and
+        pool); a team's held chip-hours are added into its trace's ``held`` and ``by_pool``."""
+        horizon = self.horizon_hours
+        row: dict[str, float] = {}
         for i in self.streams:
             records = by_owner[i]
             for key, value in stream_metrics(records, horizon).items():
@@ -314,20 +380,27 @@ class _Mix:
                 base, team = self.teams[i]
                 labels = [label for w, label in self.team_labels if w == i]
                 per_team = team_metrics(records, team - base, lows[owner.index(i)], labels, horizon)
-                for k, label in enumerate(labels):
-                    cls = base + k
+                for j, label in enumerate(labels):
+                    cls = base + j
                     row[f"chip_hours.{label}"] = held[cls]
                     held[i] += held[cls]
                     for p, hours in enumerate(by_pool[cls]):
                         row[f"held_pool{p}.{label}"] = hours
                         by_pool[i][p] += hours
                     row |= {f"{label}.{key}": v for key, v in per_team[label].items()}
-        held_total = 0.0
-        for i, name in enumerate(self.names):
-            row[f"chip_hours.{name}"] = held[i]
-            held_total += held[i]
-            for p, hours in enumerate(by_pool[i]):
-                row[f"held_pool{p}.{name}"] = hours
+        return row
+
+    def _fleet_row(
+        self,
+        row: dict[str, float],
+        result: DesResult,
+        pools: list[PoolSpec],
+        held_total: float,
+        replica_queue: float,
+    ) -> None:
+        """Adds the fleet's usage to ``row``: held, allocated and idle chip-hours [chip-h],
+        utilization, the queue wait of every job but the replicas [job-h], jobs completed."""
+        horizon = self.horizon_hours
         fleet_held = 0.0
         for p, pm in enumerate(result.pools):
             held_h = max(0.0, horizon - pools[p].lead_time_hours)
@@ -343,7 +416,6 @@ class _Mix:
         # Queue wait of every job but the replicas (an endpoint's wait shows in its SLO).
         row["queue_wait_job_hours"] = max(result.mean_queue_length * horizon - replica_queue, 0.0)
         row["jobs_completed"] = sum(row[f"{self.names[i]}.jobs_completed"] for i in self.streams)
-        return row
 
 
 def _metrics(mix: _Mix) -> tuple[dict[str, FloatArray], InputDraws]:
