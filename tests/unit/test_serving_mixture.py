@@ -143,3 +143,13 @@ def test_quantiles_vectorised_over_runs_and_levels() -> None:
     assert np.all(p99 >= p50)
     one = wait_mixture_quantiles(y[2, 3], w, rho[2, 3], tuple(v[2, 3] for v in phases), (0.99,))[0]
     assert math.isclose(float(one), float(p99[2, 3]), rel_tol=1e-6)
+
+
+def test_vanishing_wait_is_finite() -> None:
+    # rho -> 0 gives phase rates ~1e300/s: the quantiles are then Y's own, finite.
+    y = np.array([0.1, 0.2, 0.4])
+    w = np.array([0.5, 0.3, 0.2])
+    huge = np.asarray(1e300)
+    phases = (np.asarray(0.5), huge, huge)
+    low, mid, top = wait_mixture_quantiles(y, w, np.asarray(1e-12), phases, (0.4, 0.6, 0.99))
+    assert (float(low), float(mid), float(top)) == (0.1, 0.2, 0.4)

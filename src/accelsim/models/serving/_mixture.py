@@ -196,8 +196,10 @@ def _block_quantiles(
     at_nodes[0] = s_k[0] - a_k[0] - b_k[0]
     # One node at a time over (runs, …) slices, into preallocated buffers (the recursion
     # is most of the latency table's cost).
-    neg_r1 = np.broadcast_to(-r1, y.shape[1:]).astype(_SINGLE)
-    neg_r2 = np.broadcast_to(-r2, y.shape[1:]).astype(_SINGLE)
+    # A phase rate past 1e30/s (a vanishing wait) decays to 0 over any positive step in
+    # single precision as it would in double, without overflowing the cast.
+    neg_r1 = np.broadcast_to(-np.minimum(r1, 1e30), y.shape[1:]).astype(_SINGLE)
+    neg_r2 = np.broadcast_to(-np.minimum(r2, 1e30), y.shape[1:]).astype(_SINGLE)
     step, scratch = np.empty(y.shape[1:], _SINGLE), np.empty(y.shape[1:], _SINGLE)
     for i in range(1, n):
         np.subtract(y[i], y[i - 1], out=step)
