@@ -34,7 +34,13 @@ from accelsim.catalog import Catalog
 from accelsim.dists import as_dist
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
 from accelsim.engines._offers import lead_time_days
-from accelsim.engines._pricing import credits_usd, pool_billing, pool_energy_kwh, price_pool
+from accelsim.engines._pricing import (
+    Billing,
+    credits_usd,
+    pool_billing,
+    pool_energy_kwh,
+    price_pool,
+)
 from accelsim.engines._serving_setup import (
     HOURS_PER_MONTH,
     SECONDS_PER_HOUR,
@@ -86,27 +92,12 @@ def _column(c: physics.IterationCost, extra: int = 1) -> physics.IterationCost:
 def _stages(
     scenario: Scenario, cat: Catalog, draws: InputDraws
 ) -> tuple[ServingSetup, _Stage, _Stage, FloatArray]:
-    """Both pools' replicas, latency tables and SLO capacities; the transfer per node."""
+    """Both pools' replicas, latency tables and SLO capacities; the transfer per node. [s]"""
     work = scenario.workload
     assert isinstance(work, Serving)
     assert work.disaggregated is not None
     base = serving_setup(scenario, cat)
-    setups = {}
-    for role in ROLES:
-        index = getattr(work.disaggregated, f"{role}_pool")
-        pool = scenario.fleet[index]
-        chip = cat.chip(pool.chip)
-        chips = work.replica_chips(chip, pool.count, role)
-        setups[role] = (
-            index,
-            dataclasses.replace(
-                base,
-                chip=chip,
-                chips_per_replica=chips,
-                replicas_pool=pool.count // chips,
-                peak_tflops=chip.peak_tflops(work.precision),
-            ),
-        )
+    setups = {role: _pool_setup(scenario, cat, base, work, role) for role in ROLES}
     u = (np.arange(PROMPT_NODES) + 0.5) / PROMPT_NODES
     prompts = token_lengths(as_dist(work.input_tokens), u, base.max_tokens)
     (ip, sp), (idx_d, sd) = setups["prefill"], setups["decode"]
@@ -114,31 +105,77 @@ def _stages(
         sp.chips_per_replica * sp.chip.scale_out_gbps, sd.chips_per_replica * sd.chip.scale_out_gbps
     )
     transfer = physics.kv_transfer_seconds(prompts, base.kv_bytes_per_token, link)
-    serving = cat.serving_priors
-    loads = LOAD_NODES[None, :]
     levels = sorted({METRIC_PERCENTILE, base.percentile})
+    prefill = _prefill_stage(scenario, cat, draws, base, (ip, sp), prompts, transfer, levels)
+    decode = _decode_stage(scenario, cat, draws, base, (idx_d, sd), levels)
+    return base, prefill, decode, transfer
 
-    rep_p = draw_replica(sp, scenario, draws, serving)
+
+def _pool_setup(
+    scenario: Scenario, cat: Catalog, base: ServingSetup, work: Serving, role: str
+) -> tuple[int, ServingSetup]:
+    """The pool index of ``role`` (prefill or decode) and its setup: its chip, chips per
+    replica, replicas the pool holds and peak TFLOP/s at the workload's precision."""
+    assert work.disaggregated is not None
+    index: int = getattr(work.disaggregated, f"{role}_pool")
+    pool = scenario.fleet[index]
+    chip = cat.chip(pool.chip)
+    chips = work.replica_chips(chip, pool.count, role)
+    return index, dataclasses.replace(
+        base,
+        chip=chip,
+        chips_per_replica=chips,
+        replicas_pool=pool.count // chips,
+        peak_tflops=chip.peak_tflops(work.precision),
+    )
+
+
+def _prefill_stage(
+    scenario: Scenario,
+    cat: Catalog,
+    draws: InputDraws,
+    base: ServingSetup,
+    pool: tuple[int, ServingSetup],
+    prompts: FloatArray,
+    transfer: FloatArray,
+    levels: list[float],
+) -> _Stage:
+    """The prefill pool's replica, saturation rate [1/s], SLO load and TTFT table [s] at the
+    load nodes (queue wait + prefill + KV transfer over the prompt nodes)."""
+    index, sp = pool
+    rep_p = draw_replica(sp, scenario, draws, cat.serving_priors)
     service = physics.prefill_seconds(_column(rep_p.cost), prompts)  # (runs, prompts)
     fits = rep_p.kv_capacity_tokens >= prompts.max()
     sat_p = np.where(fits, 1.0 / service.mean(axis=1), 0.0)
-    rate_p = np.where(fits, sat_p, 1.0)[:, None] * loads
+    rate_p = np.where(fits, sat_p, 1.0)[:, None] * LOAD_NODES[None, :]
     by_level = {
         q: physics.prefill_latency(rate_p, service[:, None, :], transfer, q) for q in levels
     }
     slo_p = by_level[base.percentile]
     margin_p = np.where(slo_p.saturated, -1.0, 1.0 - slo_p.ttft_tail_s / base.ttft_s)
     metric_p = by_level[METRIC_PERCENTILE]
-    prefill = _Stage(
-        sp, ip, rep_p, sat_p, np.where(fits, slo_load_from_margin(margin_p), 0.0),
+    return _Stage(
+        sp, index, rep_p, sat_p, np.where(fits, slo_load_from_margin(margin_p), 0.0),
         metric_p.ttft_p50_s, metric_p.ttft_tail_s, fits.astype(float),
     )  # fmt: skip
 
-    rep_d = draw_replica(sd, scenario, draws, serving)
+
+def _decode_stage(
+    scenario: Scenario,
+    cat: Catalog,
+    draws: InputDraws,
+    base: ServingSetup,
+    pool: tuple[int, ServingSetup],
+    levels: list[float],
+) -> _Stage:
+    """The decode pool's replica, saturation rate [1/s], SLO load and TPOT table [s] at the
+    load nodes (no prefill interference)."""
+    index, sd = pool
+    rep_d = draw_replica(sd, scenario, draws, cat.serving_priors)
     inp, out = base.input_mean, base.output_mean
     sat_d = physics.decode_saturated_rps(rep_d.cost, rep_d.batch_limit, inp, out)
     ok_d = rep_d.batch_limit >= 1.0
-    rate_d = np.where(ok_d, sat_d, 1.0)[:, None] * loads
+    rate_d = np.where(ok_d, sat_d, 1.0)[:, None] * LOAD_NODES[None, :]
     limit = np.maximum(rep_d.batch_limit, 1.0)[:, None]
     dec = {
         q: physics.decode_latency(_column(rep_d.cost), rate_d, inp, out, limit, q) for q in levels
@@ -146,12 +183,15 @@ def _stages(
     slo_d = dec[base.percentile]
     margin_d = np.where(slo_d.saturated, -1.0, 1.0 - slo_d.tpot_tail_s / base.tpot_s)
     metric_d = dec[METRIC_PERCENTILE]
-    decode = _Stage(
-        sd, idx_d, rep_d, np.where(ok_d, sat_d, 0.0),
+    return _Stage(
+        sd, index, rep_d, np.where(ok_d, sat_d, 0.0),
         np.where(ok_d, slo_load_from_margin(margin_d), 0.0),
         metric_d.tpot_p50_s, metric_d.tpot_tail_s, ok_d.astype(float),
     )  # fmt: skip
-    return base, prefill, decode, transfer
+
+
+_Periods = list[tuple[FloatArray, list[FloatArray]]]
+"""(hours of each hour [h], replicas of each pool in them) per part of the hour."""
 
 
 def _hours(
@@ -164,7 +204,7 @@ def _hours(
     rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
     growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
     burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
-    runs, k = draws.runs, len(LOAD_NODES)
+    runs = draws.runs
     h = np.arange(base.hours, dtype=float)
     duration = np.minimum(base.horizon_hours - h, 1.0)
     shape = base.profile[h.astype(np.int64) % 24]
@@ -179,9 +219,19 @@ def _hours(
     for role, n in zip(ROLES, replicas, strict=True):
         out[f"{role}_hours"] = n @ duration
         out[f"{role}_peak"] = n.max(axis=1)
-    weights = [np.zeros((runs, k)), np.zeros((runs, k))]
+    periods = _periods(work, duration, demand, replicas)
+    weights = _burst_sums(out, demand, burst, periods, stages)
+    _latencies(out, weights, stages)
+    return out
+
+
+def _periods(
+    work: Serving, duration: FloatArray, demand: FloatArray, replicas: list[FloatArray]
+) -> _Periods:
+    """The whole hour at its replicas; under ``follow_demand`` with a cold start, an hour
+    whose replicas rise serves its first ``cold_start_minutes`` with the previous hour's."""
     cold = min(work.cold_start_minutes / 60.0, 1.0)
-    periods = [(np.broadcast_to(duration, demand.shape), replicas)]
+    periods: _Periods = [(np.broadcast_to(duration, demand.shape), replicas)]
     if cold > 0.0 and work.scaling == "follow_demand":
         before = [np.concatenate([n[:, :1], n[:, :-1]], axis=1) for n in replicas]
         rising = (replicas[0] > before[0]) | (replicas[1] > before[1])
@@ -190,6 +240,20 @@ def _hours(
             (duration * np.where(rising, 1.0 - cold, 1.0), replicas),
             (duration * np.where(rising, cold, 0.0), held),
         ]  # fmt: skip
+    return periods
+
+
+def _burst_sums(
+    out: dict[str, FloatArray],
+    demand: FloatArray,
+    burst: FloatArray,
+    periods: _Periods,
+    stages: tuple[_Stage, _Stage],
+) -> list[FloatArray]:
+    """Adds each run's demanded, served and compliant requests over the burst multipliers
+    and periods to ``out``; returns each pool's weights of the load nodes (runs, nodes)."""
+    runs, k = demand.shape[0], len(LOAD_NODES)
+    weights = [np.zeros((runs, k)), np.zeros((runs, k))]
     for value in np.unique(burst):
         rows = burst == value
         for m in burst_multipliers(float(value)):
@@ -218,6 +282,14 @@ def _hours(
                 out["demand"][rows] += requests.sum(axis=1)
                 out["served"][rows] += served.sum(axis=1)
                 out["compliant"][rows] += compliant.sum(axis=1)
+    return weights
+
+
+def _latencies(
+    out: dict[str, np.ndarray], weights: list[FloatArray], stages: tuple[_Stage, _Stage]
+) -> None:
+    """Adds the served-weighted TTFT and TPOT p50/p99 [s] and ``finished`` to ``out``; an
+    infeasible replica serves nothing compliant."""
     feasible = (stages[0].feasible > 0) & (stages[1].feasible > 0)
     for name, w, s in (("ttft", weights[0], stages[0]), ("tpot", weights[1], stages[1])):
         total = w.sum(axis=1)
@@ -226,7 +298,6 @@ def _hours(
         out[f"{name}_p99_s"] = np.where(feasible, np.einsum("rk,rk->r", share, s.tail), 0.0)
     out["compliant"] = np.where(feasible, out["compliant"], 0.0)
     out["finished"] = feasible & (out["served"] >= out["demand"] * (1.0 - 1e-9))
-    return out
 
 
 def simulate_serving_disaggregated(
@@ -242,16 +313,36 @@ def simulate_serving_disaggregated(
     ``decode_replicas_peak``, ``prefill_replicas_mean``, ``decode_replicas_mean``,
     ``prefill_chip_hours``, ``decode_chip_hours`` and ``kv_transfer_ms`` (mean per request).
     """
-    priors, serving = cat.priors, cat.serving_priors
+    priors = cat.priors
     draws = as_plan(root).draws(start, stop)
     base, prefill, decode, transfer = _stages(scenario, cat, draws)
-    usage = _hours(base, draws, (prefill, decode))
-    work = base.work
-    a = scenario.assumptions
+    stages = (prefill, decode)
+    usage = _hours(base, draws, stages)
     runs = draws.runs
-    out_mean, in_mean = base.output_mean, base.input_mean
+    metrics = _usage_metrics(base, usage, transfer, runs)
+    _chip_metrics(base, usage, stages, metrics)
+    porting, launch, kwh, priced, bills = _pool_costs(scenario, cat, draws, base, usage, stages)
+    metrics["engineering_hours"] = np.asarray(porting, dtype=float)
+    metrics["launch_days"] = launch
+    a = scenario.assumptions
+    factor = draws.get(
+        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
+    )
+    metrics["energy_kwh"] = kwh
+    metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
+    if len(priced) == 2:
+        _price(scenario, cat, draws, metrics, priced, bills, porting, launch, usage, base)
+    return {
+        k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()
+    }, draws
+
+
+def _usage_metrics(
+    base: ServingSetup, usage: dict[str, FloatArray], transfer: FloatArray, runs: int
+) -> dict[str, FloatArray]:
+    """The endpoint's replicas, latencies [ms], SLO attainment, requests and tokens served."""
     served, demand = usage["served"], usage["demand"]
-    metrics: dict[str, FloatArray] = {
+    return {
         "replicas_peak": usage["peak"],
         "replicas_mean": (usage["prefill_hours"] + usage["decode_hours"]) / base.horizon_hours,
         "ttft_p50_ms": usage["ttft_p50_s"] * 1e3,
@@ -263,26 +354,26 @@ def simulate_serving_disaggregated(
         ),
         "requests_served": served,
         "requests_dropped": np.maximum(demand - served, 0.0),
-        "output_tokens": served * out_mean,
+        "output_tokens": served * base.output_mean,
         "kv_transfer_ms": np.full(runs, float(np.mean(transfer)) * 1e3),
         "finished": usage["finished"].astype(float),
     }
+
+
+def _chip_metrics(
+    base: ServingSetup,
+    usage: dict[str, FloatArray],
+    stages: tuple[_Stage, _Stage],
+    metrics: dict[str, FloatArray],
+) -> None:
+    """Adds each pool's replicas and chip-hours, the fleet's chip-hours, utilisation and
+    offline output tokens/s per chip to ``metrics``."""
+    served = usage["served"]
+    runs = served.shape[0]
     chip_hours = np.zeros(runs)
     capacity_chip_hours = np.zeros(runs)  # chip-hours per saturated request [h·s]
     busy = np.zeros(runs)
-    kwh = np.zeros(runs)
-    launch = np.zeros(runs)
-    porting = np.zeros(runs)
-    ported: set[str] = set()
-    serving_power = priors.model_copy(
-        update={"power_fraction_of_tdp": serving.power_fraction_of_tdp}
-    )
-    engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
-    week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
-    priced: list[dict[str, FloatArray]] = []
-    bills = []
-    for role, stage in zip(ROLES, (prefill, decode), strict=True):
-        pool = scenario.fleet[stage.pool_index]
+    for role, stage in zip(ROLES, stages, strict=True):
         chips = float(stage.setup.chips_per_replica)
         hours = usage[f"{role}_hours"] * chips
         sat = stage.saturated_rps
@@ -297,7 +388,46 @@ def simulate_serving_disaggregated(
         capacity_chip_hours = capacity_chip_hours + np.where(
             sat > 0.0, chips / np.where(sat > 0, sat, 1), np.inf
         )
-        fit = priors.framework_fit.fit(work.framework, stage.setup.chip.software_stack)
+    metrics["chip_hours"] = chip_hours
+    # utilisation: each pool's served share of its saturated capacity, chip-hour weighted
+    metrics["utilization"] = np.where(
+        chip_hours > 0.0, busy / np.where(chip_hours > 0, chip_hours, 1), 0.0
+    )
+    # a balanced prefill + decode pair: output tokens/s per chip of both pools
+    finite = np.isfinite(capacity_chip_hours)
+    metrics["offline_tokens_per_s_per_chip"] = np.where(
+        finite, base.output_mean / np.where(finite, capacity_chip_hours, 1.0), 0.0
+    )
+
+
+def _pool_costs(
+    scenario: Scenario,
+    cat: Catalog,
+    draws: InputDraws,
+    base: ServingSetup,
+    usage: dict[str, FloatArray],
+    stages: tuple[_Stage, _Stage],
+) -> tuple[FloatArray, FloatArray, FloatArray, list[dict[str, FloatArray]], list[Billing]]:
+    """Porting [engineer-hours] (one port per software stack), launch [days] (the later of
+    each pool's lead time and port), energy [kWh], each priced pool's costs and billing."""
+    priors, serving = cat.priors, cat.serving_priors
+    a = scenario.assumptions
+    runs = draws.runs
+    kwh = np.zeros(runs)
+    launch = np.zeros(runs)
+    porting = np.zeros(runs)
+    ported: set[str] = set()
+    serving_power = priors.model_copy(
+        update={"power_fraction_of_tdp": serving.power_fraction_of_tdp}
+    )
+    engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
+    week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
+    priced: list[dict[str, FloatArray]] = []
+    bills = []
+    for role, stage in zip(ROLES, stages, strict=True):
+        pool = scenario.fleet[stage.pool_index]
+        hours = usage[f"{role}_hours"] * float(stage.setup.chips_per_replica)
+        fit = priors.framework_fit.fit(base.work.framework, stage.setup.chip.software_stack)
         porting_h = draws.get(
             f"assumptions.porting_hours.{fit}", a.porting_hours, priors.porting_hours[fit].value
         )
@@ -317,54 +447,52 @@ def simulate_serving_disaggregated(
             )  # fmt: skip
             priced.append(price)
             bills.append(pool_billing(pool, price["hardware_cost_usd"], base.horizon_hours))
-    metrics["chip_hours"] = chip_hours
-    # utilisation: each pool's served share of its saturated capacity, chip-hour weighted
-    metrics["utilization"] = np.where(
-        chip_hours > 0.0, busy / np.where(chip_hours > 0, chip_hours, 1), 0.0
+    return porting, launch, kwh, priced, bills
+
+
+def _price(
+    scenario: Scenario,
+    cat: Catalog,
+    draws: InputDraws,
+    metrics: dict[str, FloatArray],
+    priced: list[dict[str, FloatArray]],
+    bills: list[Billing],
+    porting: FloatArray,
+    launch: FloatArray,
+    usage: dict[str, FloatArray],
+    base: ServingSetup,
+) -> None:
+    """Adds both pools' costs, engineering, delay and credits, the TCO and the cost per
+    million (output) tokens to ``metrics``. [USD]"""
+    priors, a, runs = cat.priors, scenario.assumptions, draws.runs
+    for key in priced[0]:
+        metrics[key] = priced[0][key] + priced[1][key]
+    wage = draws.get(
+        "assumptions.engineer_usd_per_hour",
+        a.engineer_usd_per_hour,
+        priors.engineer_usd_per_hour.value,
     )
-    # a balanced prefill + decode pair: output tokens/s per chip of both pools
-    finite = np.isfinite(capacity_chip_hours)
-    metrics["offline_tokens_per_s_per_chip"] = np.where(
-        finite, out_mean / np.where(finite, capacity_chip_hours, 1.0), 0.0
+    delay = draws.get(
+        "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
     )
-    metrics["engineering_hours"] = np.asarray(porting, dtype=float)
-    metrics["launch_days"] = launch
-    factor = draws.get(
-        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
+    metrics["engineering_cost_usd"] = cost.engineering_cost_usd(porting, wage)
+    metrics["delay_cost_usd"] = cost.delay_cost_usd(launch, delay)
+    tco = (
+        metrics["hardware_cost_usd"]
+        + metrics["energy_cost_usd"]
+        + metrics["engineering_cost_usd"]
+        + metrics["delay_cost_usd"]
     )
-    metrics["energy_kwh"] = kwh
-    metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
-    if len(priced) == 2:
-        for key in priced[0]:
-            metrics[key] = priced[0][key] + priced[1][key]
-        wage = draws.get(
-            "assumptions.engineer_usd_per_hour",
-            a.engineer_usd_per_hour,
-            priors.engineer_usd_per_hour.value,
-        )
-        delay = draws.get(
-            "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
-        )
-        metrics["engineering_cost_usd"] = cost.engineering_cost_usd(porting, wage)
-        metrics["delay_cost_usd"] = cost.delay_cost_usd(launch, delay)
-        tco = (
-            metrics["hardware_cost_usd"]
-            + metrics["energy_cost_usd"]
-            + metrics["engineering_cost_usd"]
-            + metrics["delay_cost_usd"]
-        )
-        if scenario.credits:
-            metrics["credits_usd"] = credits_usd(scenario, cat, bills, runs)
-            tco = tco + metrics["credits_usd"]
-        metrics["tco_usd"] = tco
-        out_tokens = served * out_mean
-        metrics["usd_per_million_output_tokens"] = tco * 1e6 / np.maximum(out_tokens, 1.0)
-        metrics["usd_per_million_tokens"] = (
-            tco * 1e6 / np.maximum(served * (in_mean + out_mean), 1.0)
-        )
-    return {
-        k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()
-    }, draws
+    if scenario.credits:
+        metrics["credits_usd"] = credits_usd(scenario, cat, bills, runs)
+        tco = tco + metrics["credits_usd"]
+    metrics["tco_usd"] = tco
+    served, out_mean = usage["served"], base.output_mean
+    out_tokens = served * out_mean
+    metrics["usd_per_million_output_tokens"] = tco * 1e6 / np.maximum(out_tokens, 1.0)
+    metrics["usd_per_million_tokens"] = (
+        tco * 1e6 / np.maximum(served * (base.input_mean + out_mean), 1.0)
+    )
 
 
 __all__ = ["PROMPT_NODES", "simulate_serving_disaggregated"]
