@@ -164,48 +164,12 @@ def recover(
     """
     stretched = running_hours / (1.0 - badput)
     rate = failure_rate + preemption_rate
-    zeros = np.zeros_like(stretched)
     if rec.spares is not None:
-        assert rec.repair_hours is not None
-        waits = recovery.spare_waits_hours(
-            interruptions,
-            rec.spares,
-            failure_rate,
-            rec.repair_hours,
-            draws.uniforms("recovery.spares.blocked" + stream),
-            draws.uniforms("recovery.spares.wait" + stream),
+        return _with_spares(
+            rec, draws, stream, stretched, interruptions, badput, failure_rate, rate
         )
-        mean_wait = recovery.spare_wait_hours_per_failure(
-            rec.spares, failure_rate, rec.repair_hours
-        )
-        hours = stretched + waits
-        return {
-            "hours": hours,
-            "interruptions": interruptions,
-            "rented_hours": hours,
-            "on_demand_hours": zeros,
-            "wait_hours": waits,
-            "calendar_rate": _calendar_rate(rate, badput, mean_wait),
-        }
-    if rec.after_preemptions == 0:
-        return {
-            "hours": stretched,
-            "interruptions": interruptions,
-            "rented_hours": zeros,
-            "on_demand_hours": stretched,
-            "wait_hours": zeros,
-            "calendar_rate": rate * (1.0 - badput),
-            "fell_back": np.ones_like(stretched),
-        }
-    if rec.return_hours is None:
-        return {
-            "hours": stretched,
-            "interruptions": interruptions,
-            "rented_hours": stretched,
-            "on_demand_hours": zeros,
-            "wait_hours": zeros,
-            "calendar_rate": rate * (1.0 - badput),
-        }
+    if rec.after_preemptions == 0 or rec.return_hours is None:
+        return _without_waits(rec, stretched, interruptions, badput, rate)
     share = np.divide(preemption_rate, rate, out=np.zeros_like(rate), where=rate > 0)
     split = recovery.spot_split(
         stretched,
@@ -222,13 +186,6 @@ def recover(
         ),
         preemption_rate * (1.0 - badput),
     )
-    spot_hours = split.spot_hours
-    with np.errstate(invalid="ignore"):  # none of an infinite count: 0, not nan
-        spot_count = np.where(
-            np.isfinite(interruptions),
-            np.where(split.share > 0, split.share * interruptions, 0.0),
-            rate * (1.0 - badput) * spot_hours,
-        )
     calendar_rate = _calendar_rate(rate, badput, share * rec.return_hours)
     if not rec.falls_back:
         hours = stretched + split.wait_hours
@@ -236,13 +193,123 @@ def recover(
             "hours": hours,
             "interruptions": interruptions,
             "rented_hours": stretched,
-            "on_demand_hours": zeros,
+            "on_demand_hours": np.zeros_like(stretched),
             "wait_hours": split.wait_hours,
             "calendar_rate": calendar_rate,
         }
+    return _fall_back(
+        rec,
+        draws,
+        stream,
+        split,
+        interruptions,
+        badput,
+        rate,
+        calendar_rate,
+        work_hours=work_hours,
+        interval_hours=fallback_interval_hours,
+        write_hours=write_hours,
+        restart_hours=restart_hours,
+        failure_rate=failure_rate,
+    )
+
+
+def _with_spares(
+    rec: RecoveryInputs,
+    draws: InputDraws,
+    stream: str,
+    stretched: FloatArray,
+    interruptions: FloatArray,
+    badput: FloatArray,
+    failure_rate: FloatArray,
+    rate: FloatArray,
+) -> dict[str, FloatArray]:
+    """:func:`recover` on a pool with spare hosts: each failure waits for a repaired host
+    when no spare is free (:func:`accelsim.models.recovery.spare_waits_hours`), billed at the
+    pool's own price. ``stretched`` is the running time with badput [h], ``failure_rate``
+    the failures and ``rate`` all interruptions per hour of training [1/h]; the waits [h]
+    come from the run's own uniforms.
+    """
+    assert rec.spares is not None
+    assert rec.repair_hours is not None
+    waits = recovery.spare_waits_hours(
+        interruptions,
+        rec.spares,
+        failure_rate,
+        rec.repair_hours,
+        draws.uniforms("recovery.spares.blocked" + stream),
+        draws.uniforms("recovery.spares.wait" + stream),
+    )
+    mean_wait = recovery.spare_wait_hours_per_failure(rec.spares, failure_rate, rec.repair_hours)
+    hours = stretched + waits
+    return {
+        "hours": hours,
+        "interruptions": interruptions,
+        "rented_hours": hours,
+        "on_demand_hours": np.zeros_like(stretched),
+        "wait_hours": waits,
+        "calendar_rate": _calendar_rate(rate, badput, mean_wait),
+    }
+
+
+def _without_waits(
+    rec: RecoveryInputs,
+    stretched: FloatArray,
+    interruptions: FloatArray,
+    badput: FloatArray,
+    rate: FloatArray,
+) -> dict[str, FloatArray]:
+    """:func:`recover` where nothing waits: no spot return time, or a fallback before the
+    first preemption (``after_preemptions`` 0: the whole run on-demand, ``fell_back`` 1).
+    ``stretched`` is the running time with badput [h]; ``rate`` the interruptions [1/h].
+    """
+    zeros = np.zeros_like(stretched)
+    on_demand = rec.after_preemptions == 0
+    out = {
+        "hours": stretched,
+        "interruptions": interruptions,
+        "rented_hours": zeros if on_demand else stretched,
+        "on_demand_hours": stretched if on_demand else zeros,
+        "wait_hours": zeros,
+        "calendar_rate": rate * (1.0 - badput),
+    }
+    if on_demand:
+        out["fell_back"] = np.ones_like(stretched)
+    return out
+
+
+def _fall_back(
+    rec: RecoveryInputs,
+    draws: InputDraws,
+    stream: str,
+    split: recovery.SpotSplit,
+    interruptions: FloatArray,
+    badput: FloatArray,
+    rate: FloatArray,
+    calendar_rate: FloatArray,
+    *,
+    work_hours: FloatArray,
+    interval_hours: FloatArray,
+    write_hours: FloatArray,
+    restart_hours: FloatArray,
+    failure_rate: FloatArray,
+) -> dict[str, FloatArray]:
+    """:func:`recover` on a spot run that may fall back to on-demand: the spot part of
+    ``split`` [h], then the work it left [h] run on-demand (:func:`_remainder`, at the
+    failure rate alone [1/h] and ``interval_hours`` [h]) after a restart; badput stretches
+    the on-demand part too. ``rate`` is the spot part's interruptions per hour [1/h],
+    ``calendar_rate`` per calendar hour [1/h].
+    """
+    spot_hours = split.spot_hours
+    with np.errstate(invalid="ignore"):  # none of an infinite count: 0, not nan
+        spot_count = np.where(
+            np.isfinite(interruptions),
+            np.where(split.share > 0, split.share * interruptions, 0.0),
+            rate * (1.0 - badput) * spot_hours,
+        )
     rest = np.where(split.fell_back > 0, np.maximum(work_hours - split.work_done_hours, 0.0), 0.0)
     od_hours, od_count = _remainder(
-        rec, draws, stream, rest, fallback_interval_hours, write_hours, restart_hours, failure_rate
+        rec, draws, stream, rest, interval_hours, write_hours, restart_hours, failure_rate
     )
     # the switch itself: a restart on the new capacity
     od_hours = np.where(split.fell_back > 0, od_hours + restart_hours, 0.0) / (1.0 - badput)
