@@ -166,33 +166,13 @@ def simulate_serving_block(
     finished = np.zeros(runs, dtype=bool)
     for i in range(runs):
         demand = hourly_demand_rps(setup, float(rate[i]), float(growth[i]))
-        plan_rows = replicas_per_hour(setup, demand[None, :], slo_rps[i : i + 1])
-        plan = ReplicaPlan(
-            plan_rows[0].astype(np.int64), cold_start_hours=work.cold_start_minutes / 60.0
-        )
         rng = stream(root, "serving.requests", start + i)
-        requests = draw_requests(setup, demand, float(burst[i]), rng)
-        cols["demand"][i] = len(requests.arrival_hours)
-        if not replica.feasible[i]:
-            cols["hours"][i] = float(plan.replicas_per_hour.sum())
-            cols["peak"][i] = float(plan.replicas_per_hour.max())
-            continue
-        model = ReplicaModel(
-            cost=_run_cost(replica.cost, i),
-            kv_capacity_tokens=float(replica.kv_capacity_tokens[i]),
-            max_batch=int(replica.max_batch[i]),
-            prefill_chunk_tokens=work.prefill_chunk_tokens,
+        out = _simulate_run(
+            setup, replica, i, demand, slo_rps[i : i + 1], float(burst[i]), rng, max_events
         )
-        trace = simulate_serving(
-            model, requests, plan, setup.horizon_hours, router=work.router, max_events=max_events
-        )
-        compliant, t50, t99, p50, p99, served, done = _window_usage(setup, requests, trace)
-        cols["served"][i] = served
-        cols["compliant"][i] = compliant
-        cols["hours"][i] = trace.replica_hours
-        cols["peak"][i] = float(trace.replicas_peak)
-        lat[i] = (t50, t99, p50, p99)
-        finished[i] = done
+        for key, value in zip(cols, out[:5], strict=True):
+            cols[key][i] = value
+        lat[i], finished[i] = out[5], out[6]
     usage = ServingUsage(
         demand_requests=cols["demand"],
         served_requests=cols["served"],
@@ -206,6 +186,44 @@ def simulate_serving_block(
         finished=finished,
     )
     return serving_metrics(setup, scenario, draws, replica, usage, priors, serving), draws
+
+
+def _simulate_run(
+    setup: ServingSetup,
+    replica: Replica,
+    i: int,
+    demand: FloatArray,
+    slo_rps: FloatArray,
+    burstiness: float,
+    rng: np.random.Generator,
+    max_events: int,
+) -> tuple[float, float, float, float, float, tuple[float, float, float, float], bool]:
+    """Run ``i`` of the block: its replica plan for the hourly ``demand`` [1/s], its requests
+    and their DES. Returns (demanded, served, compliant requests, replica-hours, peak
+    replicas, (TTFT p50, p99, TPOT p50, p99) [s], all served); an infeasible replica serves
+    nothing but is provisioned by its plan."""
+    work = setup.work
+    plan_rows = replicas_per_hour(setup, demand[None, :], slo_rps)
+    plan = ReplicaPlan(
+        plan_rows[0].astype(np.int64), cold_start_hours=work.cold_start_minutes / 60.0
+    )
+    requests = draw_requests(setup, demand, burstiness, rng)
+    demanded = float(len(requests.arrival_hours))
+    if not replica.feasible[i]:
+        hours, peak = float(plan.replicas_per_hour.sum()), float(plan.replicas_per_hour.max())
+        return demanded, 0.0, 0.0, hours, peak, (0.0, 0.0, 0.0, 0.0), False
+    model = ReplicaModel(
+        cost=_run_cost(replica.cost, i),
+        kv_capacity_tokens=float(replica.kv_capacity_tokens[i]),
+        max_batch=int(replica.max_batch[i]),
+        prefill_chunk_tokens=work.prefill_chunk_tokens,
+    )
+    trace = simulate_serving(
+        model, requests, plan, setup.horizon_hours, router=work.router, max_events=max_events
+    )
+    compliant, t50, t99, p50, p99, served, done = _window_usage(setup, requests, trace)
+    hours, peak = trace.replica_hours, float(trace.replicas_peak)
+    return demanded, served, compliant, hours, peak, (t50, t99, p50, p99), done
 
 
 __all__ = ["draw_requests", "hourly_demand_rps", "simulate_serving_block"]
