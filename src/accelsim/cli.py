@@ -25,6 +25,15 @@ from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from accelsim._cli_catalog import _MaxPriceAge, catalog_
+from accelsim._cli_goals import (
+    _Budget,
+    _check_metrics,
+    _Confidence,
+    _Deadline,
+    _goals,
+    _MaxWait,
+    _SloGoal,
+)
 from accelsim._cli_output import _emit, _format, _json, _show
 from accelsim._yaml import load_yaml, to_plain
 from accelsim.catalog import active as active_catalog
@@ -32,15 +41,13 @@ from accelsim.demo import default_scenarios
 from accelsim.engines import check_runnable
 from accelsim.errors import AccelsimError
 from accelsim.results import (
-    GOAL_METRICS,
     SUMMARY_STATS,
     Result,
     Table,
     format_error,
     format_value,
-    meets,
 )
-from accelsim.scenario import Goals, Scenario, format_validation_error, load_scenario
+from accelsim.scenario import Scenario, format_validation_error, load_scenario
 from accelsim.study import DEFAULT_RUNS, compare, open_executor, simulate, sweep
 
 if TYPE_CHECKING:
@@ -85,68 +92,6 @@ _Workers = Annotated[
 _Json = Annotated[bool, typer.Option("--json", help="A JSON summary instead of a table.")]
 _Csv = Annotated[bool, typer.Option("--csv", help="CSV for machines instead of a table.")]
 _Seed = Annotated[int, typer.Option(help="Root seed: same seed, same numbers.")]
-
-
-_Deadline = Annotated[
-    float | None,
-    typer.Option(help="Goal: time to train at most this many days.", show_default=False),
-]
-_Budget = Annotated[
-    float | None, typer.Option(help="Goal: TCO at most this many USD.", show_default=False)
-]
-_SloGoal = Annotated[
-    float | None,
-    typer.Option(
-        "--slo-attainment",
-        help="Goal: at least this share of requests within the SLO (serving).",
-        show_default=False,
-    ),
-]
-_MaxWait = Annotated[
-    float | None,
-    typer.Option(help="Goal: mean queue wait at most this many hours.", show_default=False),
-]
-_Confidence = Annotated[
-    float, typer.Option(help="Share of runs that must meet every goal at once.")
-]
-
-
-def _goals(
-    scenarios: Iterable[Scenario],
-    deadline_days: float | None,
-    budget_usd: float | None,
-    slo_attainment: float | None,
-    max_wait_hours: float | None,
-    confidence: float,
-) -> Goals | None:
-    """The goals the options ask for (None without any), checked before any study: each
-    goal's metric must be one every scenario reports."""
-    given = {
-        "deadline_days": deadline_days,
-        "budget_usd": budget_usd,
-        "slo_attainment": slo_attainment,
-        "max_wait_hours": max_wait_hours,
-    }
-    if all(v is None for v in given.values()):
-        return None
-    try:
-        goals = Goals(**{k: v for k, v in given.items() if v is not None}, confidence=confidence)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = str(err["loc"][0]).replace("_", "-") if err["loc"] else "goals"
-        raise AccelsimError(f"--{field}: {err['msg']}") from None
-    for s in scenarios:
-        probe = None if s.workloads is None else simulate(s, runs=1, seed=0, progress=False)
-        for goal in goals.names:
-            flag = f"--{goal.replace('_', '-')}"
-            if probe is None:
-                _check_metrics(s, [GOAL_METRICS[goal].metric], flag)
-                continue
-            try:  # a mix: the goal reads each workload of its kind (results._goals)
-                meets(probe, goals, goal, option=s.name)
-            except ValueError as exc:
-                raise AccelsimError(f"{flag}: {exc}") from None
-    return goals
 
 
 def _warn_stale_prices(results: Iterable[Result], max_age_days: int) -> None:
@@ -194,20 +139,6 @@ def _executor(workers: int | None) -> AbstractContextManager[Executor | None]:
     if workers < 1:
         raise AccelsimError(f"--workers must be >= 1, got {workers}")
     return open_executor("processes", workers=workers)
-
-
-def _check_metrics(s: Scenario, wanted: Sequence[str], option: str) -> None:
-    """Refuse an unknown metric before the study: the names come from a one-run probe."""
-    if not wanted:
-        return
-    known = simulate(s, runs=1, seed=0, progress=False).metrics
-    for name in wanted:
-        metric = name.split("@", 1)[0]
-        if metric not in known:
-            raise AccelsimError(
-                f"{option}: unknown metric {metric!r} for scenario {s.name!r}; known: "
-                f"{', '.join(known)}"
-            )
 
 
 def _check_runnable(s: Scenario) -> None:
