@@ -296,24 +296,20 @@ def wait_cost_usd(scenario: Scenario, draws: InputDraws, job_hours: FloatArray) 
     return out
 
 
-def price_training(
-    scenario: Scenario, cat: Catalog, usage: dict[str, FloatArray], draws: InputDraws
+def _rented_costs(
+    scenario: Scenario,
+    cat: Catalog,
+    usage: dict[str, FloatArray],
+    draws: InputDraws,
+    kwh: FloatArray,
 ) -> dict[str, FloatArray]:
-    """Cost breakdown [USD], energy [kWh] and emissions [kg CO2e] of a training run's usage.
+    """Hardware and energy costs [USD] of a training run's priced first pool, per run.
 
-    An unpriced pool (``provider=None``) yields energy and emissions only: no cost metric
-    is made up for it.
+    The pool is billed with its spare hosts, and whole over the training when it changes
+    size; chip-hours after a fallback to on-demand are billed at the on-demand price.
+    ``kwh`` is the run's energy [kWh].
     """
-    a = scenario.assumptions
-    priors = cat.priors
     pool = scenario.fleet[0]
-    kwh = pool_energy_kwh(pool, draws, scenario, priors, usage["chip_hours"], cat=cat)
-    factor = draws.get(
-        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
-    )
-    out = {"energy_kwh": kwh, "emissions_kg_co2e": cost.emissions_kg(kwh, factor)}
-    if pool.provider is None:
-        return out
     # a run that changes size holds its pool whole: rented chip-hours are the pool's count
     # over the training, whatever share of it a phase trains on
     phases = scenario.training.phases or []
@@ -327,7 +323,7 @@ def price_training(
     )
     # after a fallback to on-demand (Pool.fallback_after_*), those chip-hours at its price
     on_demand = usage.get("fallback_chip_hours")
-    out |= price_pool(
+    out = price_pool(
         charged,
         draws,
         scenario,
@@ -347,6 +343,28 @@ def price_training(
             cat=cat,
         )
         out["hardware_cost_usd"] = out["hardware_cost_usd"] + fallback["hardware_cost_usd"]
+    return out
+
+
+def price_training(
+    scenario: Scenario, cat: Catalog, usage: dict[str, FloatArray], draws: InputDraws
+) -> dict[str, FloatArray]:
+    """Cost breakdown [USD], energy [kWh] and emissions [kg CO2e] of a training run's usage.
+
+    An unpriced pool (``provider=None``) yields energy and emissions only: no cost metric
+    is made up for it.
+    """
+    a = scenario.assumptions
+    priors = cat.priors
+    pool = scenario.fleet[0]
+    kwh = pool_energy_kwh(pool, draws, scenario, priors, usage["chip_hours"], cat=cat)
+    factor = draws.get(
+        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
+    )
+    out = {"energy_kwh": kwh, "emissions_kg_co2e": cost.emissions_kg(kwh, factor)}
+    if pool.provider is None:
+        return out
+    out |= _rented_costs(scenario, cat, usage, draws, kwh)
     wage = draws.get(
         "assumptions.engineer_usd_per_hour",
         a.engineer_usd_per_hour,
