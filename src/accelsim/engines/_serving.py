@@ -78,21 +78,42 @@ def serving_metrics(
       software stack) + delay (the days to launch, the longer of capacity lead time and
       porting, at ``delay_usd_per_day``).
     """
-    work, pool = setup.work, scenario.fleet[0]
+    pool, runs = scenario.fleet[0], draws.runs
+    chip_hours = usage.replica_hours * float(setup.chips_per_replica)
+    metrics = _usage_metrics(setup, replica, usage)
+    porting_h, launch_days = _launch(setup, scenario, draws, priors)
+    metrics["engineering_hours"] = np.asarray(porting_h, dtype=float)
+    metrics["launch_days"] = launch_days
+    # Energy at the serving draw of the chips (decode is memory-bound: below training's).
+    serving_power = priors.model_copy(
+        update={"power_fraction_of_tdp": serving.power_fraction_of_tdp}
+    )
+    kwh = pool_energy_kwh(pool, draws, scenario, serving_power, chip_hours, cat=setup.cat)
     a = scenario.assumptions
-    runs = draws.runs
+    factor = draws.get(
+        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
+    )
+    metrics["energy_kwh"] = kwh
+    metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
+    if pool.provider is None:
+        return metrics
+    _price(setup, scenario, draws, priors, metrics, (chip_hours, kwh), (porting_h, launch_days))
+    return {k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()}
+
+
+def _usage_metrics(
+    setup: ServingSetup, replica: Replica, usage: ServingUsage
+) -> dict[str, FloatArray]:
+    """The endpoint's replicas, chip-hours, latencies [ms], SLO attainment, utilisation,
+    requests and tokens served and offline output tokens/s per chip (serving_metrics)."""
     chips = float(setup.chips_per_replica)
-    chip_hours = usage.replica_hours * chips
     demand = usage.demand_requests
     served = usage.served_requests
     capacity = usage.replica_hours * SECONDS_PER_HOUR * replica.saturated_rps
-    out_tokens = served * setup.output_mean
-    all_tokens = served * (setup.input_mean + setup.output_mean)
-    offline_per_chip = replica.saturated_rps * setup.output_mean / chips
-    metrics: dict[str, FloatArray] = {
+    return {
         "replicas_peak": usage.replicas_peak,
         "replicas_mean": usage.replica_hours / setup.horizon_hours,
-        "chip_hours": chip_hours,
+        "chip_hours": usage.replica_hours * chips,
         "ttft_p50_ms": usage.ttft_p50_s * 1e3,
         "ttft_p99_ms": usage.ttft_p99_s * 1e3,
         "tpot_p50_ms": usage.tpot_p50_s * 1e3,
@@ -105,12 +126,19 @@ def serving_metrics(
         ),
         "requests_served": served,
         "requests_dropped": np.maximum(demand - served, 0.0),
-        "output_tokens": out_tokens,
-        "offline_tokens_per_s_per_chip": offline_per_chip,
+        "output_tokens": served * setup.output_mean,
+        "offline_tokens_per_s_per_chip": replica.saturated_rps * setup.output_mean / chips,
         "finished": usage.finished.astype(float),
     }
-    # Engineering: porting the serving stack's code to the chip's software stack.
-    fit = priors.framework_fit.fit(work.framework, setup.chip.software_stack)
+
+
+def _launch(
+    setup: ServingSetup, scenario: Scenario, draws: InputDraws, priors: Priors
+) -> tuple[FloatArray, FloatArray]:
+    """Porting the serving stack's code to the chip's software stack [engineer-hours] and
+    the days to launch: the longer of the capacity lead time and the porting. [days]"""
+    a, pool = scenario.assumptions, scenario.fleet[0]
+    fit = priors.framework_fit.fit(setup.work.framework, setup.chip.software_stack)
     porting_h = draws.get(
         f"assumptions.porting_hours.{fit}", a.porting_hours, priors.porting_hours[fit].value
     )
@@ -118,20 +146,24 @@ def serving_metrics(
     week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
     lead_days = lead_time_days(setup.cat, pool, a.lead_time_days, draws)
     launch_days = np.maximum(lead_days, engineering.calendar_days(porting_h, engineers, week_h))
-    metrics["engineering_hours"] = np.asarray(porting_h, dtype=float)
-    metrics["launch_days"] = launch_days
-    # Energy at the serving draw of the chips (decode is memory-bound: below training's).
-    serving_power = priors.model_copy(
-        update={"power_fraction_of_tdp": serving.power_fraction_of_tdp}
-    )
-    kwh = pool_energy_kwh(pool, draws, scenario, serving_power, chip_hours, cat=setup.cat)
-    factor = draws.get(
-        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
-    )
-    metrics["energy_kwh"] = kwh
-    metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
-    if pool.provider is None:
-        return metrics
+    return porting_h, launch_days
+
+
+def _price(
+    setup: ServingSetup,
+    scenario: Scenario,
+    draws: InputDraws,
+    priors: Priors,
+    metrics: dict[str, FloatArray],
+    usage: tuple[FloatArray, FloatArray],
+    launch: tuple[FloatArray, FloatArray],
+) -> None:
+    """Adds the pool's prices, engineering, delay and credits, the TCO and the cost per
+    million (output) tokens to ``metrics``, from the ``(chip-hours, kWh)`` used and the
+    ``(porting engineer-hours, launch days)``. [USD]"""
+    a, pool, runs = scenario.assumptions, scenario.fleet[0], draws.runs
+    chip_hours, kwh = usage
+    porting_h, launch_days = launch
     priced = price_pool(
         pool,
         draws,
@@ -163,9 +195,11 @@ def serving_metrics(
         metrics["credits_usd"] = credits_usd(scenario, setup.cat, [bill], runs)
         tco = tco + metrics["credits_usd"]
     metrics["tco_usd"] = tco
+    served = metrics["requests_served"]
+    out_tokens = served * setup.output_mean
+    all_tokens = served * (setup.input_mean + setup.output_mean)
     metrics["usd_per_million_output_tokens"] = tco * 1e6 / np.maximum(out_tokens, 1.0)
     metrics["usd_per_million_tokens"] = tco * 1e6 / np.maximum(all_tokens, 1.0)
-    return {k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()}
 
 
 def simulate_serving_fast(
