@@ -125,7 +125,48 @@ def read_trace(
         raise ValueError(f"unknown trace fields {sorted(unknown)}; fields are {FIELDS}")
     hours = _HOURS_PER_UNIT[time_unit]
     t = template or JobSpec(0, 0.0, 1, 1.0)
-    rows: list[tuple[float, int, int, float, int, tuple[int, ...] | None, float | None, str]] = []
+    rows = _read_rows(path, names, pools_by_chip_type, skip_zero)
+    rows.sort(key=lambda r: (r[0], r[1]))
+    first = rows[0][0] if rows else 0.0
+    if users is not None:
+        users.extend(r[-1] for r in rows)
+    return [
+        JobSpec(
+            i,
+            (submit - first) * hours,
+            chips,
+            work * hours,
+            prio,
+            pools,
+            None if estimate is None else estimate * hours,
+            t.whole_domains,
+            t.checkpoint_interval_hours,
+            t.checkpoint_write_hours,
+            t.restart_hours,
+            t.preemptible,
+        )
+        for i, (submit, _, chips, work, prio, pools, estimate, _) in enumerate(rows)
+    ]
+
+
+_Row = tuple[float, int, int, float, int, tuple[int, ...] | None, float | None, str]
+"""(submit, line, chips, duration, priority, pools, estimate, user) of one job, in the
+trace's time unit."""
+
+
+def _read_rows(
+    path: str | PathLike[str],
+    names: Mapping[str, str],
+    pools_by_chip_type: Mapping[str, Sequence[int]] | None,
+    skip_zero: bool,
+) -> list[_Row]:
+    """The jobs of the CSV file in file order, with their line numbers (times in the
+    trace's unit); every bad row is collected into one :class:`TraceError`.
+
+    ``names`` maps every field of :data:`FIELDS` to its column; the other arguments are
+    :func:`read_trace`'s.
+    """
+    rows: list[_Row] = []
     problems: list[tuple[int, str]] = []
     with Path(path).open(newline="") as handle:
         reader = csv.DictReader(handle)
@@ -152,27 +193,7 @@ def read_trace(
             rows.append((parsed[0], line, *parsed[1:], user))
     if problems:
         raise TraceError(str(path), problems)
-    rows.sort(key=lambda r: (r[0], r[1]))
-    first = rows[0][0] if rows else 0.0
-    if users is not None:
-        users.extend(r[-1] for r in rows)
-    return [
-        JobSpec(
-            i,
-            (submit - first) * hours,
-            chips,
-            work * hours,
-            prio,
-            pools,
-            None if estimate is None else estimate * hours,
-            t.whole_domains,
-            t.checkpoint_interval_hours,
-            t.checkpoint_write_hours,
-            t.restart_hours,
-            t.preemptible,
-        )
-        for i, (submit, _, chips, work, prio, pools, estimate, _) in enumerate(rows)
-    ]
+    return rows
 
 
 def _row(
