@@ -21,8 +21,9 @@ The situations (:func:`situation`) are the ways the engines run a scenario:
 
 Not here: ``repair_hours`` and ``spot_return_hours`` on a training run (the training
 engines read them through the recovery model: ``repair_hours`` only with spare hosts, a rule
-in ``scenario/_recovery_rules.py``), and the serving ``router``, which only the request DES reads (the engine is chosen when the
-study runs: :func:`accelsim.simulate` refuses it on the fast path).
+in ``scenario/_recovery_rules.py``), and the serving ``router``, which only the request DES
+reads (the engine is chosen when the study runs: :func:`accelsim.simulate` refuses it on the
+fast path).
 """
 
 from __future__ import annotations
