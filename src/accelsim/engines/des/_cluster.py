@@ -269,7 +269,9 @@ class Cluster:
 
     # -- attempts ---------------------------------------------------------------------------
 
-    def _start(self, w: Waiting, p: int) -> None:
+    def _claim(self, w: Waiting, p: int) -> tuple[_Job, Fit]:
+        """Take waiting job ``w`` off the queue with its chips of pool ``p``, checking that
+        the scheduler's choice is a waiting job, on a pool it may use, with enough free."""
         job = self._jobs.get(w.job_id)
         if job is None or job.waiting is None:
             raise RuntimeError(f"scheduler started job {w.job_id}, which is not waiting")
@@ -290,8 +292,14 @@ class Cluster:
             del pending[0]
         else:
             del pending[bisect_left(pending, w)]
-        now = self.env.now
         self.free[p] -= chips
+        return job, fit
+
+    def _start(self, w: Waiting, p: int) -> None:
+        """Start ``w`` on pool ``p``: an attempt of its restart, then its work in segments."""
+        job, fit = self._claim(w, p)
+        chips = fit.chips
+        now = self.env.now
         spec = job.spec
         job.waiting = None
         job.pool = p
