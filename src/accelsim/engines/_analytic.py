@@ -5,8 +5,10 @@ one table (:func:`~accelsim.engines._training_inputs.draw_training_inputs`, a
 :class:`~accelsim.engines._training_inputs.TrainingInputs`); then a pipeline of pure
 :mod:`accelsim.models` calls turns the table into usage -- perf (:func:`run_mfu`, the
 failure-free compute), engineering (:func:`engineering_phases`), reliability
-(:func:`training_hours`) -- and :func:`simulate_training` assembles the **usage** (phases,
-chip-hours, held hours, interruptions); :mod:`accelsim.engines._pricing` prices it.
+(:func:`training_hours`), per phase of a run that changes size, joined by
+:func:`accelsim.engines._phases.join_phases` -- and :func:`simulate_training` assembles the
+**usage** (phases, chip-hours, held hours, interruptions); :mod:`accelsim.engines._pricing`
+prices it.
 
 Calendar phases, in order: capacity lead time (quota wait or procurement) in parallel with
 porting then optimisation; then the queue wait (none on a dedicated fleet); then training
