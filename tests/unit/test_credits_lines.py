@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.container import BarContainer
@@ -50,7 +51,7 @@ def cmp() -> acs.Comparison:
 @pytest.fixture(autouse=True)
 def _close() -> Iterator[None]:
     yield
-    matplotlib.pyplot.close("all")
+    plt.close("all")
 
 
 def test_the_report_cost_table_has_a_credits_line(cmp: acs.Comparison) -> None:
