@@ -26,7 +26,7 @@ from accelsim.scenario._common import (
 )
 from accelsim.scenario._fleet import Assumptions, Credit, Pool
 from accelsim.scenario._recovery_rules import check_recovery
-from accelsim.scenario._serving import Serving, check_disaggregated
+from accelsim.scenario._serving import Serving, check_disaggregated, check_replica_pool
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingRun
 from accelsim.scenario._workloads_mix import _MAX_MIX, check_lone, check_mix
@@ -249,29 +249,7 @@ class Scenario(_Model):
         except catalog.PrecisionUnavailableError as exc:
             raise ValueError(f"workload.precision: {exc}") from None
         chips = work.replica_chips(chip, pool.count)
-        if chips > pool.count or pool.count % chips:
-            raise ValueError(
-                f"workload.chips_per_replica={chips} must divide the pool's count "
-                f"({pool.count}) into whole replicas"
-            )
-        if chips > chip.scale_up_domain_chips:
-            raise ValueError(
-                f"workload.chips_per_replica={chips} exceeds the scale-up domain of {chip.id} "
-                f"({chip.scale_up_domain_chips} chips): tensor parallelism needs one domain"
-            )
-        if work.kv_share is None:
-            share = _support(catalog.serving_priors().memory_share.value)[1]
-            usable = f"at most {share:.0%} of it usable for weights and KV cache (prior)"
-        else:
-            share, usable = 1.0, "all of it"
-        hbm_bytes = chip.hbm_gib * _GIB * chips
-        need = work.weight_bytes()
-        if need >= share * hbm_bytes:
-            raise ValueError(
-                f"the weights ({need / 1e9:,.1f} GB at {work.precision}) do not fit a replica "
-                f"of {chips} x {chip.id}: HBM {hbm_bytes / 1e9:,.1f} GB, {usable}; use more "
-                f"chips_per_replica, a lower precision or a chip with more memory"
-            )
+        check_replica_pool(work, pool, chips, "workload.chips_per_replica")
         if work.scaling == "follow_demand":
             most = pool.count // chips
             for name in ("min_replicas", "max_replicas"):
