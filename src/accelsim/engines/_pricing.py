@@ -404,8 +404,55 @@ def _training_billing(pool: Pool, usage: dict[str, FloatArray], hardware: FloatA
     return Billing(pool, hardware, end - training, training)
 
 
+def add_serving_costs(
+    metrics: dict[str, FloatArray],
+    scenario: Scenario,
+    cat: Catalog,
+    draws: InputDraws,
+    *,
+    porting_hours: FloatArray,
+    launch_days: FloatArray,
+    bills: list[Billing],
+    served: FloatArray,
+    tokens_per_request: tuple[float, float],
+) -> None:
+    """Engineering, delay and credits, the TCO and the cost per million (output) tokens of a
+    serving study, added to ``metrics``, which already holds its hardware and energy costs.
+
+    ``bills`` are the pools' billing windows (read only with credits); ``served`` the
+    requests served per run; ``tokens_per_request`` the mean (input, output) tokens. [USD]
+    """
+    a, priors = scenario.assumptions, cat.priors
+    wage = draws.get(
+        "assumptions.engineer_usd_per_hour",
+        a.engineer_usd_per_hour,
+        priors.engineer_usd_per_hour.value,
+    )
+    delay = draws.get(
+        "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
+    )
+    metrics["engineering_cost_usd"] = cost.engineering_cost_usd(porting_hours, wage)
+    metrics["delay_cost_usd"] = cost.delay_cost_usd(launch_days, delay)
+    tco = (
+        metrics["hardware_cost_usd"]
+        + metrics["energy_cost_usd"]
+        + metrics["engineering_cost_usd"]
+        + metrics["delay_cost_usd"]
+    )
+    if scenario.credits:
+        metrics["credits_usd"] = credits_usd(scenario, cat, bills, draws.runs)
+        tco = tco + metrics["credits_usd"]
+    metrics["tco_usd"] = tco
+    input_mean, output_mean = tokens_per_request
+    out_tokens = served * output_mean
+    all_tokens = served * (input_mean + output_mean)
+    metrics["usd_per_million_output_tokens"] = tco * 1e6 / np.maximum(out_tokens, 1.0)
+    metrics["usd_per_million_tokens"] = tco * 1e6 / np.maximum(all_tokens, 1.0)
+
+
 __all__ = [
     "Billing",
+    "add_serving_costs",
     "credits_usd",
     "is_reserved",
     "pool_billing",

@@ -38,7 +38,12 @@ from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog, Priors, ServingPriors
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
 from accelsim.engines._offers import lead_time_days
-from accelsim.engines._pricing import credits_usd, pool_billing, pool_energy_kwh, price_pool
+from accelsim.engines._pricing import (
+    add_serving_costs,
+    pool_billing,
+    pool_energy_kwh,
+    price_pool,
+)
 from accelsim.engines._serving_disagg import simulate_serving_disaggregated
 from accelsim.engines._serving_setup import (
     SECONDS_PER_HOUR,
@@ -97,7 +102,7 @@ def serving_metrics(
     metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
     if pool.provider is None:
         return metrics
-    _price(setup, scenario, draws, priors, metrics, (chip_hours, kwh), (porting_h, launch_days))
+    _price(setup, scenario, draws, metrics, (chip_hours, kwh), (porting_h, launch_days))
     return {k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()}
 
 
@@ -153,7 +158,6 @@ def _price(
     setup: ServingSetup,
     scenario: Scenario,
     draws: InputDraws,
-    priors: Priors,
     metrics: dict[str, FloatArray],
     usage: tuple[FloatArray, FloatArray],
     launch: tuple[FloatArray, FloatArray],
@@ -161,7 +165,7 @@ def _price(
     """Adds the pool's prices, engineering, delay and credits, the TCO and the cost per
     million (output) tokens to ``metrics``, from the ``(chip-hours, kWh)`` used and the
     ``(porting engineer-hours, launch days)``. [USD]"""
-    a, pool, runs = scenario.assumptions, scenario.fleet[0], draws.runs
+    pool, runs = scenario.fleet[0], draws.runs
     chip_hours, kwh = usage
     porting_h, launch_days = launch
     priced = price_pool(
@@ -173,33 +177,23 @@ def _price(
         kwh=kwh,
         cat=setup.cat,
     )
-    wage = draws.get(
-        "assumptions.engineer_usd_per_hour",
-        a.engineer_usd_per_hour,
-        priors.engineer_usd_per_hour.value,
-    )
-    delay = draws.get(
-        "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
-    )
     metrics |= priced
-    metrics["engineering_cost_usd"] = cost.engineering_cost_usd(porting_h, wage)
-    metrics["delay_cost_usd"] = cost.delay_cost_usd(launch_days, delay)
-    tco = (
-        metrics["hardware_cost_usd"]
-        + metrics["energy_cost_usd"]
-        + metrics["engineering_cost_usd"]
-        + metrics["delay_cost_usd"]
+    bills = (
+        [pool_billing(pool, metrics["hardware_cost_usd"], setup.horizon_hours)]
+        if scenario.credits
+        else []
     )
-    if scenario.credits:
-        bill = pool_billing(pool, metrics["hardware_cost_usd"], setup.horizon_hours)
-        metrics["credits_usd"] = credits_usd(scenario, setup.cat, [bill], runs)
-        tco = tco + metrics["credits_usd"]
-    metrics["tco_usd"] = tco
-    served = metrics["requests_served"]
-    out_tokens = served * setup.output_mean
-    all_tokens = served * (setup.input_mean + setup.output_mean)
-    metrics["usd_per_million_output_tokens"] = tco * 1e6 / np.maximum(out_tokens, 1.0)
-    metrics["usd_per_million_tokens"] = tco * 1e6 / np.maximum(all_tokens, 1.0)
+    add_serving_costs(
+        metrics,
+        scenario,
+        setup.cat,
+        draws,
+        porting_hours=porting_h,
+        launch_days=launch_days,
+        bills=bills,
+        served=metrics["requests_served"],
+        tokens_per_request=(setup.input_mean, setup.output_mean),
+    )
 
 
 def simulate_serving_fast(

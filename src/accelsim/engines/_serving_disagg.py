@@ -36,7 +36,7 @@ from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
 from accelsim.engines._offers import lead_time_days
 from accelsim.engines._pricing import (
     Billing,
-    credits_usd,
+    add_serving_costs,
     pool_billing,
     pool_energy_kwh,
     price_pool,
@@ -464,34 +464,18 @@ def _price(
 ) -> None:
     """Adds both pools' costs, engineering, delay and credits, the TCO and the cost per
     million (output) tokens to ``metrics``. [USD]"""
-    priors, a, runs = cat.priors, scenario.assumptions, draws.runs
     for key in priced[0]:
         metrics[key] = priced[0][key] + priced[1][key]
-    wage = draws.get(
-        "assumptions.engineer_usd_per_hour",
-        a.engineer_usd_per_hour,
-        priors.engineer_usd_per_hour.value,
-    )
-    delay = draws.get(
-        "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
-    )
-    metrics["engineering_cost_usd"] = cost.engineering_cost_usd(porting, wage)
-    metrics["delay_cost_usd"] = cost.delay_cost_usd(launch, delay)
-    tco = (
-        metrics["hardware_cost_usd"]
-        + metrics["energy_cost_usd"]
-        + metrics["engineering_cost_usd"]
-        + metrics["delay_cost_usd"]
-    )
-    if scenario.credits:
-        metrics["credits_usd"] = credits_usd(scenario, cat, bills, runs)
-        tco = tco + metrics["credits_usd"]
-    metrics["tco_usd"] = tco
-    served, out_mean = usage["served"], base.output_mean
-    out_tokens = served * out_mean
-    metrics["usd_per_million_output_tokens"] = tco * 1e6 / np.maximum(out_tokens, 1.0)
-    metrics["usd_per_million_tokens"] = (
-        tco * 1e6 / np.maximum(served * (base.input_mean + out_mean), 1.0)
+    add_serving_costs(
+        metrics,
+        scenario,
+        cat,
+        draws,
+        porting_hours=porting,
+        launch_days=launch,
+        bills=bills,
+        served=usage["served"],
+        tokens_per_request=(base.input_mean, base.output_mean),
     )
 
 
