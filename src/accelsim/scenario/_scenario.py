@@ -250,15 +250,6 @@ class Scenario(_Model):
             raise ValueError(f"workload.precision: {exc}") from None
         chips = work.replica_chips(chip, pool.count)
         check_replica_pool(work, pool, chips, "workload.chips_per_replica")
-        if work.scaling == "follow_demand":
-            most = pool.count // chips
-            for name in ("min_replicas", "max_replicas"):
-                value = getattr(work, name)
-                if value is not None and value > most:
-                    raise ValueError(
-                        f"workload.{name}={value} exceeds the {most} replicas the pool holds "
-                        f"({pool.count} chips / {chips} per replica)"
-                    )
 
     @property
     def workload_kind(self) -> str:

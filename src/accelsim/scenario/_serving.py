@@ -296,11 +296,15 @@ class Serving(_Model):
         return most
 
 
-def check_replica_pool(work: Serving, pool: Any, chips: int, where: str) -> None:
-    """Raise ``ValueError`` unless replicas of ``chips`` chips of ``pool`` hold the model.
+def check_replica_pool(
+    work: Serving, pool: Any, chips: int, where: str, *, replicas: str = "replicas the pool holds"
+) -> None:
+    """Raise ``ValueError`` unless replicas of ``chips`` chips of ``pool`` hold the model,
+    and, under ``follow_demand``, ``min_replicas``/``max_replicas`` fit in the pool.
 
     ``where`` names the field of the replica size in the message (e.g.
-    ``"workload.chips_per_replica"``). Checked: the precision's peak on the chip, whole
+    ``"workload.chips_per_replica"``), ``replicas`` the pool's replicas (``"replicas the
+    pool holds"``). Checked: the precision's peak on the chip, whole
     replicas in the pool, one scale-up domain per replica, and weights that fit the memory
     the engine may use (the upper end of the ``memory_share`` prior unless ``kv_share`` is
     set).
@@ -332,6 +336,15 @@ def check_replica_pool(work: Serving, pool: Any, chips: int, where: str) -> None
             f"of {chips} x {chip.id}: HBM {hbm_bytes / 1e9:,.1f} GB, {usable}; use more "
             f"{where.rsplit('.', 1)[-1]}, a lower precision or a chip with more memory"
         )
+    if work.scaling == "follow_demand":
+        most = pool.count // chips
+        for name in ("min_replicas", "max_replicas"):
+            value = getattr(work, name)
+            if value is not None and value > most:
+                raise ValueError(
+                    f"workload.{name}={value} exceeds the {most} {replicas} "
+                    f"({pool.count} chips / {chips} per replica)"
+                )
 
 
 def check_disaggregated(work: Serving, fleet: Sequence[Any]) -> None:
@@ -360,13 +373,4 @@ def check_disaggregated(work: Serving, fleet: Sequence[Any]) -> None:
         pool = fleet[index]
         chips = work.replica_chips(catalog.chip(pool.chip), pool.count, role)
         where = f"workload.disaggregated.{role}_chips_per_replica"
-        check_replica_pool(work, pool, chips, where)
-        if work.scaling == "follow_demand":
-            most = pool.count // chips
-            for name in ("min_replicas", "max_replicas"):
-                value = getattr(work, name)
-                if value is not None and value > most:
-                    raise ValueError(
-                        f"workload.{name}={value} exceeds the {most} {role} replicas pool "
-                        f"{index} holds ({pool.count} chips / {chips} per replica)"
-                    )
+        check_replica_pool(work, pool, chips, where, replicas=f"{role} replicas pool {index} holds")
