@@ -15,6 +15,7 @@ import pytest
 
 import accelsim as acs
 from accelsim.engines import BLOCK_RUNS
+from accelsim.results import format_value
 
 EFFICIENCY = "priors.serving.efficiency.cuda"
 RATE = "workload.rate_rps"
@@ -110,3 +111,28 @@ def test_des_refuses_designs_with_the_reason() -> None:
     short = s.replace("workload.horizon_days", 0.01)
     with pytest.raises(ValueError, match="engine='des' draws a serving scenario's inputs by"):
         acs.simulate(short, runs=2, seed=1, design="antithetic", engine="des", progress=False)
+
+
+def test_serving_comparison_table_shows_cost_per_token_and_the_slo() -> None:
+    """The default table of a serving comparison leads with what the choice is made on
+    (cost per token, SLO attainment, tail latencies, fleet size), each cell the option's
+    own mean, and shows no training row."""
+    cmp = acs.compare(
+        {"a": _serve(), "b": _serve().replace("workload.rate_rps", 4.0)}, runs=64, seed=3
+    )
+    table = cmp.as_table()
+    rows = [row[0] for row in table.rows]
+    assert rows[:7] == [
+        "tco_usd",
+        "usd_per_million_output_tokens",
+        "usd_per_million_tokens",
+        "slo_attainment",
+        "ttft_p99_ms",
+        "tpot_p99_ms",
+        "replicas_peak",
+    ]
+    assert "time_to_train_days" not in rows
+    for metric in ("usd_per_million_output_tokens", "slo_attainment"):
+        cells = table.rows[rows.index(metric)][1:]
+        for cell, name in zip(cells, ("a", "b"), strict=True):
+            assert cell.startswith(format_value(metric, cmp[name].mean(metric)) + " ")

@@ -128,8 +128,17 @@ class Comparison:
         return recommend(self.results, self.goals)
 
 
+# Rows a comparison shows by default, those every option reports, in this order: the
+# serving ones (cost per token, the SLO and its latencies, fleet size) sit beside the TCO
+# because they are what a serving choice is made on.
 _TABLE_METRICS = (
     "tco_usd",
+    "usd_per_million_output_tokens",
+    "usd_per_million_tokens",
+    "slo_attainment",
+    "ttft_p99_ms",
+    "tpot_p99_ms",
+    "replicas_peak",
     "time_to_train_days",
     "training_days",
     "wait_days",
