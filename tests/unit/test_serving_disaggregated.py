@@ -149,10 +149,8 @@ def test_scenario_rules_name_the_field() -> None:
         acs.Scenario(name="x", workload=work, fleet=[fleet[0], {**fleet[1], "provider": None}])
 
 
-def test_des_refuses_disaggregation() -> None:
+def test_serving_capacity_refuses_disaggregation() -> None:
     s = _disaggregated().replace("workload.horizon_days", 0.01)
-    with pytest.raises(ValueError, match="does not model disaggregated"):
-        acs.simulate(s, runs=2, seed=1, engine="des", progress=False)
     with pytest.raises(ValueError, match="colocated replica"):
         acs.serving_capacity(s, runs=2, seed=1)
 
