@@ -142,6 +142,7 @@ def simulate_serving_disaggregated(
     stream_p = RequestStream(requests.arrival_hours[first], inputs[first], ones)
     req_p, fleet_p = play_fleet(prefill, stream_p, plans[0], horizon_hours, router, counter_p)
     pool_p = _scatter(fleet_trace(req_p, fleet_p, counter_p, horizon_hours), first, n)
+    pool_p = dataclasses.replace(pool_p, rejected=pool_p.rejected | ~fits)
 
     prefilled = np.full(n, -1.0)
     prefilled[first] = np.asarray(req_p.done_hours, dtype=np.float64)
@@ -161,7 +162,7 @@ def simulate_serving_disaggregated(
     generated = np.zeros(n, dtype=np.int64)
     # an admitted sequence's count includes its first token; a queued one holds just it
     generated[moved] = np.maximum(np.asarray(req_d.generated, dtype=np.int64), 1)
-    trace = _joined(requests, handoff, reached, done, generated, ~fits | pool_p.rejected)
+    trace = _joined(requests, handoff, reached, done, generated, pool_p.rejected)
     both = fleet_p.replicas + fleet_d.replicas
     trace = dataclasses.replace(
         trace,
