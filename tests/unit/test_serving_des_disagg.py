@@ -254,6 +254,22 @@ def test_same_inputs_same_trace() -> None:
     assert a.trace.completed.all()
 
 
+def test_max_events_is_one_budget_for_both_pools() -> None:
+    """200 one-at-a-time prompts take 200 prefill iterations (+ arrivals), then the decode
+    pool needs more: a budget the prefill pool alone fits stops in the decode pool."""
+    n = 200
+    stream = _stream([0.0] * n, [100] * n, [50] * n)
+    transfer = np.zeros(n)
+    c = _cost()
+    models = (ReplicaModel(c, 1e6, 1, 0), ReplicaModel(c, 1e6, 1, 0, decode_only=True))
+    plans = (ReplicaPlan(np.array([1])), ReplicaPlan(np.array([1])))
+    full = simulate_serving_disaggregated(*models, stream, transfer, plans, 1.0)
+    assert full.trace.completed.all()
+    assert full.prefill.iterations == n
+    with pytest.raises(RuntimeError, match="max_events=300"):
+        simulate_serving_disaggregated(*models, stream, transfer, plans, 1.0, max_events=300)
+
+
 def test_bad_inputs_name_the_problem() -> None:
     cost = _cost()
     stream = _stream([0.0], [10], [2])

@@ -150,7 +150,8 @@ def simulate_serving_disaggregated(
     reached = (prefilled >= 0.0) & (handoff < horizon_hours)
     moved = np.flatnonzero(reached & (outputs >= 2))
     moved = moved[np.argsort(handoff[moved], kind="stable")]
-    counter_d = _Counter(max(max_events - counter_p.events, 0))
+    counter_d = _Counter(max_events)
+    counter_d.events = counter_p.events  # one budget for both pools
     stream_d = _subset(requests, moved, handoff[moved])
     req_d, fleet_d = play_fleet(decode, stream_d, plans[1], horizon_hours, router, counter_d)
     pool_d = _scatter(fleet_trace(req_d, fleet_d, counter_d, horizon_hours), moved, n)
