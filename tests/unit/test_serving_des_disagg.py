@@ -286,6 +286,9 @@ def test_bad_inputs_name_the_problem() -> None:
     for bad in (np.zeros(2), np.array([-1.0]), np.array([np.inf])):
         with pytest.raises(ValueError, match="transfer_s"):
             simulate_serving_disaggregated(prefill, decode, stream, bad, (plan, plan), 1.0)
+    zero = _stream([0.0], [10], [0])
+    with pytest.raises(ValueError, match="must be >= 1"):
+        simulate_serving_disaggregated(prefill, decode, zero, np.zeros(1), (plan, plan), 1.0)
     with pytest.raises(ValueError, match="output_tokens must be >= 2"):
         simulate_serving(decode, _stream([0.0], [10], [1]), plan, 1.0)
 

@@ -36,7 +36,7 @@ import dataclasses
 import numpy as np
 
 from accelsim._typing import FloatArray, IntArray
-from accelsim.engines.des._serving import fleet_peak, fleet_trace, play_fleet
+from accelsim.engines.des._serving import _check, fleet_peak, fleet_trace, play_fleet
 from accelsim.engines.des._serving_replica import _Counter
 from accelsim.engines.des._serving_types import (
     _SECONDS_PER_HOUR,
@@ -134,6 +134,7 @@ def simulate_serving_disaggregated(
     n = len(requests.arrival_hours)
     transfer = np.asarray(transfer_s, dtype=np.float64)
     _check_pools(prefill, decode, n, transfer)
+    _check(prefill, requests, plans[0], horizon_hours)  # the stream, before it is split
     inputs, outputs = requests.input_tokens, requests.output_tokens
     fits = inputs + outputs <= decode.kv_capacity_tokens
     first = np.flatnonzero(fits)
