@@ -149,12 +149,35 @@ def test_scenario_rules_name_the_field() -> None:
         acs.Scenario(name="x", workload=work, fleet=[fleet[0], {**fleet[1], "provider": None}])
 
 
-def test_des_refuses_disaggregation() -> None:
-    s = _disaggregated().replace("workload.horizon_days", 0.01)
-    with pytest.raises(ValueError, match="does not model disaggregated"):
-        acs.simulate(s, runs=2, seed=1, engine="des", progress=False)
-    with pytest.raises(ValueError, match="colocated replica"):
-        acs.serving_capacity(s, runs=2, seed=1)
+def test_serving_capacity_of_a_balanced_pair() -> None:
+    """Per chip of a balanced pair: out / (c_p/λ_p + c_d/λ_d), saturated and at each pool's
+    SLO capacity; the saturated figure is the fast path's (same draws for a seed)."""
+    s = _disaggregated()
+    cap = acs.serving_capacity(s, runs=64, seed=1)
+    res = acs.simulate(s, runs=64, seed=1, progress=False)
+    offline = cap.samples("offline_tokens_per_s_per_chip")
+    np.testing.assert_allclose(offline, res.samples("offline_tokens_per_s_per_chip"), rtol=1e-12)
+    sat_p, sat_d = (cap.samples(f"{r}_offline_rps_per_replica") for r in ("prefill", "decode"))
+    slo_p, slo_d = (cap.samples(f"{r}_slo_rps_per_replica") for r in ("prefill", "decode"))
+    np.testing.assert_allclose(offline, 200.0 / (1.0 / sat_p + 2.0 / sat_d), rtol=1e-12)
+    slo = cap.samples("slo_tokens_per_s_per_chip")
+    assert (cap.samples("feasible") == 1.0).all()
+    np.testing.assert_allclose(slo, 200.0 / (1.0 / slo_p + 2.0 / slo_d), rtol=1e-12)
+    assert (slo <= offline).all()
+    assert (slo_p <= sat_p).all()
+    assert (slo_d <= sat_d).all()
+    np.testing.assert_allclose(cap.samples("decode_per_prefill_replicas"), slo_p / slo_d)
+    # a tighter TTFT bound lowers the prefill pool's SLO capacity, run by run (same draws)
+    tight = acs.serving_capacity(s.replace("workload.slo.ttft_ms", 300.0), runs=64, seed=1)
+    assert (tight.samples("prefill_slo_rps_per_replica") <= slo_p).all()
+    assert (tight.samples("prefill_slo_rps_per_replica") < slo_p).any()
+    np.testing.assert_array_equal(tight.samples("decode_slo_rps_per_replica"), slo_d)
+    # a TPOT bound no decode batch meets: infeasible, zeros, never inf or nan
+    none = acs.serving_capacity(s.replace("workload.slo.tpot_ms", 0.01), runs=8, seed=1)
+    assert (none.samples("feasible") == 0.0).all()
+    assert (none.samples("slo_tokens_per_s_per_chip") == 0.0).all()
+    for m in none.metrics:
+        assert np.isfinite(none.samples(m)).all(), m
 
 
 @pytest.mark.parametrize("scaling", ["fixed", "follow_demand"])

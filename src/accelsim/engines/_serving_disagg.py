@@ -1,8 +1,9 @@
 """The serving fast path for disaggregated prefill and decode pools.
 
 A scenario whose ``Serving.disaggregated`` names two pools runs here (from
-:func:`accelsim.engines.simulate_serving_fast`); the request DES does not model it yet. Per
-run, in one vectorised pass, as the colocated fast path (``accelsim.engines._serving``):
+:func:`accelsim.engines.simulate_serving_fast`); the request DES
+(``accelsim.engines._serving_des_disagg``) shares its replicas, plans and metrics. Per run,
+in one vectorised pass, as the colocated fast path (``accelsim.engines._serving``):
 
 1. **Two replicas**: a prefill replica on the prefill pool's chip and a decode replica on
    the decode pool's, each drawn as a colocated one (:func:`draw_replica`, same priors).
@@ -69,7 +70,10 @@ ROLES = ("prefill", "decode")
 
 
 @dataclasses.dataclass(frozen=True)
-class _Stage:
+class Stage:
+    """One pool of a disaggregated study: its setup, fleet index, drawn replica, saturated
+    rate [1/s], SLO load [fraction of it] and latency table at the load nodes."""
+
     setup: ServingSetup
     pool_index: int
     replica: Replica
@@ -89,9 +93,9 @@ def _column(c: physics.IterationCost, extra: int = 1) -> physics.IterationCost:
     )
 
 
-def _stages(
+def disaggregated_stages(
     scenario: Scenario, cat: Catalog, draws: InputDraws
-) -> tuple[ServingSetup, _Stage, _Stage, FloatArray]:
+) -> tuple[ServingSetup, Stage, Stage, FloatArray]:
     """Both pools' replicas, latency tables and SLO capacities; the transfer per node. [s]"""
     work = scenario.workload
     assert isinstance(work, Serving)
@@ -101,14 +105,20 @@ def _stages(
     u = (np.arange(PROMPT_NODES) + 0.5) / PROMPT_NODES
     prompts = token_lengths(as_dist(work.input_tokens), u, base.max_tokens)
     (ip, sp), (idx_d, sd) = setups["prefill"], setups["decode"]
-    link = min(
-        sp.chips_per_replica * sp.chip.scale_out_gbps, sd.chips_per_replica * sd.chip.scale_out_gbps
-    )
-    transfer = physics.kv_transfer_seconds(prompts, base.kv_bytes_per_token, link)
+    transfer = physics.kv_transfer_seconds(prompts, base.kv_bytes_per_token, kv_link_gbps(sp, sd))
     levels = sorted({METRIC_PERCENTILE, base.percentile})
     prefill = _prefill_stage(scenario, cat, draws, base, (ip, sp), prompts, transfer, levels)
     decode = _decode_stage(scenario, cat, draws, base, (idx_d, sd), levels)
     return base, prefill, decode, transfer
+
+
+def kv_link_gbps(prefill: ServingSetup, decode: ServingSetup) -> float:
+    """Bandwidth of a KV transfer from a prefill to a decode replica: the narrower side's
+    chips per replica x the catalog's ``scale_out_gbps``. [Gbit/s]"""
+    return min(
+        prefill.chips_per_replica * prefill.chip.scale_out_gbps,
+        decode.chips_per_replica * decode.chip.scale_out_gbps,
+    )
 
 
 def _pool_setup(
@@ -139,7 +149,7 @@ def _prefill_stage(
     prompts: FloatArray,
     transfer: FloatArray,
     levels: list[float],
-) -> _Stage:
+) -> Stage:
     """The prefill pool's replica, saturation rate [1/s], SLO load and TTFT table [s] at the
     load nodes (queue wait + prefill + KV transfer over the prompt nodes)."""
     index, sp = pool
@@ -154,7 +164,7 @@ def _prefill_stage(
     slo_p = by_level[base.percentile]
     margin_p = np.where(slo_p.saturated, -1.0, 1.0 - slo_p.ttft_tail_s / base.ttft_s)
     metric_p = by_level[METRIC_PERCENTILE]
-    return _Stage(
+    return Stage(
         sp, index, rep_p, sat_p, np.where(fits, slo_load_from_margin(margin_p), 0.0),
         metric_p.ttft_p50_s, metric_p.ttft_tail_s, fits.astype(float),
     )  # fmt: skip
@@ -167,7 +177,7 @@ def _decode_stage(
     base: ServingSetup,
     pool: tuple[int, ServingSetup],
     levels: list[float],
-) -> _Stage:
+) -> Stage:
     """The decode pool's replica, saturation rate [1/s], SLO load and TPOT table [s] at the
     load nodes (no prefill interference)."""
     index, sd = pool
@@ -183,7 +193,7 @@ def _decode_stage(
     slo_d = dec[base.percentile]
     margin_d = np.where(slo_d.saturated, -1.0, 1.0 - slo_d.tpot_tail_s / base.tpot_s)
     metric_d = dec[METRIC_PERCENTILE]
-    return _Stage(
+    return Stage(
         sd, index, rep_d, np.where(ok_d, sat_d, 0.0),
         np.where(ok_d, slo_load_from_margin(margin_d), 0.0),
         metric_d.tpot_p50_s, metric_d.tpot_tail_s, ok_d.astype(float),
@@ -197,7 +207,7 @@ _Periods = list[tuple[FloatArray, list[FloatArray]]]
 def _hours(
     base: ServingSetup,
     draws: InputDraws,
-    stages: tuple[_Stage, _Stage],
+    stages: tuple[Stage, Stage],
 ) -> dict[str, FloatArray]:
     """Every hour and burst window of the horizon summed per run, for both pools."""
     work = base.work
@@ -248,7 +258,7 @@ def _burst_sums(
     demand: FloatArray,
     burst: FloatArray,
     periods: _Periods,
-    stages: tuple[_Stage, _Stage],
+    stages: tuple[Stage, Stage],
 ) -> list[FloatArray]:
     """Adds each run's demanded, served and compliant requests over the burst multipliers
     and periods to ``out``; returns each pool's weights of the load nodes (runs, nodes)."""
@@ -286,7 +296,7 @@ def _burst_sums(
 
 
 def _latencies(
-    out: dict[str, np.ndarray], weights: list[FloatArray], stages: tuple[_Stage, _Stage]
+    out: dict[str, np.ndarray], weights: list[FloatArray], stages: tuple[Stage, Stage]
 ) -> None:
     """Adds the served-weighted TTFT and TPOT p50/p99 [s] and ``finished`` to ``out``; an
     infeasible replica serves nothing compliant."""
@@ -313,13 +323,30 @@ def simulate_serving_disaggregated(
     ``decode_replicas_peak``, ``prefill_replicas_mean``, ``decode_replicas_mean``,
     ``prefill_chip_hours``, ``decode_chip_hours`` and ``kv_transfer_ms`` (mean per request).
     """
-    priors = cat.priors
     draws = as_plan(root).draws(start, stop)
-    base, prefill, decode, transfer = _stages(scenario, cat, draws)
+    base, prefill, decode, transfer = disaggregated_stages(scenario, cat, draws)
     stages = (prefill, decode)
     usage = _hours(base, draws, stages)
+    usage["kv_transfer_s"] = np.full(draws.runs, float(np.mean(transfer)))
+    return disaggregated_metrics(scenario, cat, draws, base, stages, usage), draws
+
+
+def disaggregated_metrics(
+    scenario: Scenario,
+    cat: Catalog,
+    draws: InputDraws,
+    base: ServingSetup,
+    stages: tuple[Stage, Stage],
+    usage: dict[str, FloatArray],
+) -> dict[str, FloatArray]:
+    """Metrics of a disaggregated serving study from either engine's usage per run (the
+    one definition of each): ``demand``, ``served``, ``compliant`` [requests], ``peak``
+    (both pools at once), ``prefill_hours``, ``decode_hours`` [replica-h],
+    ``prefill_peak``, ``decode_peak``, ``ttft_p50_s``, ``ttft_p99_s``, ``tpot_p50_s``,
+    ``tpot_p99_s``, ``kv_transfer_s`` [s] and ``finished``; each pool priced at its offer."""
+    priors = cat.priors
     runs = draws.runs
-    metrics = _usage_metrics(base, usage, transfer, runs)
+    metrics = _usage_metrics(base, usage)
     _chip_metrics(base, usage, stages, metrics)
     porting, launch, kwh, priced, bills = _pool_costs(scenario, cat, draws, base, usage, stages)
     metrics["engineering_hours"] = np.asarray(porting, dtype=float)
@@ -332,14 +359,10 @@ def simulate_serving_disaggregated(
     metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
     if len(priced) == 2:
         _price(scenario, cat, draws, metrics, priced, bills, porting, launch, usage, base)
-    return {
-        k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()
-    }, draws
+    return {k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()}
 
 
-def _usage_metrics(
-    base: ServingSetup, usage: dict[str, FloatArray], transfer: FloatArray, runs: int
-) -> dict[str, FloatArray]:
+def _usage_metrics(base: ServingSetup, usage: dict[str, FloatArray]) -> dict[str, FloatArray]:
     """The endpoint's replicas, latencies [ms], SLO attainment, requests and tokens served."""
     served, demand = usage["served"], usage["demand"]
     return {
@@ -355,7 +378,7 @@ def _usage_metrics(
         "requests_served": served,
         "requests_dropped": np.maximum(demand - served, 0.0),
         "output_tokens": served * base.output_mean,
-        "kv_transfer_ms": np.full(runs, float(np.mean(transfer)) * 1e3),
+        "kv_transfer_ms": usage["kv_transfer_s"] * 1e3,
         "finished": usage["finished"].astype(float),
     }
 
@@ -363,7 +386,7 @@ def _usage_metrics(
 def _chip_metrics(
     base: ServingSetup,
     usage: dict[str, FloatArray],
-    stages: tuple[_Stage, _Stage],
+    stages: tuple[Stage, Stage],
     metrics: dict[str, FloatArray],
 ) -> None:
     """Adds each pool's replicas and chip-hours, the fleet's chip-hours, utilisation and
@@ -406,7 +429,7 @@ def _pool_costs(
     draws: InputDraws,
     base: ServingSetup,
     usage: dict[str, FloatArray],
-    stages: tuple[_Stage, _Stage],
+    stages: tuple[Stage, Stage],
 ) -> tuple[FloatArray, FloatArray, FloatArray, list[dict[str, FloatArray]], list[Billing]]:
     """Porting [engineer-hours] (one port per software stack), launch [days] (the later of
     each pool's lead time and port), energy [kWh], each priced pool's costs and billing."""
@@ -479,4 +502,11 @@ def _price(
     )
 
 
-__all__ = ["PROMPT_NODES", "simulate_serving_disaggregated"]
+__all__ = [
+    "PROMPT_NODES",
+    "Stage",
+    "disaggregated_metrics",
+    "disaggregated_stages",
+    "kv_link_gbps",
+    "simulate_serving_disaggregated",
+]

@@ -76,11 +76,6 @@ def _pick_engine(
         # short horizons). Per-job records and utilisation series are job-stream options.
         if des_only is not None:
             raise ValueError(f"{des_only} is an option of job streams, not of serving")
-        if engine == "des" and scenario.workload.disaggregated is not None:
-            raise ValueError(
-                f"the request DES does not model disaggregated prefill and decode pools yet "
-                f"(scenario {scenario.name!r}): use engine='auto', the fast path"
-            )
         return "des" if engine == "des" else "analytic"
     exact = (
         isinstance(scenario.workload, TrainingRun)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from accelsim.catalog import Catalog, active
-from accelsim.engines import replica_capacity
+from accelsim.engines import pair_capacity, replica_capacity
 from accelsim.results import Result
 from accelsim.scenario import Scenario, Serving
 from accelsim.seeding import SeedLike, as_seed_sequence
@@ -28,6 +28,14 @@ def serving_capacity(
       rate whose TTFT and TPOT percentiles meet the scenario's SLO (0 where none does);
     - ``offline_rps_per_replica``, ``slo_rps_per_replica`` [1/s]: the same as request rates
       of one replica; ``batch_limit`` [sequences]; ``feasible`` (1 or 0).
+
+    With disaggregated prefill and decode pools (``Serving(disaggregated=...)``) the capacity
+    is that of a balanced prefill + decode pair: ``offline_tokens_per_s_per_chip`` and
+    ``slo_tokens_per_s_per_chip`` per chip of both pools in the ratio that balances them
+    (each pool at its saturated rate, or at its SLO capacity: TTFT for prefill, TPOT for
+    decode, the rates the fast path sizes the pools with);
+    ``prefill_/decode_offline_rps_per_replica``, ``prefill_/decode_slo_rps_per_replica``
+    [1/s]; ``decode_per_prefill_replicas``; ``batch_limit`` (decode) and ``feasible``.
 
     Parameters
     ----------
@@ -61,9 +69,11 @@ def serving_capacity(
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be an integer >= 1, got {runs!r}")
     root = as_seed_sequence(seed)
-    data, draws = replica_capacity(
-        scenario, root, 0, runs, cat=active() if catalog is None else catalog
-    )
+    cat = active() if catalog is None else catalog
+    if scenario.workload.disaggregated is not None:
+        data, draws = pair_capacity(scenario, root, 0, runs, cat=cat)
+    else:
+        data, draws = replica_capacity(scenario, root, 0, runs, cat=cat)
     entropy = root.entropy if isinstance(root.entropy, int) else None
     return Result(
         scenario_name=scenario.name,

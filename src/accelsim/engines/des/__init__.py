@@ -11,7 +11,8 @@ Modules: :mod:`.specs` (what is simulated), :mod:`.schedulers` (policies),
 :mod:`.processes` (event sources), :mod:`.records` and
 :mod:`.metrics` (what is remembered and reported), :mod:`.trace` and :mod:`.streams`
 (workloads from CSV files and from distributions); :mod:`._serving`
-(request-level LLM serving: :func:`simulate_serving`).
+(request-level LLM serving: :func:`simulate_serving`), :mod:`._serving_disagg`
+(disaggregated prefill and decode pools: :func:`simulate_serving_disaggregated`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ from accelsim.engines.des._records import EventRecord, JobRecord, Recorder
 from accelsim.engines.des._reservations import Holdings, Withdrawals
 from accelsim.engines.des._schedulers import SCHEDULERS, Scheduler, resolve_scheduler
 from accelsim.engines.des._serving import simulate_serving
+from accelsim.engines.des._serving_disagg import simulate_serving_disaggregated
 from accelsim.engines.des._serving_types import (
+    DisaggregatedTrace,
     ReplicaModel,
     ReplicaPlan,
     RequestStream,
@@ -207,6 +210,7 @@ __all__ = [
     "SCHEDULERS",
     "TRACE_COLUMNS",
     "DesResult",
+    "DisaggregatedTrace",
     "EventRecord",
     "Holdings",
     "JobRecord",
@@ -224,4 +228,5 @@ __all__ = [
     "read_trace",
     "run",
     "simulate_serving",
+    "simulate_serving_disaggregated",
 ]

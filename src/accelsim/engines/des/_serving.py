@@ -39,6 +39,11 @@ reservation until it completes, so KV never overflows and nothing is preempted. 
 with ``input + output > kv_capacity_tokens`` can never fit: it is rejected on arrival
 (``ServingTrace.rejected``), never queued, and counted as never served.
 
+*Decode-only replicas* (``ReplicaModel.decode_only``, the decode pool of disaggregated
+serving): a request arrives with its prompt's KV cache and first token; admission (same
+rule) joins it to the decode batch at once, and it completes after ``output_tokens - 1``
+decode iterations. No iteration prefills.
+
 *Iterations.* With ``prefill_chunk_tokens = C > 0`` (chunked prefill) every iteration
 decodes one token of every sequence past its prefill and prefills up to ``C`` prompt
 tokens of admitted sequences in admission order (a prompt may span iterations; several
@@ -78,7 +83,7 @@ import numpy as np
 import simpy
 
 from accelsim.engines.des._serving_fleet import _Fleet, _route
-from accelsim.engines.des._serving_replica import _Counter, _Requests
+from accelsim.engines.des._serving_replica import _Counter, _Replica, _Requests
 from accelsim.engines.des._serving_types import (
     _ROUTERS,
     _SECONDS_PER_HOUR,
@@ -107,6 +112,11 @@ def _check(model: ReplicaModel, requests: RequestStream, plan: ReplicaPlan, hori
         raise ValueError("arrival_hours must be sorted ascending within [0, horizon_hours)")
     if np.any(requests.input_tokens < 1) or np.any(requests.output_tokens < 1):
         raise ValueError("input_tokens and output_tokens must be >= 1")
+    if model.decode_only and np.any(requests.output_tokens < 2):
+        raise ValueError(
+            "a decode_only replica decodes the tokens after the first: output_tokens must "
+            "be >= 2 (a one-token request ends at its prefill)"
+        )
     hours = math.ceil(horizon)
     if len(plan.replicas_per_hour) != hours or np.any(plan.replicas_per_hour < 0):
         raise ValueError(
@@ -179,26 +189,40 @@ def simulate_serving(
     >>> trace.completed.tolist(), round(float(trace.ttft_s[1] / trace.ttft_s[0]), 6)
     ([True, True], 2.0)
     """
+    counter = _Counter(max_events)
+    req, fleet = play_fleet(model, requests, plan, horizon_hours, router, counter)
+    return fleet_trace(req, fleet, counter, horizon_hours)
+
+
+def play_fleet(
+    model: ReplicaModel,
+    requests: RequestStream,
+    plan: ReplicaPlan,
+    horizon_hours: float,
+    router: Router,
+    counter: _Counter,
+) -> tuple[_Requests, _Fleet]:
+    """Check the inputs, then run one fleet's SimPy environment to the horizon and close
+    its replicas; returns the per-request records and the fleet (events on ``counter``)."""
     if router not in _ROUTERS:
         raise ValueError(f"router must be one of {_ROUTERS}, got {router!r}")
     _check(model, requests, plan, horizon_hours)
     env = simpy.Environment()
     req = _Requests(requests)
-    counter = _Counter(max_events)
     fleet = _Fleet(model, req, counter, router, float(plan.cold_start_hours), horizon_hours)
     env.process(_route(env, fleet, plan.replicas_per_hour.tolist(), horizon_hours))
     env.run(until=horizon_hours)
     fleet.advance(horizon_hours)
     for replica in fleet.replicas:
         replica.close(horizon_hours)
-    return _trace(req, fleet, counter, horizon_hours)
+    return req, fleet
 
 
-def _peak(fleet: _Fleet, horizon_hours: float) -> int:
+def fleet_peak(replicas: list[_Replica], horizon_hours: float) -> int:
     """Most replicas provisioned at once (a stop and a start at one instant: stop first)."""
     changes = sorted(
-        [(r.start_hours, 1) for r in fleet.replicas]
-        + [(r.stop_hours, -1) for r in fleet.replicas if r.stop_hours < horizon_hours]
+        [(r.start_hours, 1) for r in replicas]
+        + [(r.stop_hours, -1) for r in replicas if r.stop_hours < horizon_hours]
     )
     running = peak = 0
     for _, step in changes:
@@ -207,7 +231,10 @@ def _peak(fleet: _Fleet, horizon_hours: float) -> int:
     return peak
 
 
-def _trace(req: _Requests, fleet: _Fleet, counter: _Counter, horizon_hours: float) -> ServingTrace:
+def fleet_trace(
+    req: _Requests, fleet: _Fleet, counter: _Counter, horizon_hours: float
+) -> ServingTrace:
+    """The :class:`ServingTrace` of one played fleet."""
     arrival = np.asarray(req.arrival_hours, dtype=np.float64)
     first = np.asarray(req.first_hours, dtype=np.float64)
     done = np.asarray(req.done_hours, dtype=np.float64)
@@ -224,7 +251,7 @@ def _trace(req: _Requests, fleet: _Fleet, counter: _Counter, horizon_hours: floa
         completed=completed,
         replica_hours=float(sum(r.provisioned_hours(horizon_hours) for r in fleet.replicas)),
         busy_replica_hours=float(sum(r.busy_hours for r in fleet.replicas)),
-        replicas_peak=_peak(fleet, horizon_hours),
+        replicas_peak=fleet_peak(fleet.replicas, horizon_hours),
         iterations=counter.iterations,
         tokens_generated=np.where(completed, outputs, np.asarray(req.generated, dtype=np.int64)),
         rejected=np.asarray(req.rejected, dtype=np.bool_),

@@ -84,6 +84,7 @@ class _Replica:
         "chunk",
         "counter",
         "decode_batch",
+        "decode_only",
         "decode_steps",
         "decoding",
         "end",
@@ -126,6 +127,7 @@ class _Replica:
         self.kv_capacity = float(model.kv_capacity_tokens)
         self.max_batch = int(model.max_batch)
         self.chunk = int(model.prefill_chunk_tokens)
+        self.decode_only = bool(model.decode_only)
         self.start_hours = start_hours
         self.stop_hours = math.inf
         self.horizon_hours = horizon_hours
@@ -235,9 +237,17 @@ class _Replica:
                     context = contexts[queue[0]]
                     if reserved + context > capacity:
                         break  # head-of-line: nothing skips the head
-                    prefilling.append([queue.popleft(), 0])
                     admitted += 1
                     reserved += context
+                    if self.decode_only:  # its prompt's KV cache arrived with it
+                        request = queue.popleft()
+                        first_hours[request] = now
+                        joined[request] = steps
+                        push(heap, (steps + outputs[request] - 1, request))
+                        batch += 1
+                        kv += inputs[request] + 1
+                    else:
+                        prefilling.append([queue.popleft(), 0])
             # the next run, iteration, idle or stop
             if prefilling:
                 run_prefill = chunk

@@ -31,6 +31,11 @@ class ReplicaModel:
     prefill_chunk_tokens: int
     """Prompt tokens prefilled per iteration (chunked prefill); 0 = whole prompts,
     prefill-first (no chunking). [tokens]"""
+    decode_only: bool = False
+    """A disaggregated decode replica: its requests arrive with their prompt's KV cache and
+    first token (every ``output_tokens >= 2``), so admission joins them to the decode batch
+    directly; no iteration prefills. ``first_token`` then marks admission (``ttft_s``: the
+    wait for it) and the first token is not counted in ``output_tokens_total``."""
 
 
 @dataclass(frozen=True)
@@ -94,4 +99,34 @@ class ServingTrace:
     ``tokens_generated.sum()``; kept apart as a conservation check). [tokens]"""
 
 
-__all__ = ["ReplicaModel", "ReplicaPlan", "RequestStream", "ServingTrace"]
+@dataclass(frozen=True)
+class DisaggregatedTrace:
+    """One :func:`simulate_serving_disaggregated` run: end to end and each pool's own.
+
+    Per-request arrays are indexed as the caller's :class:`RequestStream` in all three.
+    """
+
+    trace: ServingTrace
+    """End to end: ``ttft_s`` from arrival to the first token, counted when the prompt's
+    KV cache reaches the decode side (prefill end + transfer); ``tpot_s`` from there to
+    completion; ``rejected`` where the request fits either pool's KV capacity never. Fleet
+    fields: both pools' sums, ``replicas_peak`` the most of both provisioned at once."""
+    prefill: ServingTrace
+    """The prefill pool's own trace: ``ttft_s`` = queue wait + prefill, ``completed`` =
+    prefilled before the horizon (a request the decode pool can never hold is never
+    queued: ``rejected``); its replica-hours, busy hours and peak."""
+    decode: ServingTrace
+    """The decode pool's own trace over the requests that reached it (zero elsewhere):
+    ``ttft_s`` = wait from the KV cache's arrival to admission, ``e2e_s`` = arrival of
+    the cache to completion; its replica-hours, busy hours and peak."""
+    transfer_s: FloatArray
+    """Each request's KV transfer time, as given. [s]"""
+
+
+__all__ = [
+    "DisaggregatedTrace",
+    "ReplicaModel",
+    "ReplicaPlan",
+    "RequestStream",
+    "ServingTrace",
+]

@@ -1,0 +1,108 @@
+"""The serving request DES's per-run inputs and its per-window reading of a trace.
+
+Shared by the colocated (``accelsim.engines._serving_des``) and the disaggregated
+(``accelsim.engines._serving_des_disagg``) request DES paths, whose module docstrings state
+the rules: the requests of a run (doubly stochastic Poisson arrivals, lengths), and the
+window compliance, latency percentiles and served requests read off a trace with the fast
+path's definitions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from accelsim._typing import FloatArray
+from accelsim.dists import as_dist
+from accelsim.engines._serving_setup import SECONDS_PER_HOUR, ServingSetup, token_lengths
+from accelsim.engines.des import RequestStream, ServingTrace
+from accelsim.models import serving as physics
+
+
+def hourly_demand_rps(setup: ServingSetup, rate_rps: float, growth: float) -> FloatArray:
+    """Mean request rate of each hour of the horizon. [1/s]"""
+    h = np.arange(setup.hours, dtype=float)
+    return np.asarray(
+        rate_rps * setup.profile[np.arange(setup.hours) % 24] * (1.0 + growth) ** (h / 730.5),
+        dtype=float,
+    )
+
+
+def draw_requests(
+    setup: ServingSetup, demand_rps: FloatArray, burstiness: float, rng: np.random.Generator
+) -> RequestStream:
+    """One run's requests: gamma-mixed Poisson counts per burst window, uniform times."""
+    per_hour = setup.windows_per_hour
+    window_h = 1.0 / per_hour
+    starts = np.arange(setup.hours * per_hour) * window_h
+    starts = starts[starts < setup.horizon_hours]
+    lengths = np.minimum(starts + window_h, setup.horizon_hours) - starts
+    rate = demand_rps[(starts + 1e-12).astype(np.int64)]
+    if burstiness > 1.0:
+        var = burstiness - 1.0
+        rate = rate * rng.gamma(1.0 / var, var, size=len(starts))
+    counts = rng.poisson(rate * lengths * SECONDS_PER_HOUR)
+    total = int(counts.sum())
+    arrivals = np.repeat(starts, counts) + rng.random(total) * np.repeat(lengths, counts)
+    arrivals = np.sort(np.minimum(arrivals, np.nextafter(setup.horizon_hours, 0.0)))
+    work = setup.work
+    inp = token_lengths(as_dist(work.input_tokens), rng.random(total), setup.max_tokens)
+    out = token_lengths(as_dist(work.output_tokens), rng.random(total), setup.max_tokens)
+    return RequestStream(arrivals, inp.astype(np.int64), out.astype(np.int64))
+
+
+def run_cost(c: physics.IterationCost, i: int) -> physics.IterationCost:
+    return physics.IterationCost(
+        *(np.asarray(np.asarray(getattr(c, f.name))[i]) for f in dataclasses.fields(c))
+    )
+
+
+def window_usage(
+    setup: ServingSetup, requests: RequestStream, trace: ServingTrace
+) -> tuple[float, float, float, float, float, float, bool]:
+    """(compliant, ttft p50, ttft p99, tpot p50, tpot p99 [s], served, all served) of one run."""
+    arrival = requests.arrival_hours
+    window = np.floor(arrival * setup.windows_per_hour).astype(np.int64)
+    late = arrival * SECONDS_PER_HOUR > setup.horizon_hours * SECONDS_PER_HOUR - setup.ttft_s
+    ttft = np.where(trace.first_token, trace.ttft_s, np.where(late, np.nan, np.inf))
+    multi = requests.output_tokens > 1
+    tpot = np.where(trace.completed & multi, trace.tpot_s, np.nan)
+    compliant = 0.0
+    sums = np.zeros(4)
+    weight = 0.0
+    q = setup.percentile
+    # arrivals are sorted, so each window's requests are one slice: O(n) to cut them,
+    # where a mask per window cost O(n) each
+    cuts = np.flatnonzero(window[1:] != window[:-1]) + 1
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, window.size], strict=True):
+        if hi == lo:
+            continue  # no requests at all
+        t_w, p_w = ttft[lo:hi], tpot[lo:hi]
+        judged_t = t_w[~np.isnan(t_w)]
+        judged_p = p_w[~np.isnan(p_w)]
+        ok_t = judged_t.size == 0 or np.quantile(judged_t, q, method="inverted_cdf") <= setup.ttft_s
+        ok_p = judged_p.size == 0 or np.quantile(judged_p, q, method="inverted_cdf") <= setup.tpot_s
+        if ok_t and ok_p:
+            compliant += float(hi - lo)
+        got_t = t_w[np.isfinite(t_w)]
+        if got_t.size and judged_p.size:
+            n = float(got_t.size)
+            sums += n * np.array(
+                [
+                    np.quantile(got_t, 0.5),
+                    np.quantile(got_t, 0.99),
+                    np.quantile(judged_p, 0.5),
+                    np.quantile(judged_p, 0.99),
+                ]
+            )
+            weight += n
+    means = sums / weight if weight > 0 else np.zeros(4)
+    served = float(trace.output_tokens_total) / setup.output_mean
+    cutoff = setup.horizon_hours - 1.0 / setup.windows_per_hour
+    done = bool(np.all(trace.completed | (arrival >= cutoff))) and not bool(trace.rejected.any())
+    t50, t99, p50, p99 = (float(v) for v in means)
+    return compliant, t50, t99, p50, p99, served, done
+
+
+__all__ = ["draw_requests", "hourly_demand_rps", "run_cost", "window_usage"]
