@@ -134,7 +134,6 @@ def test_comparison_table_and_recommendation() -> None:
     assert "gpu" in table
     assert "tpu" in table
     rec = cmp.recommendation
-    assert rec.choice in {"gpu", "tpu"}
     text = str(rec)
     assert "paired runs" in text
     assert "ported" in text  # the PyTorch code needs a port to XLA for the TPU option
