@@ -217,17 +217,9 @@ def test_a_reservation_withdrawn_when_it_is_submitted_never_runs() -> None:
     assert res.pools[0].allocated_chip_hours == 1.0  # job 0's hour only
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SimPy's clock reaches a submission as t_prev + (s - t_prev), which can fall an "
-    "ulp short of s; a job started at once then records first_start_hours < submit_hours. "
-    "The wait metric clamps at 0 but JobRecord does not (and the FIFO recursion copies the "
-    "clock's arithmetic). tests/properties/test_des_properties.py::"
-    "test_every_job_is_accounted_for_and_chips_are_never_overcommitted asserts the order and "
-    "fails on this case under HYPOTHESIS_PROFILE=dev.",
-)
 def test_a_job_never_records_a_start_before_its_submission() -> None:
-    """The shrunk case: one chip, the second job arrives to an idle pool (backfill)."""
+    """The shrunk case: one chip, the second job arrives to an idle pool (backfill). SimPy's
+    clock reaches the submission as t + (s - t), an ulp short of s; the record clamps."""
     pools = [PoolSpec("p0", chips=1, speed=0.5)]
     jobs = [JobSpec(0, 0.5463643729331964, 1, 1.0), JobSpec(1, 4.74648676670211, 1, 1.0)]
     res = run(pools, jobs, scheduler="backfill", horizon_hours=HORIZON_HOURS,

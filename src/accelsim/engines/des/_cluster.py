@@ -331,7 +331,9 @@ class Cluster:
         self._by_pool[p][spec.job_id] = job
         rec = self._rec
         if job.first_start != job.first_start:  # nan: the first start
-            job.first_start = now
+            # the clock reaches a submission as t + (s - t), which can fall an ulp short
+            # of s: the record never starts before its submission
+            job.first_start = now if now > spec.submit_hours else spec.submit_hours
             if spec.submit_hours >= self._warmup:
                 wait = now - spec.submit_hours
                 rec.wait_hours.append(wait if wait > 0.0 else 0.0)  # float noise at 0

@@ -562,7 +562,8 @@ def _records(
         spec = specs[i]
         s, e = float(starts[k]), float(ends[k])
         if s < horizon:
-            pool, held, first, end = 0, int(alloc[k]), s, (e if e < horizon else nan)
+            first = s if s > spec.submit_hours else spec.submit_hours  # as the event loop
+            pool, held, end = 0, int(alloc[k]), (e if e < horizon else nan)
         else:
             pool, held, first, end = -1, 0, nan, nan
         out.append(
