@@ -21,12 +21,10 @@ from accelsim.models._reliability_rates import _f
 # exp(-_LOG_FLOOR); the smallest normal float64 is about exp(-708)), one logarithm per column.
 _FACTORS_PER_LOG = 64
 _LOG_FLOOR = 600.0
-# Columns are drawn and multiplied in passes of about this many losses (256 KiB of float64),
-# so that a pass's arrays stay in the CPU's L2 cache (2 MiB a core on the benchmark machine)
-# while the per-pass overhead stays small. The draws do not depend on it (consecutive calls
-# of one generator). Sampler alone, bench_analytic's parameters, 2**13 / 2**14 / 2**15 /
-# 2**16 losses: 1,024 chips 8.0 / 8.2 / 7.7 / 7.9 ms, 16,384 chips 61 / 59 / 54 / 53 ms.
-_LOSSES_PER_PASS = 1 << 15
+# Columns are drawn and multiplied in passes of about this many losses (64 KiB of float64):
+# the passes' arrays stay in the CPU cache and below glibc's initial mmap threshold, so a
+# study of many losses neither streams through memory nor maps fresh pages for temporaries.
+_LOSSES_PER_PASS = 1 << 13
 # Above this many losses in one run and phase, their sum is drawn from its normal limit
 # (central limit theorem) instead of one uniform per loss. Each loss is bounded, so by the
 # Berry-Esseen theorem the Kolmogorov distance of the sum from the normal is at most
