@@ -12,8 +12,10 @@ timed against each other. Rounds alternate between the two processes (which one 
 alternates too) so that load on a shared machine hits both alike; each round times
 ``BACK_TO_BACK`` studies in a row and keeps the least CPU time (``time.process_time``: the
 time the process itself ran, which other processes on the machine do not inflate). The
-report gives, per case, each tree's best and median runs/s and the ratio tree / against of
-the CPU time per study: best over best, and the median of the round-by-round ratios.
+report gives, per case, each tree's best and median runs/s, its median minor page faults
+per study (each a kernel trip inside the CPU time: memory that glibc handed back to the
+OS and a later study faults in again), and the ratio tree / against of the CPU time per
+study: best over best, and the median of the round-by-round ratios.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ CASES = ((1024, 30.0), (16384, 60.0))  # bench_analytic.py's chips and days
 FAILURE_RATE = 2e-5
 
 _WORKER = """
-import json, sys, time
+import json, resource, sys, time
 import accelsim as acs
 
 def scenario(chips, days):
@@ -52,11 +54,13 @@ print(json.dumps({"file": acs.__file__}), flush=True)
 for line in sys.stdin:
     chips = int(line)
     best = float("inf")
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(%(back)d):
         start = time.process_time()
         acs.simulate(scenarios[chips], runs=%(runs)d, seed=1, progress=False)
         best = min(best, time.process_time() - start)
-    print(json.dumps({"seconds": best}), flush=True)
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / %(back)d
+    print(json.dumps({"seconds": best, "faults": faults}), flush=True)
 """
 
 
@@ -82,12 +86,13 @@ def _start(tree: Path) -> subprocess.Popen[str]:
     return proc
 
 
-def _time(proc: subprocess.Popen[str], chips: int) -> float:
+def _time(proc: subprocess.Popen[str], chips: int) -> tuple[float, float]:
     assert proc.stdin is not None
     assert proc.stdout is not None
     proc.stdin.write(f"{chips}\n")
     proc.stdin.flush()
-    return float(json.loads(proc.stdout.readline())["seconds"])
+    answer = json.loads(proc.stdout.readline())
+    return float(answer["seconds"]), float(answer["faults"])
 
 
 def main() -> None:
@@ -100,10 +105,13 @@ def main() -> None:
     try:
         for chips, days in CASES:
             seconds: dict[str, list[float]] = {"tree": [], "against": []}
+            faults: dict[str, list[float]] = {"tree": [], "against": []}
             for r in range(args.rounds):
                 order = ("tree", "against") if r % 2 == 0 else ("against", "tree")
                 for name in order:
-                    seconds[name].append(_time(procs[name], chips))
+                    cpu, flt = _time(procs[name], chips)
+                    seconds[name].append(cpu)
+                    faults[name].append(flt)
             ratios = [a / b for a, b in zip(seconds["tree"], seconds["against"], strict=True)]
             best = min(seconds["tree"]) / min(seconds["against"])
             print(f"{chips:,} chips, {days:.0f} d, {RUNS:,} runs, {args.rounds} rounds (CPU time)")
@@ -111,7 +119,8 @@ def main() -> None:
                 s = seconds[name]
                 print(
                     f"  {name:8s} best {RUNS / min(s):>10,.0f} runs/s  "
-                    f"median {RUNS / statistics.median(s):>10,.0f} runs/s"
+                    f"median {RUNS / statistics.median(s):>10,.0f} runs/s  "
+                    f"{statistics.median(faults[name]):>6,.0f} page faults a study"
                 )
             print(
                 f"  tree/against CPU time: best/best {best:.2f}x, "
