@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import special, stats
 
-from accelsim.models._poisson import poisson_quantile
+from accelsim.models._poisson import _guess_and_check, poisson_quantile
 
 
 def _exact_quantile(q: float, mean: float) -> int:
@@ -40,6 +40,48 @@ TAIL_Q = (1e-300, 1e-16, 0.01, 0.5, 0.9, 0.99, 0.999999, 1.0 - 2.0**-50, 1.0 - 2
 @pytest.mark.parametrize("mean", [1e-12, 1e-3, 0.5, 1.0, 7.0, 29.0, 100.0, 250.0])
 def test_exact_against_decimal_arithmetic(q: float, mean: float) -> None:
     assert float(poisson_quantile(q, mean)) == _exact_quantile(q, mean)
+
+
+def _exact_cdf(k: int, mean: float) -> float:
+    """P(N <= k) in 60-digit decimals, rounded once to float64."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        lam = Decimal(mean)
+        pmf = (-lam).exp()
+        cdf = pmf
+        for i in range(1, k + 1):
+            pmf = pmf * lam / i
+            cdf += pmf
+        return float(cdf)
+
+
+@pytest.mark.parametrize("mean", [1e-3, 0.5, 3.0, 7.5, 15.9, 16.0, 16.5])
+def test_the_search_from_zero_decides_as_the_guess_and_check_at_the_steps(mean: float) -> None:
+    """q on the float64 nearest each CDF value, a few ulps either side, and far enough away
+    (1e-12, relative) for float64 to decide: where the search up from 0 cannot be sure its
+    rounded sum is on the right side, it leaves q to the guess and check, so the quantile is
+    the guess and check's (pdtr's rounding) at the step and the exact one away from it."""
+    for k in range(40):
+        step = _exact_cdf(k, mean)
+        if step >= 1.0:
+            break
+        near = [step]
+        for _ in range(4):
+            near = [np.nextafter(near[0], 0.0), *near, np.nextafter(near[-1], 1.0)]
+        q = np.array([x for x in near if 0.0 < x < 1.0])
+        np.testing.assert_array_equal(poisson_quantile(q, mean), _guess_and_check(q, mean + 0 * q))
+        for far in (step * (1.0 - 1e-12), step * (1.0 + 1e-12)):
+            if 0.0 < far < 1.0:
+                assert float(poisson_quantile(far, mean)) == _exact_quantile(far, mean)
+
+
+def test_the_search_from_zero_changes_no_quantile() -> None:
+    """200,000 uniforms against means spread over both paths (the search takes means up to 16):
+    the same quantiles as the guess and check alone."""
+    rng = np.random.default_rng(11)
+    q = rng.random(200_000)
+    mean = np.exp(rng.normal(np.log(3.0), 1.5, q.size))
+    np.testing.assert_array_equal(poisson_quantile(q, mean), _guess_and_check(q, mean))
 
 
 def test_scipy_is_one_step_low_in_the_far_tail_where_this_is_exact() -> None:

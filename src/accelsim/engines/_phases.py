@@ -18,20 +18,35 @@ from accelsim.models import reliability
 def _expected_goodput(
     inputs: TrainingInputs, compute_hours: FloatArray, reliable: dict[str, FloatArray]
 ) -> FloatArray:
-    """``W / E[T]`` with badput: the goodput of a run censored before it ended. [fraction]"""
+    """Per run, its goodput: the realised ``W / T`` where it finished, else (censored before it
+    ended) the expected ``W / E[T]`` with badput and waits. [fraction]
+
+    The expected goodput is computed for the unfinished runs only (none, in most studies).
+    """
+    hours = reliable["training_hours"]
+    goodput = compute_hours / np.where(hours > 0, hours, 1.0)
+    at = np.flatnonzero(reliable["finished"] <= 0)
+    if at.size == 0:
+        return goodput
+
+    def unfinished(x: FloatArray) -> FloatArray:
+        return np.broadcast_to(x, hours.shape)[at]
+
+    badput = unfinished(inputs.badput_fraction)
+    rate = unfinished(reliable["rate_per_hour"])
     expected = reliability.goodput_fraction(
-        compute_hours,
-        reliable["checkpoint_interval_hours"],
-        inputs.checkpoint_write_hours,
-        inputs.restart_hours,
-        reliable["rate_per_hour"],
+        unfinished(compute_hours),
+        unfinished(reliable["checkpoint_interval_hours"]),
+        unfinished(inputs.checkpoint_write_hours),
+        unfinished(inputs.restart_hours),
+        rate,
     )
-    running = reliable["rate_per_hour"] * (1.0 - inputs.badput_fraction)
+    running = rate * (1.0 - badput)
     # waits for capacity or repairs take their share of the calendar
-    waiting = np.divide(
-        reliable["calendar_rate_per_hour"], running, out=np.ones_like(running), where=running > 0
-    )
-    return np.nan_to_num(expected, nan=0.0) * (1.0 - inputs.badput_fraction) * waiting
+    calendar = unfinished(reliable["calendar_rate_per_hour"])
+    waiting = np.divide(calendar, running, out=np.ones_like(running), where=running > 0)
+    goodput[at] = np.nan_to_num(expected, nan=0.0) * (1.0 - badput) * waiting
+    return goodput
 
 
 @dataclass(frozen=True)
@@ -45,8 +60,8 @@ class PhaseRun:
 
 
 def _joined_rates(
-    inputs: TrainingInputs,
     phases: list[PhaseRun],
+    goodputs: list[FloatArray],
     useful: FloatArray,
     training_h: FloatArray,
     flop_weight: FloatArray,
@@ -55,14 +70,15 @@ def _joined_rates(
     """MFU [fraction], goodput of an unfinished run [fraction] and checkpoint interval [h]
     of the phases joined.
 
-    One phase keeps its own MFU, expected goodput and interval (capped at its compute).
+    One phase keeps its own MFU, goodput (``goodputs``' one, :func:`_expected_goodput`: the
+    expected one where it did not finish) and interval (capped at its compute).
     Several: the MFU weighted by failure-free chip-hours (``flop_weight`` over
     ``chip_compute`` [chip-h]), ``useful`` hours [h] over the ``training_h`` inside the
     horizon [h], and the interval of the phase with the most compute.
     """
     if len(phases) == 1:
         (ph,) = phases
-        mfu, unfinished_goodput = ph.mfu, _expected_goodput(inputs, ph.compute_hours, ph.reliable)
+        mfu, unfinished_goodput = ph.mfu, goodputs[0]
         interval = np.minimum(ph.reliable["checkpoint_interval_hours"], ph.compute_hours)
         return mfu, unfinished_goodput, interval
     unfinished_goodput = np.divide(
@@ -93,7 +109,8 @@ def join_phases(inputs: TrainingInputs, phases: list[PhaseRun], horizon_hours: f
     chip_hours, useful = zeros, zeros
     on_demand_ch, on_demand_h, waits = zeros, zeros, zeros
     chip_compute, flop_weight = zeros, zeros
-    for ph in phases:
+    goodputs = [_expected_goodput(inputs, ph.compute_hours, ph.reliable) for ph in phases]
+    for ph, rate_done in zip(phases, goodputs, strict=True):
         r = ph.reliable
         hours = r["training_hours"]
         inside = np.clip(horizon_hours - begun, 0.0, hours)  # this phase's hours in horizon
@@ -117,14 +134,12 @@ def join_phases(inputs: TrainingInputs, phases: list[PhaseRun], horizon_hours: f
         )
         waits = waits + np.where(whole, r["recovery_wait_hours"], per_wait * inside)
         on_demand_h = on_demand_h + r["on_demand_share"] * inside
-        expected = _expected_goodput(inputs, ph.compute_hours, r)
-        rate_done = np.where(done, ph.compute_hours / np.where(hours > 0, hours, 1.0), expected)
         useful = useful + np.where(whole & done, ph.compute_hours, rate_done * inside)
         chip_compute = chip_compute + ph.chips * ph.compute_hours
         flop_weight = flop_weight + ph.chips * ph.compute_hours * ph.mfu
     finished = finished & (begun <= horizon_hours)
     mfu, unfinished_goodput, interval = _joined_rates(
-        inputs, phases, useful, training_h, flop_weight, chip_compute
+        phases, goodputs, useful, training_h, flop_weight, chip_compute
     )
     reliable = {
         "training_hours": training_h,

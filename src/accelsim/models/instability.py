@@ -203,9 +203,11 @@ def event_uniforms(seq: np.random.SeedSequence, first_run: int, counts: ArrayLik
     True
     """
     n = exact_events(counts).ravel()
-    run = np.repeat(np.arange(n.size, dtype=np.int64), n)
-    event = np.arange(run.size, dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
-    return addressed_uniforms(seq, (run + first_run) * EXACT_EVENTS_MAX + event)
+    # event j of run i sits at position starts[i] + j of the output: its index is that
+    # position plus the run's offset, one repeat of a value per run
+    offset = (np.arange(n.size, dtype=np.int64) + first_run) * EXACT_EVENTS_MAX - (np.cumsum(n) - n)
+    index = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(offset, n)
+    return addressed_uniforms(seq, index)
 
 
 def rollback_days(
