@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelsim.models import serving as sv
+from accelsim.models.serving._interference import prompt_interference_seconds
 from accelsim.models.serving._mixture import two_point
 
 effs = st.floats(0.01, 1.0)
@@ -103,3 +104,22 @@ def test_prompt_law_and_chunks_keep_latency_finite_and_ordered(  # type: ignore[
             stall = sv.iteration_seconds(cost, 0, nodes, 0, nodes / 2)
             share = 1.0 - rate * float(np.sum(probs * stall))
             assert share * t == pytest.approx(decode, rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(effs, overheads, st.floats(0.02, 1.0), st.floats(0.0, 2048.0), st.floats(0.0, 1e6),
+       st.lists(st.floats(1.0, 131072.0), min_size=2, max_size=8),
+       st.sampled_from([0, 256, 2048, 8192]))  # fmt: skip
+def test_prompt_interference_is_finite_nonnegative_and_grows_with_the_prompt(  # type: ignore[no-untyped-def]
+    eff, overhead, active_share, batch, kv, prompts, chunk
+) -> None:
+    cost = sv.iteration_cost(
+        active_params=8e9 * active_share, total_params=8e9, layers=32, d_model=4096,
+        weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=2, peak_tflops=989.0,
+        hbm_tbps=3.35, interconnect_gbps=900.0, efficiency=eff, overhead_seconds=overhead,
+    )  # fmt: skip
+    p = np.sort(np.asarray(prompts))
+    x = prompt_interference_seconds(cost, np.float64(batch), np.float64(kv), p, np.float64(chunk))
+    assert np.all(np.isfinite(x))
+    assert np.all(x >= 0.0)
+    assert np.all(np.diff(x) >= -1e-12 * np.maximum(x[1:], 1e-300))

@@ -74,13 +74,15 @@ def prompt_interference_seconds(
     size = np.where(chunked, c, 1.0)
     full = np.where(chunked, np.ceil(p / size) - 1.0, 0.0)
     last = p - full * size
-    base = iteration_seconds(cost, b, 0.0, kv, 0.0)
-    stall = iteration_seconds(cost, 0.0, p, 0.0, p / 2.0)
     if not np.any(chunked):
-        return _f(stall)
+        return _f(iteration_seconds(cost, 0.0, p, 0.0, p / 2.0))
+    base = iteration_seconds(cost, b, 0.0, kv, 0.0)
     with_chunk = iteration_seconds(cost, b, size, kv, full * size / 2.0) - base
     with_last = iteration_seconds(cost, b, last, kv, full * size + last / 2.0) - base
-    return _f(np.where(chunked, full * with_chunk + with_last, stall))
+    steps = full * with_chunk + with_last
+    if np.all(chunked):
+        return _f(steps)
+    return _f(np.where(chunked, steps, iteration_seconds(cost, 0.0, p, 0.0, p / 2.0)))
 
 
 def interference_moments(
