@@ -130,9 +130,10 @@ def tpot_quantiles(
     over the ``N ~ Poisson(m)`` prompts prefilled while it decodes (compound Poisson:
     cumulants ``m·E[x^k]``). ``S`` is 0 with probability ``e^{−m}``, else the two-phase
     hyperexponential of its three moments given ``N ≥ 1`` (the TTFT wait's law,
-    :func:`hyperexponential_wait`); where ``S``'s coefficient of variation is below 1 (many
-    prompts per request, a narrow law), ``S`` is its mean less one sd plus an exponential
-    of mean sd (two moments; its tail is then heavier than a compound Poisson's). The
+    :func:`hyperexponential_wait`); where its coefficient of variation given ``N ≥ 1`` is
+    below 1 (many prompts per request, a narrow law), it is that conditional mean less one
+    sd plus an exponential of mean sd (two moments; its tail is then heavier than a
+    compound Poisson's), continuous with the hyperexponential at cv = 1. The
     quantiles are those of the decode iteration plus that law
     (:func:`wait_mixture_quantiles`), the tail at the batch's tail quantile (an upper
     estimate: a request's TPOT averages its iterations).
@@ -144,23 +145,24 @@ def tpot_quantiles(
     s1 = k1 * scale
     s2 = (k2 + k1 * k1) * scale**2
     s3 = (k3 + 3.0 * k2 * k1 + k1**3) * scale**3
-    any_prompt = np.clip(-np.expm1(-m), 0.0, 1.0 - 1e-12)
-    # Many prompts per request (a narrow S, cv < 1): S as its mean less one sd plus an
-    # exponential of mean sd (its first two moments), where the H₂ would be an exponential
-    # of S's mean.
-    sd = np.sqrt(np.maximum(s2 - s1 * s1, 0.0))
-    narrow = sd < s1
-    shift = np.where(narrow, s1 - sd, 0.0)
-    busy = np.where(narrow, 1.0 - 1e-12, np.maximum(any_prompt, 1e-300))
-    phases = hyperexponential_wait(
-        busy,
-        np.where(narrow, sd * busy, s1),
-        np.where(narrow, 2.0 * sd * sd * busy, s2),
-        np.where(narrow, 6.0 * sd**3 * busy, s3),
-    )
-    shape = np.broadcast_shapes(np.shape(busy), np.shape(s1), np.shape(decode_p50))
+    any_prompt = np.clip(-np.expm1(-m), 1e-300, 1.0 - 1e-12)
+    phases = hyperexponential_wait(any_prompt, s1, s2, s3)
+    shape = np.broadcast_shapes(np.shape(any_prompt), np.shape(s1), np.shape(decode_p50))
     zero = np.zeros((*shape, 1))
-    wait50, wait_tail = wait_mixture_quantiles(
-        zero, zero + 1.0, np.broadcast_to(busy, shape), phases, (0.5, percentile)
+    levels = (0.5, _f(percentile))
+    waits = wait_mixture_quantiles(
+        zero, zero + 1.0, np.broadcast_to(any_prompt, shape), phases, levels
     )
-    return _f(decode_p50 + shift + wait50), _f(decode_tail + shift + wait_tail)
+    # Given a prompt, S's coefficient of variation below 1 (many prompts per request, a
+    # narrow law): S is its conditional mean less one sd plus an exponential of mean sd
+    # (its first two moments), whose quantile is closed form; at cv = 1 both are the same
+    # exponential, so the quantiles are continuous across the switch.
+    mean = s1 / any_prompt
+    sd = np.sqrt(np.maximum(s2 / any_prompt - mean * mean, 0.0))
+    narrow = sd < mean
+    out = []
+    for level, wait in zip(levels, waits, strict=True):
+        tail = np.log(any_prompt / np.maximum(1.0 - level, 1e-300))
+        shifted = np.where(tail > 0.0, mean - sd + sd * tail, 0.0)
+        out.append(np.where(narrow, shifted, wait))
+    return _f(decode_p50 + out[0]), _f(decode_tail + out[1])

@@ -154,7 +154,9 @@ def _decode_fixed_point(
     """
     ctx = inp + out / 2.0
     chunked = np.any(chunk > 0.0)
-    mean_field = _solve_iteration(cost, rate, inp, out, limit)[0] if chunked else 0.0
+    mean_field, averaged_overflow = (
+        _solve_iteration(cost, rate, inp, out, limit) if chunked else (0.0, False)
+    )
     b = 1.0 + rate * out * mean_field
     x = prompt_interference_seconds(cost, b, b * ctx, p_values, chunk)
     moments = interference_moments(x, p_probs)
@@ -162,7 +164,9 @@ def _decode_fixed_point(
     t, overflow = _solve_iteration(
         cost, rate, inp, out, limit, prefill_share=0.0, decode_share=1.0 - busy
     )
-    return t, overflow | (busy >= 1.0), moments
+    # Where even the averaged point overflows the batch limit, x at that limit's batch
+    # (a memory-bound iteration hiding a chunk) would understate it: saturated.
+    return t, overflow | (busy >= 1.0) | averaged_overflow, moments
 
 
 def _cumulants(m1: FloatArray, m2: FloatArray, m3: FloatArray, m4: FloatArray) -> list[FloatArray]:
@@ -285,28 +289,28 @@ def latency_under_load(
 
     Notes
     -----
-    *Decode.* A tagged request shares each decode iteration with the ``B`` others in
-    decode (Poisson arrivals see time averages), and each prompt adds ``x(P)`` to the
-    token gaps of every sequence decoding while it prefills
+    *Decode.* A tagged request shares each decode iteration with the ``B`` others in decode
+    (Poisson arrivals see time averages), and each prompt adds ``x(P)`` to the token gaps of
+    every sequence decoding while it prefills
     (:func:`~accelsim.models.serving._interference.prompt_interference_seconds`: chunked,
-    its chunks' roofline step over the decode iteration they share; prefill-first, its
-    whole stall). Prompts take ``E = λ·E[x]`` of the replica's time, so the mean TPOT is
-    the fixed point ``(1 − E)·T = iteration_seconds(1 + B, 0, (1 + B)·(in + out/2))``
-    with ``B = λ·out·T`` (Little's law), solved per roofline side in closed form (Newton
-    for the MoE weight share, :func:`_solve_iteration`; ``x`` at the batch of the
-    mean-field point with the prompts averaged into every iteration, a slight
-    underestimate of ``B``); no root below ``(limit − 1)/(λ·out)``, or ``E >= 1``, means
-    saturation. A request's TPOT is its decode iterations plus ``S/(out − 1)``, ``S``
-    the compound-Poisson interference of the ``~Poisson(λ·(out − 1)·T)`` prompts it decodes
-    through (0 with probability ``e^{−m}``, else a three-moment hyperexponential; a
-    shifted exponential of two moments where ``S``'s cv is below 1); p50 and tail are its
-    quantiles, the tail with the decode iteration at the exact Poisson quantile of the
-    batch, ``1 + F⁻¹(q; B)`` (an upper estimate: a request's TPOT averages its
-    iterations). Against the request DES (median DES/fast over 24 runs, 4-12 requests/s
-    of Llama 3.1 8B on one H100, ``tests/agreement``): 400-token prompts, p50 1.00 and
-    p99 0.99 chunked, 1.00 and 0.98 prefill-first; ``LogNormal(low=50, high=8000)``
-    prompts, p50 1.00 and p99 1.14 chunked, 0.98 and 1.76 prefill-first (prompts averaged
-    into every iteration before: 1.47 and 5.0, 1.83 and 10.2).
+    its chunks' roofline step over the decode iteration they share; prefill-first, its whole
+    stall). Prompts take ``E = λ·E[x]`` of the replica's time, so the mean TPOT is the fixed
+    point ``(1 − E)·T = iteration_seconds(1 + B, 0, (1 + B)·(in + out/2))`` with ``B =
+    λ·out·T`` (Little's law), solved per roofline side in closed form (Newton for the MoE
+    weight share, :func:`_solve_iteration`; ``x`` at the batch of the mean-field point with
+    the prompts averaged into every iteration, a slight underestimate of ``B``); no root
+    below ``(limit − 1)/(λ·out)``, ``E >= 1``, or (chunked) an averaged point beyond the
+    batch limit means saturation. A request's TPOT is its decode iterations plus ``S/(out −
+    1)``, ``S`` the compound-Poisson interference of the ``~Poisson(λ·(out − 1)·T)`` prompts
+    it decodes through (0 with probability ``e^{−m}``, else a three-moment hyperexponential;
+    a shifted exponential of two moments where its cv given a prompt is below 1); p50 and
+    tail are its quantiles, the tail with the decode iteration at the exact Poisson quantile
+    of the batch, ``1 + F⁻¹(q; B)`` (an upper estimate: a request's TPOT averages its
+    iterations). Against the request DES (median DES/fast over 24 runs, 4-12 requests/s of
+    Llama 3.1 8B on one H100, ``tests/agreement``): 400-token prompts, p50 1.00 and p99 0.99
+    chunked, 1.00 and 0.98 prefill-first; ``LogNormal(low=50, high=8000)`` prompts, p50 1.00
+    and p99 1.14 chunked, 0.98 and 1.76 prefill-first (prompts averaged into every iteration
+    before: 1.47 and 5.0, 1.83 and 10.2).
 
     *First token.* A request is admitted only at an iteration boundary, so
     ``TTFT = R + W + D`` (independent parts):
