@@ -149,7 +149,7 @@ def tpot_quantiles(
     phases = hyperexponential_wait(any_prompt, s1, s2, s3)
     shape = np.broadcast_shapes(np.shape(any_prompt), np.shape(s1), np.shape(decode_p50))
     zero = np.zeros((*shape, 1))
-    levels = (0.5, _f(percentile))
+    levels: tuple[FloatArray, FloatArray] = (_f(0.5), _f(percentile))
     waits = wait_mixture_quantiles(
         zero, zero + 1.0, np.broadcast_to(any_prompt, shape), phases, levels
     )
