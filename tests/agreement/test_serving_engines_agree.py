@@ -9,10 +9,10 @@ input streams); the DES then draws each request. Compared, on a fixed plan at mo
   mean ``λT``, so per run ``DES / fast - 1`` has sd ``1/sqrt(λT)``; bound: 5 sd (plus the
   output still in flight at the horizon, under 1 %). Across runs a two-sample KS test at
   alpha = 0.001 must not reject.
-- ``tpot_p50_ms``: the fast path's mean-field iteration time (Little's-law fixed point)
-  against the DES's per-request median. The fixed point ignores batch-size fluctuation and
-  the granularity of chunked prefill, so it is an approximation: the bound is 15 % on the
-  median ratio over runs (measured 3-10 %), a stated accuracy target, not a sampling bound.
+- ``tpot_p50_ms``, ``tpot_p99_ms``: the fast path's decode fixed point with each prompt's
+  interference (``latency_under_load``) against the DES's per-window percentiles of the
+  per-request TPOT: 5 % on the median ratio over runs and 10 % per run (measured within
+  2.5 %), a stated accuracy target, not a sampling bound.
 - ``ttft_p50_ms``, ``ttft_p99_ms``: the fast path's TTFT model (residual of the iteration
   in progress, the prompt's own iteration shared with those that arrived with it, M/G/1
   queueing; ``latency_under_load``) against the DES's per-window percentiles. Two parts:
@@ -42,7 +42,7 @@ CAT = _catalog.builtin_catalog()
 RUNS = 24
 
 
-def _scenario() -> acs.Scenario:
+def _scenario(chunk: int = 2048) -> acs.Scenario:
     svc = acs.Serving(
         model="llama-3.1-8b",
         precision="fp8",
@@ -51,7 +51,7 @@ def _scenario() -> acs.Scenario:
         output_tokens=150,
         slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
         chips_per_replica=1,
-        prefill_chunk_tokens=2048,
+        prefill_chunk_tokens=chunk,
         horizon_days=0.25 / 24,
     )
     return acs.Scenario(
@@ -77,8 +77,7 @@ def test_fast_path_and_des_agree() -> None:
     assert (np.abs(ratio - 1.0) <= 5.0 / np.sqrt(expected_requests) + 0.01).all()
     assert stats.ks_2samp(des["utilization"], fast["utilization"]).pvalue > 1e-3
 
-    tpot = np.median(des["tpot_p50_ms"] / fast["tpot_p50_ms"])
-    assert abs(tpot - 1.0) <= 0.15, tpot
+    _assert_tpot_agrees(des, fast)
 
     windows = work.horizon_days * 24 * 60 / work.burst_window_minutes
     per_window = expected_requests / windows
@@ -92,6 +91,26 @@ def test_fast_path_and_des_agree() -> None:
         assert (np.abs(ratio - 1.0) <= bound).all(), (metric, ratio, bound)
     assert (des["finished"] == 1.0).all()
     assert (fast["finished"] == 1.0).all()
+
+
+def _assert_tpot_agrees(des: dict[str, np.ndarray], fast: dict[str, np.ndarray]) -> None:
+    """Fixed 400-token prompts: TPOT p50 and p99 within 5 % on the median ratio over runs
+    (measured 1.002 and 0.995 chunked, 1.004 and 0.977 prefill-first; before the prompt
+    interference model, 1.02 and 1.03, 1.09 and 1.16) and 10 % on every run."""
+    for metric in ("tpot_p50_ms", "tpot_p99_ms"):
+        ratio = des[metric] / fast[metric]
+        assert abs(np.median(ratio) - 1.0) <= 0.05, (metric, np.median(ratio))
+        assert (np.abs(ratio - 1.0) <= 0.10).all(), (metric, ratio)
+
+
+def test_prefill_first_tpot_agrees_on_fixed_prompts() -> None:
+    """Prefill-first (``prefill_chunk_tokens=0``): every prompt's iteration stalls the
+    decoding sequences; TPOT held as in the chunked case above."""
+    s = _scenario(chunk=0)
+    root = np.random.SeedSequence(2024)
+    fast, _ = simulate_serving_fast(s, root, 0, RUNS, cat=CAT)
+    des, _ = simulate_serving_block(s, root, 0, RUNS, cat=CAT)
+    _assert_tpot_agrees(des, fast)
 
 
 def _wide(chunk: int) -> acs.Scenario:
@@ -118,28 +137,47 @@ def _median_se(ratio: np.ndarray) -> float:
     return float(np.median(ratio[picks], axis=1).std())
 
 
+# Model budgets on the median DES/fast ratio over runs (wide law), per prefill mode and metric;
+# each assertion adds 3 bootstrap SE of that median. Measured (24 runs, seed 2024 / 7):
+# TTFT as in the docstring; TPOT p50 0.999 chunked, 0.975 prefill-first; TPOT p99 1.14
+# chunked, 1.76 prefill-first (the compound-Poisson law of the stalls, three moments, thins
+# the tail a 10^5-token prompt's multi-second stall sets: the weakest figure, held loosely).
+_WIDE_BUDGETS = {
+    (2048, "ttft_p50_ms"): 0.30,
+    (2048, "ttft_p99_ms"): 0.30,
+    (2048, "tpot_p50_ms"): 0.10,
+    (2048, "tpot_p99_ms"): 0.30,
+    (0, "ttft_p50_ms"): 0.30,
+    (0, "ttft_p99_ms"): 0.30,
+    (0, "tpot_p50_ms"): 0.10,
+    (0, "tpot_p99_ms"): 0.90,
+}
+
+
 def test_fast_path_and_des_agree_on_a_wide_prompt_law() -> None:
-    """TTFT under LogNormal(low=50, high=8000) prompts (5 %-95 % quantiles; σ = 1.54, so
-    ~3 in 10,000 prompts reach the 131,072-token context) on one H100, 20-50 % load.
+    """TTFT and TPOT under LogNormal(low=50, high=8000) prompts (5 %-95 % quantiles; σ = 1.54,
+    so ~3 in 10,000 prompts reach the 131,072-token context) on one H100, 20-50 % load.
 
     A prompt of ~10^5 tokens blocks the replica for seconds and sets the p99 of everyone
     behind it, so the fast path takes TTFT over 16 nodes of the prompt-length law with a
     three-moment hyperexponential wait (``latency_under_load``). Measured (24 runs, seeds
-    2024 and 7), median DES/fast ratio: p99 0.87 and 0.92 on chunked prefill, 1.25 and 1.27
-    prefill-first (the three-cumulant expansion before: 3.0 and 4.1 at seed 2024); p50 0.80
-    and 0.74 chunked, 0.94 and 0.97 prefill-first (before: 1.08 and 1.21). The bootstrap
-    standard error of the median over 24 runs was 0.04-0.22 (one prompt near the context
-    limit, or none, in a 15-minute run moves its p99 by 2x). Bound: a model budget of 30 %
-    on each median ratio plus 3 bootstrap SE measured here. TPOT is not held here: the fast
-    path averages prefill chunks into its decode iterations, measured DES/fast 1.3-1.8
-    (the narrower test above holds it at 15 %).
+    2024 and 7), median DES/fast ratio: TTFT p99 0.86 chunked, 1.25 prefill-first; p50
+    0.74 chunked (FCFS M/G/1 does not pack short prompts into one chunk), 0.87
+    prefill-first. TPOT: each prompt adds its iterations' extra time to the decoding
+    sequences' token gaps (chunked: the chunk's roofline step; prefill-first: the whole
+    stall), measured p50 1.00 chunked and 0.98 prefill-first, p99 1.14 and 1.76 (before
+    this, prefill averaged into every iteration: p50 1.47 and 1.83, p99 5.0 and 10.2).
+    The bootstrap standard error of the median over 24 runs was 0.04-0.22 (one prompt
+    near the context limit, or none, in a 15-minute run moves its p99 by 2x). Bound: the
+    model budget in ``_WIDE_BUDGETS`` on each median ratio plus 3 bootstrap SE measured here.
     """
     for chunk in (2048, 0):
         s = _wide(chunk)
         root = np.random.SeedSequence(2024)
         fast, _ = simulate_serving_fast(s, root, 0, RUNS, cat=CAT)
         des, _ = simulate_serving_block(s, root, 0, RUNS, cat=CAT)
-        for metric in ("ttft_p50_ms", "ttft_p99_ms"):
+        for metric in ("ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms"):
             ratio = des[metric] / fast[metric]
             median, se = float(np.median(ratio)), _median_se(ratio)
-            assert abs(median - 1.0) <= 0.30 + 3.0 * se, (chunk, metric, median, se)
+            budget = _WIDE_BUDGETS[(chunk, metric)]
+            assert abs(median - 1.0) <= budget + 3.0 * se, (chunk, metric, median, se)

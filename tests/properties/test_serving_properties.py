@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelsim.models import serving as sv
+from accelsim.models.serving._interference import prompt_interference_seconds
+from accelsim.models.serving._mixture import two_point
 
 effs = st.floats(0.01, 1.0)
 bandwidths = st.floats(0.1, 10.0)
@@ -52,7 +54,7 @@ def test_higher_rate_is_not_faster(eff, r1, r2, inp, out) -> None:  # type: igno
     a = sv.latency_under_load(cost, lo, inp, out, 1024)
     b = sv.latency_under_load(cost, hi, inp, out, 1024)
     if not b.saturated:
-        assert b.tpot_p50_s >= a.tpot_p50_s * (1 - 1e-9)
+        assert b.tpot_mean_s >= a.tpot_mean_s * (1 - 1e-9)
         assert b.ttft_mean_s >= a.ttft_mean_s * (1 - 1e-9)
 
 
@@ -83,11 +85,41 @@ def test_prompt_law_and_chunks_keep_latency_finite_and_ordered(  # type: ignore[
         cost, rate, inp, out, 512, prefill_chunk_tokens=chunk,
         input_variance=var, input_third_moment=3.0 * cv * var ** 1.5,
     )  # fmt: skip
-    for value in (lat.ttft_p50_s, lat.ttft_tail_s, lat.ttft_mean_s, lat.tpot_tail_s):
+    for value in (lat.ttft_p50_s, lat.ttft_tail_s, lat.ttft_mean_s, lat.tpot_tail_s,
+                  lat.tpot_p50_s, lat.tpot_mean_s):  # fmt: skip
         assert np.all(np.isfinite(value))
     assert np.all(lat.ttft_tail_s >= lat.ttft_p50_s)
-    if not lat.saturated:  # the fixed point holds (closed form / Newton)
-        t = float(lat.tpot_p50_s)
+    assert np.all(lat.tpot_tail_s >= lat.tpot_p50_s)
+    if not lat.saturated:
+        # TPOT is never below the decode iteration it takes part in (prompt work only adds)
+        t = float(lat.tpot_mean_s)
         batch = 1.0 + rate * out * t
-        again = sv.iteration_seconds(cost, batch, rate * inp * t, batch * (inp + out / 2), inp / 2)
-        assert float(again) == pytest.approx(t, rel=1e-9)
+        decode = float(sv.iteration_seconds(cost, batch, 0, batch * (inp + out / 2), 0))
+        assert t >= decode * (1 - 1e-9)
+        assert float(lat.tpot_p50_s) >= decode * (1 - 1e-9)
+        if chunk == 0:  # prefill-first: (1 − λ·E[x])·T = decode iteration, x the own iteration
+            nodes, probs = two_point(
+                np.float64(inp), np.float64(var), np.float64(3.0 * cv * var**1.5)
+            )
+            stall = sv.iteration_seconds(cost, 0, nodes, 0, nodes / 2)
+            share = 1.0 - rate * float(np.sum(probs * stall))
+            assert share * t == pytest.approx(decode, rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(effs, overheads, st.floats(0.02, 1.0), st.floats(0.0, 2048.0), st.floats(0.0, 1e6),
+       st.lists(st.floats(1.0, 131072.0), min_size=2, max_size=8),
+       st.sampled_from([0, 256, 2048, 8192]))  # fmt: skip
+def test_prompt_interference_is_finite_nonnegative_and_grows_with_the_prompt(  # type: ignore[no-untyped-def]
+    eff, overhead, active_share, batch, kv, prompts, chunk
+) -> None:
+    cost = sv.iteration_cost(
+        active_params=8e9 * active_share, total_params=8e9, layers=32, d_model=4096,
+        weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=2, peak_tflops=989.0,
+        hbm_tbps=3.35, interconnect_gbps=900.0, efficiency=eff, overhead_seconds=overhead,
+    )  # fmt: skip
+    p = np.sort(np.asarray(prompts))
+    x = prompt_interference_seconds(cost, np.float64(batch), np.float64(kv), p, np.float64(chunk))
+    assert np.all(np.isfinite(x))
+    assert np.all(x >= 0.0)
+    assert np.all(np.diff(x) >= -1e-12 * np.maximum(x[1:], 1e-300))

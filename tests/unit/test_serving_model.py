@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from accelsim.models import serving as sv
+from accelsim.models.serving._interference import prompt_interference_seconds
 
 H100 = {"peak_tflops": 989.0, "hbm_tbps": 3.35, "interconnect_gbps": 900.0}
 
@@ -76,26 +77,34 @@ def test_offline_is_zero_where_nothing_fits() -> None:
     assert out[1] > 0.0
 
 
+def _stall(cost: sv.IterationCost, inp: float) -> float:
+    """Prefill-first: a prompt's own iteration, in which nothing decodes. [s]"""
+    return float(sv.iteration_seconds(cost, 0, inp, 0, inp / 2))
+
+
 def test_littles_law_fixed_point_holds() -> None:
+    """Prefill-first: ``(1 − λ·x)·T = iteration_seconds(1 + B, 0, (1 + B)·ctx)``, ``B = λ·out·T``,
+    ``x`` the prompt's own iteration (closed form, float rounding)."""
     cost = _cost(chips=2, overhead=0.002)
     rate, inp, out = 5.0, 222.0, 290.0
     lat = sv.latency_under_load(cost, rate, inp, out, 1000)
     assert not lat.saturated
     batch = float(lat.decode_batch)
-    assert batch == pytest.approx(rate * out * float(lat.tpot_p50_s), rel=1e-9)
-    again = sv.iteration_seconds(
-        cost, 1 + batch, rate * inp * lat.tpot_p50_s, (1 + batch) * (inp + out / 2), inp / 2
-    )
-    assert float(again) == pytest.approx(float(lat.tpot_p50_s), rel=1e-9)
+    t = float(lat.tpot_mean_s)
+    assert batch == pytest.approx(rate * out * t, rel=1e-9)
+    decode = sv.iteration_seconds(cost, 1 + batch, 0, (1 + batch) * (inp + out / 2), 0)
+    assert (1.0 - rate * _stall(cost, inp)) * t == pytest.approx(float(decode), rel=1e-9)
 
 
 def _bisected_iteration(cost: sv.IterationCost, rate: float, inp: float, out: float) -> float:
-    """The fixed point T = iteration_seconds(1 + λ·out·T, λ·in·T, ...) by 200 bisection steps."""
+    """The prefill-first fixed point ``(1 − λ·x)·T = iteration_seconds(1 + λ·out·T, 0, …)``
+    by 200 bisection steps."""
     ctx = inp + out / 2.0
+    share = 1.0 - rate * _stall(cost, inp)
 
     def excess(t: float) -> float:
         batch = 1.0 + rate * out * t
-        return float(sv.iteration_seconds(cost, batch, rate * inp * t, batch * ctx, inp / 2)) - t
+        return float(sv.iteration_seconds(cost, batch, 0, batch * ctx, 0)) - share * t
 
     lo, hi = 0.0, 1.0
     while excess(hi) > 0.0:
@@ -113,9 +122,60 @@ def test_fixed_point_matches_bisection(active: float, rate: float) -> None:
     cost = _cost(chips=4, overhead=0.002, active=active)
     lat = sv.latency_under_load(cost, rate, 1000.0, 300.0, 1e6)
     assert not lat.saturated
-    assert float(lat.tpot_p50_s) == pytest.approx(
+    assert float(lat.tpot_mean_s) == pytest.approx(
         _bisected_iteration(cost, rate, 1000.0, 300.0), rel=1e-12
     )
+
+
+@pytest.mark.parametrize("chunk", [0, 512])
+def test_zero_load_tpot_is_the_bare_decode_iteration(chunk: int) -> None:
+    """λ → 0: one sequence decodes alone and no prompt interferes: mean, median and tail
+    TPOT are ``iteration_seconds(1, 0, in + out/2)``."""
+    cost = _cost(chips=2, overhead=0.002)
+    inp, out = 2000.0, 300.0
+    lat = sv.latency_under_load(cost, 1e-12, inp, out, 1000, prefill_chunk_tokens=chunk)
+    bare = float(sv.iteration_seconds(cost, 1, 0, inp + out / 2, 0))
+    for value in (lat.tpot_mean_s, lat.tpot_p50_s, lat.tpot_tail_s):
+        assert float(value) == pytest.approx(bare, rel=1e-9)
+
+
+def test_no_prefill_work_leaves_the_decode_tpot_unchanged() -> None:
+    """One-token prompts in chunks on one chip: the chunk adds no roofline time to a
+    memory-bound decode iteration (x = 0), so TPOT is the decode-only replica's exactly."""
+    cost = _cost(chips=1, overhead=0.002)
+    inp, out, rate = 1.0, 300.0, 2.0
+    lat = sv.latency_under_load(cost, rate, inp, out, 1e6, prefill_chunk_tokens=512)
+    dec = sv.decode_latency(cost, rate, inp, out, 1e6)
+    assert float(lat.tpot_mean_s) == pytest.approx(float(dec.tpot_p50_s), rel=1e-12)
+    assert float(lat.tpot_p50_s) == pytest.approx(float(dec.tpot_p50_s), rel=1e-12)
+
+
+def test_prompt_interference_closed_forms() -> None:
+    """x(P): prefill-first, the prompt's own iteration; chunked (C = 700, P = 2000): two full
+    chunks attending to 700 tokens on average, the last 600 attending to 1700, each less
+    the decode iteration it shares."""
+    cost = _cost(chips=2, overhead=0.002)
+    b, kv = np.float64(40.0), np.float64(40.0 * 3000.0)
+    nodes = np.array([2000.0])
+    first = prompt_interference_seconds(cost, b, kv, nodes, np.float64(0.0))
+    assert float(first[0]) == pytest.approx(_stall(cost, 2000.0), rel=1e-15)
+    base = float(sv.iteration_seconds(cost, b, 0, kv, 0))
+    full = float(sv.iteration_seconds(cost, b, 700, kv, 700)) - base
+    last = float(sv.iteration_seconds(cost, b, 600, kv, 1400 + 300)) - base
+    chunked = prompt_interference_seconds(cost, b, kv, nodes, np.float64(700.0))
+    assert float(chunked[0]) == pytest.approx(2 * full + last, rel=1e-12)
+
+
+def test_prefill_first_tpot_is_stretched_by_the_prompts_share() -> None:
+    """Prefill-first, fixed prompts: TPOT = decode iteration / (1 − λ·x) at the batch of
+    that TPOT, well above the decode iteration when the prompts take a third of the time."""
+    cost = _cost(chips=2, overhead=0.002)
+    inp, out = 2000.0, 200.0
+    rate = 0.33 / _stall(cost, inp)
+    lat = sv.latency_under_load(cost, rate, inp, out, 1e6)
+    batch = float(lat.decode_batch)
+    decode = float(sv.iteration_seconds(cost, 1 + batch, 0, (1 + batch) * (inp + out / 2), 0))
+    assert float(lat.tpot_mean_s) == pytest.approx(decode / 0.67, rel=1e-9)
 
 
 @pytest.mark.parametrize(("chunk", "pieces"), [(0, 1), (4096, 1), (700, 3)])
@@ -140,7 +200,7 @@ def test_ttft_mean_adds_half_an_iteration_when_prefill_is_free() -> None:
     rate, inp, out = 2.0, 1.0, 2000.0
     lat = sv.latency_under_load(cost, rate, inp, out, 1e6, prefill_chunk_tokens=512)
     batch = float(lat.decode_batch)
-    busy = 1.0 - math.exp(-(batch + rate * float(lat.tpot_p50_s)))
+    busy = 1.0 - math.exp(-(batch + rate * float(lat.tpot_mean_s)))
     decode = float(sv.iteration_seconds(cost, batch, 0, batch * (inp + out / 2), 0))
     own = float(sv.iteration_seconds(cost, batch, inp, batch * (inp + out / 2), inp / 2))
     assert busy > 1 - 1e-9
@@ -161,7 +221,8 @@ def test_prompt_length_variability_lengthens_the_tail() -> None:
 def test_saturation_is_flagged_with_finite_values() -> None:
     lat = sv.latency_under_load(_cost(), np.array([0.1, 1e6]), 222, 290, 64)
     assert lat.saturated.tolist() == [False, True]
-    for name in ("tpot_p50_s", "tpot_tail_s", "ttft_p50_s", "ttft_tail_s", "decode_batch"):
+    for name in ("tpot_mean_s", "tpot_p50_s", "tpot_tail_s", "ttft_p50_s", "ttft_tail_s",
+                 "decode_batch"):  # fmt: skip
         assert np.all(np.isfinite(getattr(lat, name)))
 
 

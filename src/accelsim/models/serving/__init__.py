@@ -16,7 +16,8 @@ Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbp
 
 The formulas live in private modules, re-exported here: ``_iteration`` (iteration
 time, decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput),
-``_load`` (latency under load, SLO capacity), ``_disaggregated`` (prefill and decode
+``_load`` (latency under load, SLO capacity), ``_interference`` (the time prompts add to
+the decoding sequences' token gaps), ``_disaggregated`` (prefill and decode
 replicas on separate pools) and ``_runs`` (runs of iterations in closed form, for the DES).
 """
 

@@ -1,0 +1,168 @@
+"""Prefill interference: the time prompts add to a colocated replica's decode token gaps.
+
+Part of :mod:`accelsim.models.serving` (private), used by
+:func:`~accelsim.models.serving.latency_under_load`. Under continuous batching a decoding
+sequence emits one token per iteration it takes part in. Iterations that also carry prompt
+work are longer (chunked prefill: a chunk shares the iteration; ``max(compute, memory)``
+turns a memory-bound decode step into a compute-bound one), or do not decode at all
+(prefill-first: a prompt's iteration stalls every decoding sequence). Each prompt of length
+``P`` therefore adds ``x(P)`` seconds to the token gaps of every sequence decoding while it
+is prefilled, all through :func:`~accelsim.models.serving.iteration_seconds` (the formula
+the request DES plays). Units: seconds [s], tokens [tokens], rates [1/s].
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from accelsim._typing import FloatArray
+from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
+from accelsim.models.serving._mixture import hyperexponential_wait, wait_mixture_quantiles
+
+
+def prompt_interference_seconds(
+    cost: IterationCost,
+    decode_batch: FloatArray,
+    kv_tokens: FloatArray,
+    prompt_tokens: FloatArray,
+    chunk_tokens: FloatArray,
+) -> FloatArray:
+    """Seconds one prompt adds to the token gap of the sequences decoding while it prefills.
+
+    Parameters
+    ----------
+    cost : IterationCost
+        The replica's coefficients.
+    decode_batch : FloatArray
+        Sequences decoding in the prompt's iterations, shape ``(...)``. [count]
+    kv_tokens : FloatArray
+        Their cached tokens, summed, shape ``(...)``. [tokens]
+    prompt_tokens : FloatArray
+        Prompt lengths, shape ``(..., n)`` (nodes of the prompt-length law). [tokens]
+    chunk_tokens : FloatArray
+        Prefill chunk, shape ``(...)``; 0: prefill-first. [tokens]
+
+    Returns
+    -------
+    FloatArray
+        ``x(P)``, shape ``(..., n)``, >= 0. [s]
+
+    Notes
+    -----
+    With ``T(b, k, c)`` the :func:`iteration_seconds` of ``b`` decoding sequences and ``k``
+    prompt tokens each attending to ``c`` tokens, and ``T₀ = T(b, 0, 0)``:
+
+    - chunked prefill (chunk ``C``), the prompt alone in its iterations (a short prompt
+      packed with others shares an iteration: charged alone, its cost is at most the
+      roofline's step from memory- to compute-bound): ``n = ⌈P/C⌉ − 1`` full chunks
+      attending to ``n·C/2`` tokens on average and a last piece ``L = P − n·C``
+      attending to ``n·C + L/2``: ``x = n·(T(b, C, n·C/2) − T₀) + T(b, L, n·C + L/2) − T₀``;
+    - prefill-first: the prompt's own iteration, in which nothing decodes:
+      ``x = T(0, P, P/2)`` (alone; prompts that arrive during one iteration share the
+      next, which this charges once each).
+    """
+    cost = IterationCost(
+        *(getattr(cost, f.name)[..., None] for f in dataclasses.fields(IterationCost))
+    )  # coefficients per run, against the prompt nodes' last axis
+    b = _f(decode_batch)[..., None]
+    kv = _f(kv_tokens)[..., None]
+    p = _f(prompt_tokens)
+    c = _f(chunk_tokens)[..., None]
+    chunked = c > 0.0
+    size = np.where(chunked, c, 1.0)
+    full = np.where(chunked, np.ceil(p / size) - 1.0, 0.0)
+    last = p - full * size
+    if not np.any(chunked):
+        return _f(iteration_seconds(cost, 0.0, p, 0.0, p / 2.0))
+    base = iteration_seconds(cost, b, 0.0, kv, 0.0)
+    with_chunk = iteration_seconds(cost, b, size, kv, full * size / 2.0) - base
+    with_last = iteration_seconds(cost, b, last, kv, full * size + last / 2.0) - base
+    steps = full * with_chunk + with_last
+    if np.all(chunked):
+        return _f(steps)
+    return _f(np.where(chunked, steps, iteration_seconds(cost, 0.0, p, 0.0, p / 2.0)))
+
+
+def interference_moments(
+    x_nodes: FloatArray, weights: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Raw moments 1-3 of ``x(P)`` over the prompt-length law's nodes (last axis). [s^k]"""
+    return (
+        _f(np.sum(weights * x_nodes, axis=-1)),
+        _f(np.sum(weights * x_nodes**2, axis=-1)),
+        _f(np.sum(weights * x_nodes**3, axis=-1)),
+    )
+
+
+def tpot_quantiles(
+    decode_p50: FloatArray,
+    decode_tail: FloatArray,
+    prompts: FloatArray,
+    moments: tuple[FloatArray, FloatArray, FloatArray],
+    gaps: FloatArray,
+    percentile: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Median and tail TPOT: a request's decode iterations plus the prompts it decodes through.
+
+    Parameters
+    ----------
+    decode_p50, decode_tail : FloatArray
+        Time of a decode iteration at the mean batch and at the batch's tail quantile. [s]
+    prompts : FloatArray
+        Mean number of prompts prefilled while the request decodes: ``λ·(out − 1)·TPOT``. [count]
+    moments : tuple of FloatArray
+        Raw moments 1-3 of one prompt's interference :func:`prompt_interference_seconds`. [s^k]
+    gaps : FloatArray
+        Token gaps of the request, ``out − 1`` (at least 1). [count]
+    percentile : FloatArray
+        Tail level, in (0.5, 1). [fraction]
+
+    Returns
+    -------
+    tuple of FloatArray
+        TPOT p50 and at ``percentile``. [s]
+
+    Notes
+    -----
+    A request's TPOT is its decode iterations' mean plus ``S/(out − 1)``, ``S = Σᵢ x(Pᵢ)``
+    over the ``N ~ Poisson(m)`` prompts prefilled while it decodes (compound Poisson:
+    cumulants ``m·E[x^k]``). ``S`` is 0 with probability ``e^{−m}``, else the two-phase
+    hyperexponential of its three moments given ``N ≥ 1`` (the TTFT wait's law,
+    :func:`hyperexponential_wait`); where its coefficient of variation given ``N ≥ 1`` is
+    below 1 (many prompts per request, a narrow law), it is that conditional mean less one
+    sd plus an exponential of mean sd (two moments; its tail is then heavier than a
+    compound Poisson's), continuous with the hyperexponential at cv = 1. The
+    quantiles are those of the decode iteration plus that law
+    (:func:`wait_mixture_quantiles`), the tail at the batch's tail quantile (an upper
+    estimate: a request's TPOT averages its iterations).
+    """
+    m = np.maximum(_f(prompts), 0.0)
+    mu1, mu2, mu3 = moments
+    k1, k2, k3 = m * mu1, m * mu2, m * mu3
+    scale = 1.0 / _f(gaps)
+    s1 = k1 * scale
+    s2 = (k2 + k1 * k1) * scale**2
+    s3 = (k3 + 3.0 * k2 * k1 + k1**3) * scale**3
+    any_prompt = np.clip(-np.expm1(-m), 1e-300, 1.0 - 1e-12)
+    phases = hyperexponential_wait(any_prompt, s1, s2, s3)
+    shape = np.broadcast_shapes(np.shape(any_prompt), np.shape(s1), np.shape(decode_p50))
+    zero = np.zeros((*shape, 1))
+    levels: tuple[FloatArray, FloatArray] = (_f(0.5), _f(percentile))
+    waits = wait_mixture_quantiles(
+        zero, zero + 1.0, np.broadcast_to(any_prompt, shape), phases, levels
+    )
+    # Given a prompt, S's coefficient of variation below 1 (many prompts per request, a
+    # narrow law): S is its conditional mean less one sd plus an exponential of mean sd
+    # (its first two moments), whose quantile is closed form; at cv = 1 both are the same
+    # exponential, so the quantiles are continuous across the switch.
+    mean = s1 / any_prompt
+    sd = np.sqrt(np.maximum(s2 / any_prompt - mean * mean, 0.0))
+    narrow = sd < mean
+    out = []
+    for level, wait in zip(levels, waits, strict=True):
+        tail = np.log(any_prompt / np.maximum(1.0 - level, 1e-300))
+        shifted = np.where(tail > 0.0, mean - sd + sd * tail, 0.0)
+        out.append(np.where(narrow, shifted, wait))
+    return _f(decode_p50 + out[0]), _f(decode_tail + out[1])
