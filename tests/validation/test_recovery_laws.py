@@ -270,3 +270,11 @@ def test_a_deadline_switch_is_at_the_deadline_in_calendar_time() -> None:
     np.testing.assert_allclose(split.spot_hours[fell] + split.wait_hours[fell], 80.0, rtol=1e-12)
     assert np.all(split.spot_hours[~fell] + split.wait_hours[~fell] <= 80.0 * (1 + 1e-12))
     np.testing.assert_array_equal(split.share[~fell], 1.0)
+
+
+def test_a_zero_uniform_draws_the_least_count_not_minus_one() -> None:
+    """Inversion at ``u = 0`` gives the bottom of the support: 0 preemptions, or all
+    ``trials`` where ``p = 1`` (scipy's discrete ``ppf(0)`` is -1, below the support; a
+    Generator's ``random()`` returns 0.0 with probability 2**-53 per draw)."""
+    counts = recovery.binomial_counts([0.0, 5.0, 5.0, 5.0, 5e9], [0.0, 0.5, 1.0, 0.0, 0.5], 0.0)
+    np.testing.assert_array_equal(counts, [0.0, 0.0, 5.0, 0.0, 0.0])
