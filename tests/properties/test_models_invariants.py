@@ -29,7 +29,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from accelsim.models import instability, perf, recovery, reliability
+from accelsim.models import engineering, instability, perf, recovery, reliability
 from accelsim.models._poisson import poisson_quantile
 
 ROUNDING = 1e-9
@@ -414,3 +414,74 @@ def test_compute_hours_are_six_n_d_over_delivered_flops(
         perf.training_flops(params, tokens, layers=80, seq_len=8192, d_model=8192)
     )
     assert with_attention > flops
+
+
+# ----------------------------------------------------------------------------- engineering
+
+share = st.floats(0.01, 1.0)
+hours = st.floats(0.0, 5e3)
+hours_scale = st.floats(1.0, 2e3)
+
+
+@given(st.floats(0.05, 1.0), share, hours, hours, hours_scale)
+def test_the_learning_curve_has_no_memory_of_how_hours_were_split(
+    ceiling: float, start: float, h1: float, h2: float, tau: float
+) -> None:
+    """``h1 + h2`` hours from the start reach the MFU that ``h2`` hours reach from where
+    ``h1`` hours left the team (the exponential closes a fixed share of the remaining gap
+    per hour, whatever came before): the curve is a semigroup."""
+    after_first = float(engineering.mfu_after_optimization(ceiling, start, h1, tau))
+    resumed = float(engineering.mfu_after_optimization(ceiling, after_first / ceiling, h2, tau))
+    at_once = float(engineering.mfu_after_optimization(ceiling, start, h1 + h2, tau))
+    assert resumed == pytest.approx(at_once, rel=1e-9, abs=1e-15)
+
+
+@given(
+    st.floats(1e2, 1e9),
+    st.floats(10.0, 1e3),
+    st.floats(0.05, 0.99),
+    hours_scale,
+    st.sampled_from([0.1, 3.0, 100.0]),
+)
+def test_the_optimal_effort_has_the_units_of_its_inputs(
+    hardware_usd: float, rate: float, start: float, tau: float, k: float
+) -> None:
+    """Metamorphic, from ``C(h) = H / m(h) + w h``: prices in another currency (``H`` and
+    ``w`` both ``k`` times) leave the optimal hours unchanged; hours counted in another unit
+    (``tau`` ``k`` times, ``w`` ``1/k`` times) scale them by ``k``; a ``k`` times dearer
+    hardware bill never buys fewer hours."""
+    base = float(engineering.optimal_optimization_hours(hardware_usd, rate, start, tau))
+    assert math.isfinite(base)
+    assert base >= 0.0
+    money = float(engineering.optimal_optimization_hours(k * hardware_usd, k * rate, start, tau))
+    assert money == pytest.approx(base, rel=1e-9, abs=1e-9 * tau)
+    unit = float(engineering.optimal_optimization_hours(hardware_usd, rate / k, start, k * tau))
+    assert unit == pytest.approx(k * base, rel=1e-9, abs=1e-9 * k * tau)
+    if k > 1:
+        dearer = float(engineering.optimal_optimization_hours(k * hardware_usd, rate, start, tau))
+        assert dearer >= base * (1 - ROUNDING)
+
+
+@given(
+    st.floats(0.0, 1e4),
+    st.floats(0.0, 1e12),
+    st.floats(0.0, 1e12),
+    st.floats(0.0, 2.0),
+    st.floats(0.0, 1e8),
+)
+def test_effort_never_falls_with_the_stake_and_never_exceeds_the_reference(
+    base_hours: float, stake: float, other: float, elasticity: float, threshold: float
+) -> None:
+    """A larger stake never gets fewer optimisation hours; nobody invests more than the
+    reference effort, or anything below the threshold."""
+    kw = {
+        "reference_chip_hours": 1e6,
+        "elasticity": elasticity,
+        "threshold_chip_hours": threshold,
+    }
+    lo, hi = sorted((stake, other))
+    small = float(engineering.effort_at_stake(base_hours, lo, **kw))
+    large = float(engineering.effort_at_stake(base_hours, hi, **kw))
+    assert 0.0 <= small <= large <= base_hours * (1 + ROUNDING)
+    if lo < threshold:
+        assert small == 0.0
