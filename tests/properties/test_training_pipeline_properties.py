@@ -199,6 +199,43 @@ def test_mean_interruptions_are_the_rate_times_the_mean_running_time() -> None:
     assert n.mean() > 3.0  # the case has failures to count (~6.6 a run)
 
 
+def test_rollbacks_through_the_engine_have_the_compound_poisson_law() -> None:
+    """Instability through the whole engine: with no hardware failures and no badput the
+    exposure is the failure-free time ``D`` (compute plus checkpoint writes, the same every
+    run here), events are Poisson(``r D``) and each costs a log-normal of the catalog's
+    5-95 % interval. Oracles: the mean ``r D m e^{s^2/2}`` within 5 SE; ``P(no rollback) =
+    e^{-r D}`` within 5 binomial SE; the variance ``r D m^2 e^{2 s^2}`` within 15 % (the
+    fourth moment of a log-normal makes the sample variance slow to settle)."""
+    per_day = 0.05
+    res = run(
+        scenario(
+            chips=512,
+            params=70e9,
+            tokens=2e12,
+            mfu=0.4,
+            failure_rate_per_chip_hour=0.0,
+            badput_fraction=0.0,
+            checkpoint_write_hours=0.01,
+            instability_events_per_day=per_day,
+        ),
+        runs=20_000,
+    )
+    lost = res.samples("instability_days")
+    exposure = res.samples("training_days") - lost
+    np.testing.assert_allclose(exposure, exposure[0], rtol=1e-12)
+    event = acs.catalog.priors().instability_days_per_event.dist()
+    assert isinstance(event, acs.LogNormal)
+    median = math.sqrt(event.low * event.high)
+    sigma = math.log(event.high / event.low) / (2 * stats.norm.ppf(0.95))
+    mean_events = per_day * float(exposure[0])
+    mean = mean_events * median * math.exp(sigma**2 / 2)
+    var = mean_events * median**2 * math.exp(2 * sigma**2)
+    assert abs(lost.mean() - mean) <= 5.0 * math.sqrt(var / lost.size)
+    p0 = math.exp(-mean_events)
+    assert abs(np.mean(lost == 0.0) - p0) <= 5.0 * math.sqrt(p0 * (1 - p0) / lost.size)
+    assert lost.var() == pytest.approx(var, rel=0.15)
+
+
 # ------------------------------------------------------------------------ metamorphic pairs
 
 
