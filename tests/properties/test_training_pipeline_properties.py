@@ -157,6 +157,35 @@ def test_a_lead_time_law_reaches_the_metric_unchanged(law: acs.Dist) -> None:
     _close(res.samples("time_to_train_days") - res.samples("training_days"), lead, rel=1e-9)
 
 
+@pytest.mark.parametrize(
+    ("law", "cdf"),
+    [
+        (
+            acs.PERT(low=0.3, mode=0.45, high=0.5),
+            stats.beta(1 + 4 * 0.75, 1 + 4 * 0.25, loc=0.3, scale=0.2).cdf,
+        ),
+        (
+            acs.Beta(alpha=8.0, beta=12.0, low=0.05, high=0.75),
+            stats.beta(8.0, 12.0, loc=0.05, scale=0.7).cdf,
+        ),
+        (acs.Uniform(low=0.2, high=0.6), stats.uniform(loc=0.2, scale=0.4).cdf),
+    ],
+    ids=["pert", "beta", "uniform"],
+)
+@pytest.mark.parametrize("chips", [64, 8192])
+def test_a_set_mfu_law_is_the_runs_mfu_at_any_scale(law: acs.Dist, cdf: object, chips: int) -> None:
+    """DESIGN.md: an MFU the user sets is the run's MFU at its own scale, used as is (not
+    carried by the scaling model, not moved by the learning curve). So the ``mfu`` metric
+    has the set law at any fleet size: 2,000 runs pass a KS test against the law's CDF
+    (scipy, built here from the parameters), and compute days are ``6 N D / (n P MFU)`` run
+    by run."""
+    res = run(scenario(chips=chips, mfu=law), runs=2000)
+    mfu = res.samples("mfu")
+    assert stats.kstest(mfu, cdf).pvalue > 1e-3  # type: ignore[arg-type]
+    peak = acs.catalog.chip("h100-sxm").bf16_tflops * 1e12
+    _close(res.samples("compute_days"), 6 * 7e9 * 1e11 / (chips * peak * mfu) / 86_400)
+
+
 def test_the_default_checkpoint_interval_is_dalys_at_the_interruption_rate() -> None:
     """Unset ``checkpoint_interval_hours`` means Daly's interval for the run's write time and
     MTBF ``1 / (chips x failure rate)`` (DESIGN.md: "unset = Young/Daly"); a set one is used
