@@ -55,6 +55,23 @@ def test_whole_segments_add(n1: int, n2: int, tau: float, c: float, r: float, la
         assert abs(whole - parts) <= ROUNDING * max(whole, 1e-300)
 
 
+@given(
+    st.floats(0.0, 1e6),
+    st.one_of(st.floats(1e-3, 1e4), st.just(math.inf)),
+)
+def test_checkpoint_segments_conserve_the_work(work: float, tau: float) -> None:
+    """The one segment rule both engines share: whole segments of ``tau`` plus a partial one
+    shorter than ``tau`` make up the work (to the 1e-12 snap), the count is a whole number,
+    and no near-empty partial segment is left (none at most 1e-12 of the work)."""
+    full, used, partial = (float(x) for x in reliability.checkpoint_segments(work, tau))
+    assert full == math.floor(full)
+    assert full >= 0.0
+    assert used == (tau if full > 0 else 0.0)
+    assert 0.0 <= partial < tau
+    assert partial == 0.0 or partial > 1e-12 * work
+    assert abs(full * used + partial - work) <= 2e-12 * work
+
+
 @given(st.floats(0.0, 300.0), interval, write, restart, rate, scale)
 def test_a_change_of_time_unit_rescales_times_and_keeps_counts(
     w: float, tau: float, c: float, r: float, lam: float, k: float
