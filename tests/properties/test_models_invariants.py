@@ -34,10 +34,12 @@ from accelsim.models._poisson import poisson_quantile
 
 ROUNDING = 1e-9
 
+# No subnormal inputs: a change of unit by 1/60 underflows a subnormal write time to 0, a
+# limit of float64, not of the model.
 interval = st.floats(0.05, 50.0)
-write = st.floats(0.0, 2.0)
-restart = st.floats(0.0, 3.0)
-rate = st.floats(0.0, 1.0)
+write = st.floats(0.0, 2.0, allow_subnormal=False)
+restart = st.floats(0.0, 3.0, allow_subnormal=False)
+rate = st.floats(0.0, 1.0, allow_subnormal=False)
 segments = st.integers(0, 200)
 scale = st.sampled_from([1.0 / 60.0, 1.0 / 24.0, 7.0, 60.0, 3600.0])  # h -> d, wk, min, s
 
@@ -217,7 +219,9 @@ def test_a_spare_never_lengthens_the_wait_and_it_never_exceeds_one_repair(
 @given(
     st.floats(0.0, 1e6).map(math.floor),
     st.floats(0.0, 1.0),
-    st.lists(st.floats(0.0, 1.0, exclude_max=True), min_size=2, max_size=20),
+    # within ~5e-14 of 1 scipy's quantile warns at tiny p (a strict xfail in
+    # tests/validation/test_recovery_laws.py); kept out here
+    st.lists(st.floats(0.0, 1.0 - 1e-13), min_size=2, max_size=20),
 )
 def test_binomial_counts_are_whole_bounded_and_monotone(
     trials: float, p: float, u: list[float]

@@ -278,3 +278,17 @@ def test_a_zero_uniform_draws_the_least_count_not_minus_one() -> None:
     Generator's ``random()`` returns 0.0 with probability 2**-53 per draw)."""
     counts = recovery.binomial_counts([0.0, 5.0, 5.0, 5.0, 5e9], [0.0, 0.5, 1.0, 0.0, 0.5], 0.0)
     np.testing.assert_array_equal(counts, [0.0, 0.0, 5.0, 0.0, 0.0])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=RuntimeWarning,
+    reason="scipy.stats.binom.ppf (boost) cannot bracket a uniform within ~5e-14 of 1 when p "
+    "is tiny: it warns 'Unable to bracket root' and lands one step past the quantile",
+)
+def test_the_far_upper_tail_at_a_tiny_success_probability_is_exact_and_quiet() -> None:
+    """``Binomial(1000, 1e-13)`` at ``u = 1 - 2**-52`` (a value ``Generator.random`` can
+    return): ``P(K <= 0) = (1 - p)^n = 1 - 1e-10 < u <= P(K <= 1)`` (1 in float64), so the
+    quantile is 1. scipy warns and returns 2: a draw in ~5e-14 per run, where ``p`` is a
+    spare-host blocking probability ``B(s, a)`` or a small preemption share."""
+    assert float(recovery.binomial_counts(1000.0, 1e-13, 1.0 - 2.0**-52)) == 1.0
