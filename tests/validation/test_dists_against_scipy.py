@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 from accelsim import strategies as acst
 from accelsim.dists import (
@@ -144,6 +144,23 @@ def _truncated_normal_cdf(d: Normal) -> Callable[[float], float]:
     return lambda x: mass(a, min(max((x - d.mean) / d.sd, a), b)) / total
 
 
+def _truncated_normal_resolution(d: Dist) -> float:
+    """Resolution in probability of a quantile computed through ``Phi``: 8 ulps of the
+    larger ``Phi`` at the window's ends over the window's mass; 0 for other laws."""
+    if not _is_truncated_normal(d):
+        return 0.0
+    assert isinstance(d, Normal)
+    a = -np.inf if d.low is None else (d.low - d.mean) / d.sd
+    b = np.inf if d.high is None else (d.high - d.mean) / d.sd
+    mass = (
+        float(special.ndtr(b) - special.ndtr(a))
+        if a < 0 < b
+        else float(abs(special.erf(b / math.sqrt(2)) - special.erf(a / math.sqrt(2))) / 2)
+    )
+    top = max(float(special.ndtr(a)), float(special.ndtr(min(b, 40.0))))
+    return 8.0 * float(np.spacing(top)) / max(mass, 1e-300)
+
+
 def _close_moments(d: Dist) -> None:
     assume(math.isfinite(d.expected_value()) and math.isfinite(d.variance()))
     if _is_truncated_normal(d):
@@ -195,6 +212,7 @@ def test_narrow_windows_far_from_zero_keep_their_variance(d: Dist) -> None:
 )
 @example(Beta(alpha=0.5, beta=0.03125, low=-1.0, high=0.0), 0.5)  # mass against high
 @example(Normal(mean=0.0, sd=4.0, low=0.0, high=1e-06), 0.5)  # a window of 2.5e-7 sd
+@example(Normal(mean=0.0, sd=18.0, low=0.0, high=1e-06), 0.5)  # 5.6e-8 sd: resolution
 def test_cdf_of_the_quantile_is_the_probability(d: Dist, q: float) -> None:
     """``F(ppf(q)) = q`` with ``F`` scipy's CDF (by quadrature for a truncated Normal:
     scipy's ``truncnorm.cdf`` is off by 1e-9 in a window of 2.5e-7 sd, where the module's
@@ -204,14 +222,17 @@ def test_cdf_of_the_quantile_is_the_probability(d: Dist, q: float) -> None:
     is that ``q`` lies between ``F`` a resolution step either side of ``x``. That step is
     two ulps of ``x``, and for the bounded laws (a standard variate ``Q`` on [0, 1] mapped
     to ``low + w Q``) also two ulps of 1 times the width ``w``: e.g. Beta(0.5, 0.03125) piles
-    its mass against ``high``, where ``Q`` near 1 is resolved to 1.1e-16 only."""
+    its mass against ``high``, where ``Q`` near 1 is resolved to 1.1e-16 only. A truncated
+    Normal's quantile goes through ``Phi`` (scipy's ``truncnorm.ppf``), resolved to an ulp of
+    ``Phi`` at the window over the window's mass: ~2e-16 / width in sd units, which exceeds
+    1e-9 for windows narrower than ~2e-7 sd (a known limit, a strict xfail below)."""
     cdf = _truncated_normal_cdf(d) if _is_truncated_normal(d) else scipy_law(d).cdf
     x = float(d.ppf(q))
     low, high = d.support()
     if x in (low, high):  # a quantile pinned to an end of the support (an atom in float64)
         return
     got = float(cdf(x))
-    if abs(got - q) <= 1e-9:
+    if abs(got - q) <= 1e-9 + _truncated_normal_resolution(d):
         return
     step = 2.0 * (np.spacing(abs(x)) + (np.spacing(1.0) * (high - low) if high < np.inf else 0))
     below, above = float(cdf(x - step)), float(cdf(x + step))
@@ -275,6 +296,7 @@ def test_choice_frequencies_and_moments(d: Choice) -> None:
 
 @given(acst.dists(-1e6, 1e6, unbounded=True), st.floats(-1e3, 1e3), st.floats(0.5, 4.0))
 @example(Choice(values=[0.0, 2.785612229107797e-102]), 1.0, 1.0)  # a spread below an ulp
+@example(Uniform(low=0.0, high=2.220446049250313e-16), 0.00390625, 1.134765625)  # ends rounded
 def test_location_and_scale_move_the_moments_as_they_must(
     d: Dist, shift: float, factor: float
 ) -> None:
@@ -294,7 +316,8 @@ def test_location_and_scale_move_the_moments_as_they_must(
     var = factor**2 * d.variance()
     # moving the values rounds each to an ulp of where it lands: a spread below that is lost
     resolution = 4.0 * float(np.spacing(abs(a) + factor * _scale(d)))
-    slack = 1e-12 * (factor * _width(d)) ** 2 + resolution**2
+    width = factor * _width(d)
+    slack = 1e-12 * width**2 + (width + resolution) ** 2 - width**2
     assert moved.variance() == pytest.approx(var, rel=1e-8, abs=slack)
 
 
@@ -324,3 +347,16 @@ def _affine(d: Dist, shift: float, factor: float) -> Dist | None:
     except ValueError:  # rounding closed a window (e.g. low == mode == high)
         return None
     return None  # Fixed: nothing to check beyond its value
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a truncated Normal's quantile goes through Phi (scipy truncnorm.ppf): in a window "
+    "of 6.5e-10 sd it is off by 8.6e-8 in probability (~2e-16 / width); exact inversion of a "
+    "narrow window would need a local expansion, not written (no physical input is this narrow)",
+)
+def test_the_median_of_a_hair_thin_truncated_normal_window_is_exact() -> None:
+    """Normal(0, 1) on [0, 6.5e-10]: the density is flat to 1e-19 across the window, so the
+    median is the midpoint to far below 1e-9 of the width; found by hypothesis (dev profile)."""
+    d = Normal(mean=0.0, sd=1.0, low=0.0, high=6.528372407781863e-10)
+    assert float(d.ppf(0.5)) == pytest.approx(0.5 * 6.528372407781863e-10, rel=1e-9, abs=0.0)
