@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import accelsim as acs
+from accelsim import catalog
 from accelsim import strategies as acst
 from accelsim.models import reliability
 
@@ -341,6 +342,46 @@ def test_prices_reprice_without_touching_the_physics(
     )
     _close(cheap.samples("delay_cost_usd"), delay_usd_per_day * cheap.samples("time_to_train_days"))
     assert np.all(cheap.samples("energy_cost_usd") > 0.0)
+
+
+def _priced_catalog(usd_per_chip_hour: float) -> catalog.Catalog:
+    """The built-in catalog with AWS's on-demand H100 offer at another price, built as a
+    user price sheet is (validated, merged over the built-ins), never made active."""
+    offer = catalog.builtin_catalog().price("h100-sxm", provider="aws", pricing="on_demand")
+    mine = catalog.Offer.model_validate(
+        {**offer.model_dump(), "usd_per_chip_hour": usd_per_chip_hour}
+    )
+    user = catalog.PriceSheet.model_validate(
+        {"provider": "aws", "name": "AWS (negotiated)", "offers": [mine.model_dump()]}
+    )
+    merged = catalog.builtin_catalog().merged([], [user])
+    assert merged.price("h100-sxm", provider="aws").usd_per_chip_hour == usd_per_chip_hour
+    return merged
+
+
+@settings(max_examples=8)
+@given(st.floats(0.05, 50.0), st.floats(1.5, 10.0), st.integers(0, 2**32 - 1))
+def test_a_user_price_is_paid_per_chip_hour_and_scales_the_bill_linearly(
+    usd: float, k: float, seed: int
+) -> None:
+    """A study carries its catalog (``simulate(..., catalog=)``): with a user price sheet
+    the hardware cost is the allocated chip-hours times the user's price, ``k`` times the
+    price gives ``k`` times the hardware cost and raises the TCO by exactly the difference,
+    and the physics (days, chip-hours, interruptions) is bit-identical to the built-in
+    catalog's: prices never feed back into usage (DESIGN.md: repricing needs no
+    re-simulation)."""
+    s = scenario(chips=128)
+    cheap = run(s, runs=48, seed=seed, catalog=_priced_catalog(usd))
+    dear = run(s, runs=48, seed=seed, catalog=_priced_catalog(k * usd))
+    builtin = run(s, runs=48, seed=seed)
+    _close(cheap.samples("hardware_cost_usd"), usd * cheap.samples("chip_hours"))
+    _close(dear.samples("hardware_cost_usd"), k * cheap.samples("hardware_cost_usd"))
+    extra = dear.samples("hardware_cost_usd") - cheap.samples("hardware_cost_usd")
+    _close(dear.samples("tco_usd") - cheap.samples("tco_usd"), extra, rel=1e-9)
+    for usage in ("training_days", "time_to_train_days", "chip_hours", "interruptions"):
+        np.testing.assert_array_equal(cheap.samples(usage), builtin.samples(usage))
+        np.testing.assert_array_equal(dear.samples(usage), builtin.samples(usage))
+    assert catalog.price("h100-sxm", provider="aws").usd_per_chip_hour != usd  # not made active
 
 
 # ------------------------------------------------------------------------------ determinism
