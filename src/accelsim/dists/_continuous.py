@@ -120,8 +120,10 @@ class Triangular(_Dist):
         return (self.low + self.mode + self.high) / 3.0
 
     def variance(self) -> float:
-        a, c, b = self.low, self.mode, self.high
-        return (a * a + b * b + c * c - a * b - a * c - b * c) / 18.0
+        # The textbook (a² + b² + c² - ab - ac - bc) / 18, measured from ``low`` (the variance
+        # does not move with the location): far from 0 the squares cancel to nothing.
+        c, b = self.mode - self.low, self.high - self.low
+        return (b * b + c * c - b * c) / 18.0
 
     def support(self) -> tuple[float, float]:
         return (self.low, self.high)
@@ -172,8 +174,12 @@ class PERT(_ScaledBeta):
         return (self.low + self.lamb * self.mode + self.high) / (self.lamb + 2.0)
 
     def variance(self) -> float:
-        m = self.expected_value()
-        return (m - self.low) * (self.high - m) / (self.lamb + 3.0)
+        # (m - low) (high - m) / (lamb + 3) with both distances from the parameters, not
+        # from m: a narrow window far from 0 would otherwise keep only a few digits
+        width, total = self.high - self.low, self.lamb + 2.0
+        below = (self.lamb * (self.mode - self.low) + width) / total
+        above = (self.lamb * (self.high - self.mode) + width) / total
+        return below * above / (self.lamb + 3.0)
 
     def support(self) -> tuple[float, float]:
         return (self.low, self.high)

@@ -139,7 +139,11 @@ def binomial_counts(trials: ArrayLike, p: ArrayLike, u: ArrayLike) -> FloatArray
         out[~finite] = np.nan_to_num(n[~finite] * q[~finite], nan=0.0, posinf=np.inf)
     exact = finite & (n <= _EXACT_TRIALS_MAX)
     if exact.any():
-        out[exact] = stats.binom.ppf(v[exact], n[exact], q[exact])
+        ne, qe, ve = n[exact], q[exact], v[exact]
+        # scipy's discrete ppf(0) is -1, below the support: a uniform of 0 (probability
+        # 2**-53 a draw) takes the least count, 0 (all of them where p = 1)
+        lowest = np.where(qe >= 1.0, ne, 0.0)
+        out[exact] = np.where(ve > 0.0, stats.binom.ppf(ve, ne, qe), lowest)
     large = finite & ~exact
     if large.any():
         nl, ql, vl = n[large], q[large], v[large]
