@@ -110,8 +110,8 @@ def three_point(
 
 
 def wait_mixture_quantiles(
-    nodes: FloatArray,
-    weights: FloatArray,
+    nodes: ArrayLike,
+    weights: ArrayLike,
     rho: FloatArray,
     phases: tuple[FloatArray, FloatArray, FloatArray],
     levels: tuple[ArrayLike, ...],
@@ -120,9 +120,10 @@ def wait_mixture_quantiles(
 
     Parameters
     ----------
-    nodes : FloatArray
-        Values ``y_i`` of ``Y`` (delays, >= 0) on the last axis, in any order. [s]
-    weights : FloatArray
+    nodes : array_like
+        Values ``y_i`` of ``Y`` (delays, >= 0) on the last axis, in any order; single or
+        double precision (the recursion runs in single). [s]
+    weights : array_like
         Their probabilities (summing to 1 on the last axis), broadcast against ``nodes``.
     rho : FloatArray
         Probability of a wait, in [0, 1), broadcast against ``nodes[..., 0]``.
