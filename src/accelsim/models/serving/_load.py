@@ -9,6 +9,7 @@ rates [1/s].
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -346,7 +347,7 @@ def latency_under_load(
     (segment by segment between its nodes; no expansion). Oracles: the request DES
     (``tests/agreement``, median DES/fast ratio over 24 runs): fixed 400-token prompts,
     4-16 % load, chunked: p50 0.98, p99 1.09; ``LogNormal(low=50, high=8000)`` prompts
-    at 20-50 % load: p50 0.74 and p99 0.86 chunked, 0.87 and 1.25 prefill-first (the
+    at 20-50 % load: p50 0.76 and p99 0.86 chunked, 0.84 and 1.26 prefill-first (the
     Cornish–Fisher expansion this replaced: 1.08 and 3.0, 1.21 and 4.1); the mean with
     fixed iterations and no prefill work is ``T/2 + D`` exactly; ``W`` is the M/G/1
     wait's (Pollaczek–Khinchine, Takács) scaled. Where it is weakest: (a) the chunked
@@ -357,7 +358,9 @@ def latency_under_load(
     (``ρ → 1``) or of the batch limit, where FCFS batching of prompts and KV admission
     depart from M/G/1; (d) the prefill-first median at high prompt load (DES/fast 0.78 at
     4 requests/s on DistServe's 13B / A100 setup: the DES runs all queued prompts in one
-    iteration, the model queues them one by one).
+    iteration, the model queues them one by one); (e) the nodes (conditional means)
+    understate the law's spread within a cell: against 4,096 cells (test_serving_nodes)
+    the p99 is within 4.1 %, the median up to ~20 % off where the CDF is flat near 1/2.
     """
     rate = np.maximum(_f(rate_rps), 1e-300)
     inp = _f(input_tokens)
@@ -441,11 +444,8 @@ def latency_under_load(
             per_token[..., None] * p_values + pair * p_values * (p_values - inp[..., None]) / 2.0
         )
         x_nodes = np.maximum(x_nodes, 0.0)
-        term = p_probs * x_nodes
-        work = np.sum(term, axis=-1)
-        x2 = np.sum(term := term * x_nodes, axis=-1)
-        x3 = np.sum(term := term * x_nodes, axis=-1)
-        x4 = np.sum(term * x_nodes, axis=-1)
+        powers = accumulate((p_probs * x_nodes, x_nodes, x_nodes, x_nodes), np.multiply)
+        work, x2, x3, x4 = (np.sum(term, axis=-1) for term in powers)  # w·x^k, k = 1..4
         extra = x_nodes - (per_token * inp)[..., None]
     rho_raw = rate * work
     saturated = overflow | (rho_raw >= 1.0)
@@ -469,10 +469,8 @@ def latency_under_load(
     # A request needs at least the iteration that prefills its own last piece.
     # Built in the quantile recursion's single precision (half the memory traffic).
     z_floor = np.maximum(z_values, shortest[..., None])[..., None, :].astype(_SINGLE)
-    nodes = np.maximum(
-        z_floor + extra[..., :, None].astype(_SINGLE),
-        in_progress[0][..., None, None].astype(_SINGLE),
-    )
+    floor = in_progress[0][..., None, None].astype(_SINGLE)
+    nodes = np.maximum(z_floor + extra[..., :, None].astype(_SINGLE), floor)
     probs = p_probs[..., :, None].astype(_SINGLE) * z_probs[..., None, :].astype(_SINGLE)
     nodes = nodes.reshape(*nodes.shape[:-2], -1)  # (…, prompt node x Z point), any order
     probs = probs.reshape(*probs.shape[:-2], -1)
