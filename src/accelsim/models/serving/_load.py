@@ -9,7 +9,6 @@ rates [1/s].
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import accumulate
 
 import numpy as np
 
@@ -32,6 +31,7 @@ from accelsim.models.serving._mixture import (
     three_point,
     two_point,
     wait_mixture_quantiles,
+    weighted_sum,
 )
 
 # Iterations of the fixed-iteration bisection on the rate: the bracket shrinks by 2**-40, far
@@ -444,8 +444,8 @@ def latency_under_load(
             per_token[..., None] * p_values + pair * p_values * (p_values - inp[..., None]) / 2.0
         )
         x_nodes = np.maximum(x_nodes, 0.0)
-        powers = accumulate((p_probs * x_nodes, x_nodes, x_nodes, x_nodes), np.multiply)
-        work, x2, x3, x4 = (np.sum(term, axis=-1) for term in powers)  # w·x^k, k = 1..4
+        sq = x_nodes * x_nodes
+        work, x2, x3, x4 = (weighted_sum(t, p_probs) for t in (x_nodes, sq, sq * x_nodes, sq * sq))
         extra = x_nodes - (per_token * inp)[..., None]
     rho_raw = rate * work
     saturated = overflow | (rho_raw >= 1.0)
@@ -467,12 +467,13 @@ def latency_under_load(
         r[0] + d[0], var_z, r[2] + d[2], r[3] + d[3] + 3.0 * var_z * var_z
     )
     # A request needs at least the iteration that prefills its own last piece.
-    # Built in the quantile recursion's single precision (half the memory traffic).
-    z_floor = np.maximum(z_values, shortest[..., None])[..., None, :].astype(_SINGLE)
+    # In the recursion's single precision; Z points outer, prompt nodes inner (long loops).
+    z_floor = np.maximum(z_values, shortest[..., None])[..., :, None].astype(_SINGLE)
     floor = in_progress[0][..., None, None].astype(_SINGLE)
-    nodes = np.maximum(z_floor + extra[..., :, None].astype(_SINGLE), floor)
-    probs = p_probs[..., :, None].astype(_SINGLE) * z_probs[..., None, :].astype(_SINGLE)
-    nodes = nodes.reshape(*nodes.shape[:-2], -1)  # (…, prompt node x Z point), any order
+    nodes = z_floor + extra[..., None, :].astype(_SINGLE)
+    np.maximum(nodes, floor, out=nodes)
+    probs = z_probs[..., :, None].astype(_SINGLE) * p_probs[..., None, :].astype(_SINGLE)
+    nodes = nodes.reshape(*nodes.shape[:-2], -1)  # (…, Z point x prompt node), any order
     probs = probs.reshape(*probs.shape[:-2], -1)
     phases = hyperexponential_wait(rho, *w_moments)
     p50, tail = wait_mixture_quantiles(nodes, probs, rho, phases, (0.5, q))

@@ -109,6 +109,14 @@ def three_point(
     return _f(values), _f(probs)
 
 
+def weighted_sum(values: FloatArray, weights: FloatArray) -> FloatArray:
+    """``Σ_i w_i·v_i`` over the last axis; one matrix-vector product where the weights are
+    one vector for all cells (a short last axis makes ``np.sum`` slow per element)."""
+    if np.ndim(weights) == 1:
+        return _f(values @ weights)
+    return _f(np.sum(weights * values, axis=-1))
+
+
 def wait_mixture_quantiles(
     nodes: ArrayLike,
     weights: ArrayLike,
