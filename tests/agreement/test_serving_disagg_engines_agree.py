@@ -7,8 +7,8 @@ plan; prefill load 0.18-0.55 of saturation, decode 0.05-0.15. Ratios DES / fast 
 with seed 2024 (24 runs, fixed 1,000-token prompts): ``ttft_p50_ms`` median 1.000 (runs
 0.94-1.09), ``ttft_p99_ms`` 0.960 (0.86-1.02), ``tpot_p50_ms`` 1.001 (0.997-1.003),
 ``utilization`` 1.000 (0.98-1.02); with a LogNormal(200, 4000) prompt law (16 runs, prefill
-load 0.15-0.44) ``ttft_p50_ms`` 1.011 (0.99-1.04), ``tpot_p50_ms`` 0.999 (0.994-1.003),
-``kv_transfer_ms`` 1.025 (1.00-1.04).
+load 0.15-0.44) ``ttft_p50_ms`` 1.002 (0.94-1.04), ``ttft_p99_ms`` 1.12 (0.93-1.44; seed 7:
+1.06, 0.95-1.64), ``tpot_p50_ms`` 0.999 (0.994-1.003), ``kv_transfer_ms`` 0.999 (0.97-1.02).
 
 Bounds:
 
@@ -23,15 +23,18 @@ Bounds:
   its queue is slightly shorter at the tail (measured 0.96).
 - ``tpot_p50_ms``: 2 % on the median ratio, 3 % per run (decode-only iterations at small
   batch: the fixed point is nearly exact).
-- ``kv_transfer_ms``: exact for one prompt length; on the wide law 5 % on the median and 10 %
-  per run (the fast path averages 32 equiprobable nodes of the law, the DES the run's
-  requests: sd ~1.1/sqrt(n) ~ 1.5 %).
+- ``kv_transfer_ms``: exact for one prompt length; on the wide law 2 % on the median and 5 %
+  per run (the fast path's mean over the prompt law's nodes, the DES the run's requests:
+  sd ~1.1/sqrt(n) ~ 1.5 %).
+- ``ttft_p99_ms`` (wide law): 20 % on the median ratio, 50 % per run. The fast path takes the
+  prompt law at the nodes of ``node_edges`` (39 cells, 23 of them above the 88.7th
+  percentile); with 32 equiprobable nodes, as before, the ratio was 1.71 (1.43-2.28; seed 7
+  1.60), the p99 set by one averaged node for the top 3 % of prompts. What remains: the
+  fast path's p99 is up to 3.4 % off a 4,096-cell quadrature of the same law
+  (tests/unit/test_serving_nodes.py), and a 15-minute run's p99 rests on its 50-100 requests
+  above it (bootstrap SE of the median ratio 0.05).
 
-Not bounded, measured and stated in docs/serving.md: ``ttft_p99_ms`` on the wide law,
-DES / fast 1.71 (1.43-2.28), and ``tpot_p99_ms`` 1.04. The fast path takes the prompt law
-at 32 equiprobable nodes (``PROMPT_NODES``), which under-resolve the tail that sets a p99:
-at ``ρ = 0.3`` its p99 rises from 212 to 324 ms with 4,096 nodes, so most of the gap is the
-fast path's quadrature, not the DES.
+Not bounded, measured and stated in docs/serving.md: ``tpot_p99_ms`` on the wide law 1.04.
 """
 
 from __future__ import annotations
@@ -104,4 +107,5 @@ def test_disaggregated_engines_agree_on_a_wide_prompt_law() -> None:
     assert np.allclose(des["chip_hours"], fast["chip_hours"], rtol=1e-12)
     _within(des["ttft_p50_ms"] / fast["ttft_p50_ms"], 0.05, 0.10, "ttft_p50")
     _within(des["tpot_p50_ms"] / fast["tpot_p50_ms"], 0.02, 0.03, "tpot_p50")
-    _within(des["kv_transfer_ms"] / fast["kv_transfer_ms"], 0.05, 0.10, "kv_transfer")
+    _within(des["kv_transfer_ms"] / fast["kv_transfer_ms"], 0.02, 0.05, "kv_transfer")
+    _within(des["ttft_p99_ms"] / fast["ttft_p99_ms"], 0.20, 0.50, "ttft_p99")

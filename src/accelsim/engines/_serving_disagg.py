@@ -9,7 +9,8 @@ in one vectorised pass, as the colocated fast path (``accelsim.engines._serving`
    the decode pool's, each drawn as a colocated one (:func:`draw_replica`, same priors).
 2. **Latency tables** at the loads ``LOAD_NODES · λ_sat`` of each: TTFT through the
    prefill replica (:func:`~accelsim.models.serving.prefill_latency`: M/G/1 queue + own
-   prefill + KV transfer, over 32 equiprobable nodes of the prompt-length law), TPOT of
+   prefill + KV transfer, over the colocated path's nodes of the prompt-length law,
+   ``ServingSetup.input_nodes`` with their weights), TPOT of
    the decode replica (:func:`~accelsim.models.serving.decode_latency`, no prefill
    interference). ``λ_sat`` is ``1/E[prefill time]`` for prefill and the decode rate at
    the batch limit for decode. Each pool's SLO capacity is where its own margin (TTFT for
@@ -32,7 +33,6 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
-from accelsim.dists import as_dist
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
 from accelsim.engines._offers import lead_time_days
 from accelsim.engines._pricing import (
@@ -49,7 +49,6 @@ from accelsim.engines._serving_setup import (
     ServingSetup,
     draw_replica,
     serving_setup,
-    token_lengths,
 )
 from accelsim.engines._serving_usage import (
     BURST_POINTS,
@@ -64,8 +63,6 @@ from accelsim.models import cost, engineering
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario, Serving
 
-PROMPT_NODES = 32
-"""Equiprobable nodes of the prompt-length law over which prefill and transfer are taken."""
 ROLES = ("prefill", "decode")
 
 
@@ -102,8 +99,7 @@ def disaggregated_stages(
     assert work.disaggregated is not None
     base = serving_setup(scenario, cat)
     setups = {role: _pool_setup(scenario, cat, base, work, role) for role in ROLES}
-    u = (np.arange(PROMPT_NODES) + 0.5) / PROMPT_NODES
-    prompts = token_lengths(as_dist(work.input_tokens), u, base.max_tokens)
+    prompts = base.input_nodes  # the colocated path's nodes (node_edges), same weights
     (ip, sp), (idx_d, sd) = setups["prefill"], setups["decode"]
     transfer = physics.kv_transfer_seconds(prompts, base.kv_bytes_per_token, kv_link_gbps(sp, sd))
     levels = sorted({METRIC_PERCENTILE, base.percentile})
@@ -156,10 +152,13 @@ def _prefill_stage(
     rep_p = draw_replica(sp, scenario, draws, cat.serving_priors)
     service = physics.prefill_seconds(_column(rep_p.cost), prompts)  # (runs, prompts)
     fits = rep_p.kv_capacity_tokens >= prompts.max()
-    sat_p = np.where(fits, 1.0 / service.mean(axis=1), 0.0)
+    sat_p = np.where(fits, 1.0 / np.sum(base.input_weights * service, axis=1), 0.0)
     rate_p = np.where(fits, sat_p, 1.0)[:, None] * LOAD_NODES[None, :]
     by_level = {
-        q: physics.prefill_latency(rate_p, service[:, None, :], transfer, q) for q in levels
+        q: physics.prefill_latency(
+            rate_p, service[:, None, :], transfer, q, weights=base.input_weights
+        )
+        for q in levels
     }
     slo_p = by_level[base.percentile]
     margin_p = np.where(slo_p.saturated, -1.0, 1.0 - slo_p.ttft_tail_s / base.ttft_s)
@@ -327,7 +326,7 @@ def simulate_serving_disaggregated(
     base, prefill, decode, transfer = disaggregated_stages(scenario, cat, draws)
     stages = (prefill, decode)
     usage = _hours(base, draws, stages)
-    usage["kv_transfer_s"] = np.full(draws.runs, float(np.mean(transfer)))
+    usage["kv_transfer_s"] = np.full(draws.runs, float(np.sum(base.input_weights * transfer)))
     return disaggregated_metrics(scenario, cat, draws, base, stages, usage), draws
 
 
@@ -503,7 +502,6 @@ def _price(
 
 
 __all__ = [
-    "PROMPT_NODES",
     "Stage",
     "disaggregated_metrics",
     "disaggregated_stages",

@@ -74,6 +74,8 @@ def prefill_latency(
     service_s: ArrayLike,
     transfer_s: ArrayLike,
     percentile: ArrayLike = 0.99,
+    *,
+    weights: ArrayLike | None = None,
 ) -> PrefillLatency:
     """TTFT of a prefill replica serving Poisson arrivals, FCFS, one prompt at a time.
 
@@ -82,13 +84,16 @@ def prefill_latency(
     rate_rps : array_like
         Arrival rate at this replica (> 0), broadcast against ``service_s[..., 0]``. [1/s]
     service_s : array_like
-        Prefill time of a prompt at equiprobable nodes of the prompt-length law, on the
-        last axis (``prefill_seconds`` at those lengths): a quadrature of the law, so
-        every moment is over the law itself, not the formula at its mean. [s]
+        Prefill time of a prompt at nodes of the prompt-length law, on the last axis
+        (``prefill_seconds`` at those lengths): a quadrature of the law, so every moment
+        is over the law itself, not the formula at its mean. [s]
     transfer_s : array_like
         KV transfer time at the same nodes (0: none). [s]
     percentile : float, optional
         Tail quantile for ``ttft_tail_s``, in (0.5, 1). [fraction]
+    weights : array_like, optional
+        Probabilities of the nodes (last axis, summing to 1; default equal), e.g. the
+        serving setup's ``input_weights``, whose cells narrow toward the upper tail. [–]
 
     Returns
     -------
@@ -115,21 +120,21 @@ def prefill_latency(
     service = _f(service_s)
     total = service + _f(transfer_s)
     rate = np.maximum(_f(rate_rps), 1e-300)
-    x = [np.mean(service**k, axis=-1) for k in (1, 2, 3, 4)]
+    n = service.shape[-1]
+    probs = np.broadcast_to(_f(np.full(n, 1.0 / n) if weights is None else weights), service.shape)
+    x = [np.sum(probs * service**k, axis=-1) for k in (1, 2, 3, 4)]
     rho_raw = rate * x[0]
     saturated = rho_raw >= 1.0
     rho = np.clip(rho_raw, 0.0, 1.0 - 1e-9)
     w1, w2, w3 = mg1_wait_moments(rate, rho, x[1], x[2], x[3])
     phases = hyperexponential_wait(rho, w1, w2, w3)
-    nodes = total
-    weights = np.full(nodes.shape[-1], 1.0 / nodes.shape[-1])
 
     levels = np.unique(_f(percentile))
     if levels.size != 1:
         raise ValueError(f"percentile must be one level, got {levels}")
-    p50, tail = wait_mixture_quantiles(nodes, weights, rho, phases, (0.5, float(levels[0])))
+    p50, tail = wait_mixture_quantiles(total, probs, rho, phases, (0.5, float(levels[0])))
     return PrefillLatency(
-        ttft_mean_s=_f(w1 + np.mean(total, axis=-1)),
+        ttft_mean_s=_f(w1 + np.sum(probs * total, axis=-1)),
         ttft_p50_s=p50,
         ttft_tail_s=tail,
         utilization=_f(rho_raw),

@@ -17,8 +17,9 @@ from accelsim._typing import ArrayLike, FloatArray
 from accelsim.models.serving._iteration import _f
 
 _SINGLE = np.float32
-"""Precision of the node recursion (the bulk of the work; a quantile's relative error
-from it is ~1e-6, far below the model's): the segment's root is then solved in double."""
+"""Precision of the nodes and their recursion (the bulk of the work; a quantile's relative
+error from it is ~1e-6, far below the model's): the segment's root is then solved in
+double."""
 _BLOCK = 8192
 """Cells per pass of the node recursion (its buffers: nodes x 8192 single floats)."""
 _NEWTON_STEPS = 6
@@ -108,9 +109,17 @@ def three_point(
     return _f(values), _f(probs)
 
 
+def weighted_sum(values: FloatArray, weights: FloatArray) -> FloatArray:
+    """``Σ_i w_i·v_i`` over the last axis; one matrix-vector product where the weights are
+    one vector for all cells (a short last axis makes ``np.sum`` slow per element)."""
+    if np.ndim(weights) == 1:
+        return _f(values @ weights)
+    return _f(np.sum(weights * values, axis=-1))
+
+
 def wait_mixture_quantiles(
-    nodes: FloatArray,
-    weights: FloatArray,
+    nodes: ArrayLike,
+    weights: ArrayLike,
     rho: FloatArray,
     phases: tuple[FloatArray, FloatArray, FloatArray],
     levels: tuple[ArrayLike, ...],
@@ -119,9 +128,10 @@ def wait_mixture_quantiles(
 
     Parameters
     ----------
-    nodes : FloatArray
-        Values ``y_i`` of ``Y`` on the last axis, in any order. [s]
-    weights : FloatArray
+    nodes : array_like
+        Values ``y_i`` of ``Y`` (delays, >= 0) on the last axis, in any order; single or
+        double precision (the recursion runs in single). [s]
+    weights : array_like
         Their probabilities (summing to 1 on the last axis), broadcast against ``nodes``.
     rho : FloatArray
         Probability of a wait, in [0, 1), broadcast against ``nodes[..., 0]``.
@@ -147,8 +157,10 @@ def wait_mixture_quantiles(
         np.shape(nodes), np.shape(weights), (*np.shape(rho), 1), (*p1.shape, 1)
     )
     n, rest = shape[-1], shape[:-1]
-    flat_y = np.broadcast_to(_f(nodes), shape).reshape(-1, n)
-    flat_w = np.broadcast_to(_f(weights), shape).reshape(-1, n)
+    # Single or double floats as given (single: built for the recursion, no copy).
+    flat_y = np.broadcast_to(np.asarray(nodes, dtype=np.result_type(nodes, _SINGLE)), shape)
+    flat_w = np.broadcast_to(np.asarray(weights, dtype=np.result_type(weights, _SINGLE)), shape)
+    flat_y, flat_w = flat_y.reshape(-1, n), flat_w.reshape(-1, n)
     busy, p1_, r1_, r2_ = (
         np.broadcast_to(np.asarray(v), rest).reshape(-1) for v in (rho, p1, r1, r2)
     )
@@ -172,6 +184,28 @@ def wait_mixture_quantiles(
     return [_f(v.reshape(rest)) for v in out]
 
 
+def _sorted_single(flat_y: FloatArray, flat_w: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Nodes ascending with their weights, in single precision, nodes on the first axis
+    (each step of the recursion is then a contiguous 1-D slice).
+
+    One sort of 64-bit keys, a node's bits above its weight's: the bits of a non-negative
+    single float order as its value, so the sort carries each weight with its node, with no
+    index gather (an argsort and two gathers were most of a block's time). Nodes are
+    delays (>= 0), rounded up to single precision (relative 6e-8).
+    """
+    exact = np.maximum(flat_y, flat_y.dtype.type(0.0)) + flat_y.dtype.type(0.0)  # no −0.0
+    y = exact.astype(_SINGLE, copy=False)
+    # Rounded up, never below the node: a quantile is then never below the shortest delay.
+    if exact.dtype != _SINGLE:
+        np.nextafter(y, _SINGLE(np.inf), out=y, where=y < exact)
+    key = y.view(np.uint32).astype(np.uint64) << np.uint64(32)
+    key |= flat_w.astype(_SINGLE).view(np.uint32)
+    key.sort(axis=-1)
+    nodes = (key >> np.uint64(32)).astype(np.uint32).view(_SINGLE)
+    weights = key.astype(np.uint32).view(_SINGLE)
+    return np.ascontiguousarray(nodes.T), np.ascontiguousarray(weights.T)
+
+
 def _block_quantiles(
     flat_y: FloatArray,
     flat_w: FloatArray,
@@ -183,12 +217,7 @@ def _block_quantiles(
 ) -> list[FloatArray]:
     """:func:`wait_mixture_quantiles` on (cells, nodes) arrays and per-cell parameters."""
     n = flat_y.shape[1]
-    # Sorted, with the nodes on the first axis in one gather: each step of the recursion
-    # is then a contiguous 1-D slice.
-    order = np.argsort(flat_y, axis=-1).T
-    cells = np.arange(flat_y.shape[0])
-    y = flat_y[cells, order]
-    w = flat_w[cells, order].astype(_SINGLE)
+    y, w = _sorted_single(flat_y, flat_w)
     fast, slow = (busy * p1).astype(_SINGLE), (busy * (1.0 - p1)).astype(_SINGLE)
     a_k, b_k, s_k = (np.empty(y.shape, _SINGLE) for _ in range(3))
     at_nodes = np.empty(y.shape, _SINGLE)
