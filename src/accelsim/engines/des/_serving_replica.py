@@ -32,6 +32,18 @@ class _Requests:
     still decoding at the horizon (a completed one generated its ``outputs``).
     """
 
+    __slots__ = (
+        "arrival_hours",
+        "contexts",
+        "done_hours",
+        "first_hours",
+        "generated",
+        "inputs",
+        "joined_step",
+        "outputs",
+        "rejected",
+    )
+
     def __init__(self, requests: RequestStream) -> None:
         n = len(requests.arrival_hours)
         self.arrival_hours: list[float] = requests.arrival_hours.tolist()
@@ -47,6 +59,8 @@ class _Requests:
 
 class _Counter:
     """Events created so far, against the run's budget."""
+
+    __slots__ = ("events", "iterations", "max_events", "tokens")
 
     def __init__(self, max_events: int) -> None:
         self.events = 0
@@ -82,6 +96,7 @@ class _Replica:
         "begun",
         "busy_hours",
         "chunk",
+        "contexts",
         "counter",
         "decode_batch",
         "decode_only",
@@ -91,11 +106,13 @@ class _Replica:
         "finishing",
         "horizon_hours",
         "index",
+        "inputs",
         "iteration_decode",
         "kv_capacity",
         "kv_tokens",
         "load",
         "max_batch",
+        "outputs",
         "prefilling",
         "prepare",
         "queue",
@@ -122,6 +139,7 @@ class _Replica:
         horizon_hours: float,
     ) -> None:
         self.index, self.req, self.counter = index, req, counter
+        self.inputs, self.outputs, self.contexts = req.inputs, req.outputs, req.contexts
         self.seconds, self.prepare = seconds, prepare
         self.kv_capacity = float(model.kv_capacity_tokens)
         self.max_batch = int(model.max_batch)
@@ -156,17 +174,17 @@ class _Replica:
         (:meth:`_admit`), (c) the next run, iteration, idle or stop (:meth:`_start_next`,
         :meth:`_start_iteration`).
         """
-        queue = self.queue
-        while self.end < hours:
-            now = self.end
+        queue, now = self.queue, self.end
+        while now < hours:
             self.busy_hours += now - self.begun
             if self.run_steps:
                 self._end_run(now)
-            else:
+            elif self.iteration_decode or self.finishing:
                 self._end_iteration(now)
             if queue and self.state == _SERVING:
                 self._admit(now)
             self._start_next(now)
+            now = self.end
 
     def _end_run(self, now: float) -> None:
         """(a) The run ending at ``now``: its iterations' tokens and prefill, then the
@@ -198,7 +216,7 @@ class _Replica:
         if not finishing:
             return
         req, steps = self.req, self.decode_steps
-        first_hours, outputs, contexts = req.first_hours, req.outputs, req.contexts
+        first_hours, outputs, contexts = req.first_hours, self.outputs, self.contexts
         self.counter.tokens += len(finishing)
         for request in finishing:
             first_hours[request] = now
@@ -214,18 +232,18 @@ class _Replica:
 
     def _join(self, request: int, steps: int) -> None:
         """``request`` joins the decode batch at decode step ``steps``, its prompt cached."""
-        output = self.req.outputs[request]
+        output = self.outputs[request]
         self.req.joined_step[request] = steps
         heappush(self.decoding, (steps + output - 1, request))
         self.decode_batch += 1
-        self.kv_tokens += self.req.inputs[request] + 1
+        self.kv_tokens += self.inputs[request] + 1
 
     def _complete(self, now: float) -> None:
         """Retire the sequences whose last decode step is the current one, at ``now``."""
         heap, steps, contexts, done_hours = (
             self.decoding,
             self.decode_steps,
-            self.req.contexts,
+            self.contexts,
             self.req.done_hours,
         )
         freed = count = 0
@@ -245,7 +263,7 @@ class _Replica:
         head-of-line (nothing skips the head). A ``decode_only`` replica's request arrives
         with its prompt's KV cache, so it joins the decode batch at once (its first token
         counts now); otherwise its prompt waits for prefill."""
-        queue, contexts = self.queue, self.req.contexts
+        queue, contexts = self.queue, self.contexts
         max_batch, capacity = self.max_batch, self.kv_capacity
         while queue and self.admitted < max_batch:
             context = contexts[queue[0]]
@@ -269,19 +287,19 @@ class _Replica:
         completion. Its terms are prepared once and its end is in closed form; the events it
         counts stop at the iteration the horizon cuts.
         """
-        steps = 0
-        if self.prefilling:
+        prefilling, batch, steps = self.prefilling, self.decode_batch, 0
+        if prefilling:
             self.run_prefill = chunk = self.chunk
             if chunk:
-                head = self.prefilling[0]
-                steps = (self.req.inputs[head[0]] - head[1] - 1) // chunk
-                if self.decode_batch and self.decoding[0][0] - self.decode_steps < steps:
+                head = prefilling[0]
+                steps = (self.inputs[head[0]] - head[1] - 1) // chunk
+                if batch and self.decoding[0][0] - self.decode_steps < steps:
                     steps = self.decoding[0][0] - self.decode_steps
-        elif self.decode_batch:
+        elif batch:
             self.run_prefill = 0
             steps = self.decoding[0][0] - self.decode_steps
         if steps < _MIN_RUN:
-            if self.prefilling or self.decode_batch:
+            if prefilling or batch:
                 self._start_iteration(now)
             else:
                 self.end = math.inf
@@ -289,8 +307,8 @@ class _Replica:
                     self.state = _STOPPED
                     self.stop_hours = now
             return
-        prefill, batch = self.run_prefill, self.decode_batch
-        attends = self.prefilling[0][1] + self.chunk / 2.0 if prefill else 0.0
+        prefill = self.run_prefill
+        attends = prefilling[0][1] + self.chunk / 2.0 if prefill else 0.0
         self.run = run = self.prepare(batch, self.kv_tokens, prefill, attends)
         length = run_seconds(run, steps)
         if not length > 0.0:
@@ -320,7 +338,7 @@ class _Replica:
         decode = self.decode_batch if chunk or not prefilling else 0
         prefill, pairs = 0, 0.0
         if prefilling:
-            inputs, finishing = self.req.inputs, self.finishing
+            inputs, finishing = self.inputs, self.finishing
             if not chunk:
                 for request, _ in prefilling:
                     size = inputs[request]
@@ -390,7 +408,7 @@ class _Replica:
         """Whether ``request`` would be admitted now (batch and KV room)."""
         return (
             self.admitted < self.max_batch
-            and self.reserved + self.req.contexts[request] <= self.kv_capacity
+            and self.reserved + self.contexts[request] <= self.kv_capacity
         )
 
     def close(self, horizon_hours: float) -> None:
