@@ -201,9 +201,9 @@ class _Replica:
             self._complete(now)
 
     def _end_iteration(self, now: float) -> None:
-        """(a) The single iteration ending at ``now`` (none after a wake-up): a token for
-        each decoding sequence, the completions, then the first token of each prompt whose
-        prefill it ended (a one-token request completes there, the others join the batch)."""
+        """(a) The single iteration ending at ``now``: a token for each decoding sequence,
+        the completions, then the first token of each prompt whose prefill it ended (a
+        one-token request completes there, the others join the batch)."""
         decode = self.iteration_decode
         if decode:
             self.counter.tokens += decode
@@ -240,12 +240,8 @@ class _Replica:
 
     def _complete(self, now: float) -> None:
         """Retire the sequences whose last decode step is the current one, at ``now``."""
-        heap, steps, contexts, done_hours = (
-            self.decoding,
-            self.decode_steps,
-            self.contexts,
-            self.req.done_hours,
-        )
+        heap, steps = self.decoding, self.decode_steps
+        contexts, done_hours = self.contexts, self.req.done_hours
         freed = count = 0
         while heap and heap[0][0] <= steps:
             request = heappop(heap)[1]
