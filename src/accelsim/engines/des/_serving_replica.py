@@ -8,10 +8,10 @@ rules a replica follows (admission, iterations, runs) are in
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
 from collections import deque
 from collections.abc import Callable
+from heapq import heappop, heappush
 
 from accelsim.engines.des._serving_types import _SECONDS_PER_HOUR, ReplicaModel, RequestStream
 from accelsim.models.serving import IterationRun, run_seconds
@@ -32,6 +32,18 @@ class _Requests:
     still decoding at the horizon (a completed one generated its ``outputs``).
     """
 
+    __slots__ = (
+        "arrival_hours",
+        "contexts",
+        "done_hours",
+        "first_hours",
+        "generated",
+        "inputs",
+        "joined_step",
+        "outputs",
+        "rejected",
+    )
+
     def __init__(self, requests: RequestStream) -> None:
         n = len(requests.arrival_hours)
         self.arrival_hours: list[float] = requests.arrival_hours.tolist()
@@ -47,6 +59,8 @@ class _Requests:
 
 class _Counter:
     """Events created so far, against the run's budget."""
+
+    __slots__ = ("events", "iterations", "max_events", "tokens")
 
     def __init__(self, max_events: int) -> None:
         self.events = 0
@@ -82,6 +96,7 @@ class _Replica:
         "begun",
         "busy_hours",
         "chunk",
+        "contexts",
         "counter",
         "decode_batch",
         "decode_only",
@@ -89,14 +104,15 @@ class _Replica:
         "decoding",
         "end",
         "finishing",
-        "fixed",
         "horizon_hours",
         "index",
+        "inputs",
         "iteration_decode",
         "kv_capacity",
         "kv_tokens",
         "load",
         "max_batch",
+        "outputs",
         "prefilling",
         "prepare",
         "queue",
@@ -123,6 +139,7 @@ class _Replica:
         horizon_hours: float,
     ) -> None:
         self.index, self.req, self.counter = index, req, counter
+        self.inputs, self.outputs, self.contexts = req.inputs, req.outputs, req.contexts
         self.seconds, self.prepare = seconds, prepare
         self.kv_capacity = float(model.kv_capacity_tokens)
         self.max_batch = int(model.max_batch)
@@ -146,190 +163,207 @@ class _Replica:
         self.run_steps = 0  # iterations of the run in progress (0: none)
         self.run_prefill = 0  # prompt tokens it prefills per iteration (0: decode only)
         self.run: IterationRun = (0.0, 0.0, 0.0, 0.0, 0, 0.0)  # its prepared terms
-        # what advance() reads and never rebinds, unpacked there in one statement (it runs
-        # once per router instant per replica: its set-up is a fifth of the DES's work)
-        self.fixed = (
-            req.contexts, req.inputs, req.outputs, req.first_hours, req.done_hours,
-            req.joined_step, self.decoding, self.queue, self.prefilling, seconds, prepare,
-            heapq.heappush, heapq.heappop, self.chunk, self.max_batch, self.kv_capacity,
-            counter,
-        )  # fmt: skip
 
     def advance(self, hours: float) -> None:
         """Play every boundary before ``hours``: end the iteration or run, start the next.
 
         Boundaries at ``hours`` itself wait: the router acts first at an instant, so an
-        arrival exactly at a boundary is admitted there. One loop over the boundaries with
-        the state in locals (written back on the way out): at each, the iteration's tokens
-        (completions, first tokens), admission, then the next run, iteration, idle or stop,
-        as the module ``accelsim.engines.des._serving`` states the rules.
+        arrival exactly at a boundary is admitted there. At each boundary, in the order of
+        the rules in ``accelsim.engines.des._serving``: (a) the iteration or run ending now
+        emits its tokens (:meth:`_end_run`, :meth:`_end_iteration`), (b) admission
+        (:meth:`_admit`), (c) the next run, iteration, idle or stop (:meth:`_start_next`,
+        :meth:`_start_iteration`).
         """
-        end = self.end
-        if not end < hours:
+        queue, now = self.queue, self.end
+        while now < hours:
+            self.busy_hours += now - self.begun
+            if self.run_steps:
+                self._end_run(now)
+            elif self.iteration_decode or self.finishing:
+                self._end_iteration(now)
+            if queue and self.state == _SERVING:
+                self._admit(now)
+            self._start_next(now)
+            now = self.end
+
+    def _end_run(self, now: float) -> None:
+        """(a) The run ending at ``now``: its iterations' tokens and prefill, then the
+        completions (a run completes sequences only at its end)."""
+        steps, batch, counter = self.run_steps, self.decode_batch, self.counter
+        counter.iterations += steps
+        counter.tokens += batch * steps
+        self.decode_steps += steps
+        self.kv_tokens += batch * steps
+        if self.run_prefill:
+            self.prefilling[0][1] += self.run_prefill * steps
+        self.run_steps = 0
+        if self.decoding and self.decoding[0][0] <= self.decode_steps:
+            self._complete(now)
+
+    def _end_iteration(self, now: float) -> None:
+        """(a) The single iteration ending at ``now``: a token for each decoding sequence,
+        the completions, then the first token of each prompt whose prefill it ended (a
+        one-token request completes there, the others join the batch)."""
+        decode = self.iteration_decode
+        if decode:
+            self.counter.tokens += decode
+            self.decode_steps += 1
+            self.kv_tokens += decode
+            self.iteration_decode = 0  # a wake-up boundary after it emits nothing
+            if self.decoding[0][0] <= self.decode_steps:
+                self._complete(now)
+        finishing = self.finishing
+        if not finishing:
             return
-        (
-            contexts, inputs, outputs, first_hours, done_hours, joined, heap, queue,
-            prefilling, seconds, prepare, push, pop, chunk, max_batch, capacity, counter,
-        ) = self.fixed  # fmt: skip
-        events, max_events = counter.events, counter.max_events
-        iterations, tokens = counter.iterations, counter.tokens
-        begun, busy = self.begun, self.busy_hours
-        run_steps, run_prefill = self.run_steps, self.run_prefill
-        decode, finishing = self.iteration_decode, self.finishing
-        batch, steps, kv = self.decode_batch, self.decode_steps, self.kv_tokens
-        reserved, admitted, load = self.reserved, self.admitted, self.load
-        serving = self.state == _SERVING
-        while end < hours:
-            now = end
-            busy += now - begun
-            # the iteration or run ending now emits its tokens
-            if run_steps:
-                iterations += run_steps
-                tokens += batch * run_steps
-                steps += run_steps
-                kv += batch * run_steps
-                if run_prefill:
-                    prefilling[0][1] += run_prefill * run_steps
-                run_steps = 0
-                while heap and heap[0][0] <= steps:
-                    request = pop(heap)[1]
-                    context = contexts[request]
-                    kv -= context
-                    batch -= 1
-                    done_hours[request] = now
-                    reserved -= context
-                    admitted -= 1
-                    load -= 1
+        req, steps = self.req, self.decode_steps
+        first_hours, outputs, contexts = req.first_hours, self.outputs, self.contexts
+        self.counter.tokens += len(finishing)
+        for request in finishing:
+            first_hours[request] = now
+            output = outputs[request]
+            if output == 1:
+                req.done_hours[request] = now
+                self.reserved -= contexts[request]
+                self.admitted -= 1
+                self.load -= 1
             else:
-                if decode:
-                    tokens += decode
-                    steps += 1
-                    kv += decode
-                    decode = 0  # a wake-up boundary after it emits nothing
-                    while heap and heap[0][0] == steps:
-                        request = pop(heap)[1]
-                        context = contexts[request]
-                        kv -= context
-                        batch -= 1
-                        done_hours[request] = now
-                        reserved -= context
-                        admitted -= 1
-                        load -= 1
-                if finishing:
-                    tokens += len(finishing)
-                    for request in finishing:
-                        first_hours[request] = now
-                        output = outputs[request]
-                        if output == 1:
-                            done_hours[request] = now
-                            reserved -= contexts[request]
-                            admitted -= 1
-                            load -= 1
-                        else:
-                            joined[request] = steps
-                            push(heap, (steps + output - 1, request))
-                            batch += 1
-                            kv += inputs[request] + 1
-                    finishing = []
-            # admission: FCFS while the batch and the KV reservation allow
-            if queue and serving:
-                while queue and admitted < max_batch:
-                    context = contexts[queue[0]]
-                    if reserved + context > capacity:
-                        break  # head-of-line: nothing skips the head
-                    admitted += 1
-                    reserved += context
-                    if self.decode_only:  # its prompt's KV cache arrived with it
-                        request = queue.popleft()
-                        first_hours[request] = now
-                        joined[request] = steps
-                        push(heap, (steps + outputs[request] - 1, request))
-                        batch += 1
-                        kv += inputs[request] + 1
-                    else:
-                        prefilling.append([queue.popleft(), 0])
-            # the next run, iteration, idle or stop
-            if prefilling:
-                run_prefill = chunk
-                if chunk:  # the head prompt's full chunks before its last, to a completion
-                    run_steps = (inputs[prefilling[0][0]] - prefilling[0][1] - 1) // chunk
-                    if batch and heap[0][0] - steps < run_steps:
-                        run_steps = heap[0][0] - steps
-                    if run_steps < _MIN_RUN:
-                        run_steps = 0
-            elif batch:  # decode only, to the next completion
-                run_prefill = 0
-                run_steps = heap[0][0] - steps
-                if run_steps < _MIN_RUN:
-                    run_steps = 0
-            if run_steps:
-                attends = prefilling[0][1] + chunk / 2.0 if run_prefill else 0.0
-                self.run = run = prepare(batch, kv, run_prefill, attends)
-                length = run_seconds(run, run_steps)
-                if not length > 0.0:
-                    raise _bad_iteration(length, batch, run_prefill)
-                begun = now
-                end = now + length / _SECONDS_PER_HOUR  # = self._run_end(run_steps)
-                if end >= self.horizon_hours:  # count iterations up to the one it cuts
-                    self.begun, self.end, self.run_steps = begun, end, run_steps
-                    events += self._boundary(self.horizon_hours)
-                else:
-                    events += run_steps
-                if events > max_events:
-                    counter.events, counter.iterations = events, iterations
-                    raise counter.over()
-            elif prefilling or batch:
-                events += 1
-                if events > max_events:
-                    counter.events, counter.iterations = events, iterations
-                    raise counter.over()
-                iterations += 1
-                prefill = 0
-                pairs = 0.0  # sum over prefilled tokens of the context each attends to
-                if not prefilling:
-                    decode = batch
-                elif chunk == 0:  # prefill-first: every admitted prompt, whole, no decode
-                    decode = 0
-                    for request, _ in prefilling:
-                        size = inputs[request]
-                        prefill += size
-                        pairs += size * (size / 2.0)
-                        finishing.append(request)
-                    prefilling.clear()
-                else:
-                    decode = batch
-                    budget = chunk
-                    while prefilling and budget:
-                        entry = prefilling[0]
-                        request, done = entry
-                        left = inputs[request] - done
-                        take = left if left < budget else budget
-                        pairs += take * (done + take / 2.0)
-                        prefill += take
-                        budget -= take
-                        if take == left:
-                            finishing.append(request)
-                            prefilling.popleft()
-                        else:
-                            entry[1] = done + take
-                length = seconds(
-                    decode, prefill, kv if decode else 0, pairs / prefill if prefill else 0.0
-                )
-                if not length > 0.0:
-                    raise _bad_iteration(length, decode, prefill)
-                begun = now
-                end = now + length / _SECONDS_PER_HOUR
+                self._join(request, steps)
+        finishing.clear()
+
+    def _join(self, request: int, steps: int) -> None:
+        """``request`` joins the decode batch at decode step ``steps``, its prompt cached."""
+        output = self.outputs[request]
+        self.req.joined_step[request] = steps
+        heappush(self.decoding, (steps + output - 1, request))
+        self.decode_batch += 1
+        self.kv_tokens += self.inputs[request] + 1
+
+    def _complete(self, now: float) -> None:
+        """Retire the sequences whose last decode step is the current one, at ``now``."""
+        heap, steps = self.decoding, self.decode_steps
+        contexts, done_hours = self.contexts, self.req.done_hours
+        freed = count = 0
+        while heap and heap[0][0] <= steps:
+            request = heappop(heap)[1]
+            freed += contexts[request]
+            count += 1
+            done_hours[request] = now
+        self.kv_tokens -= freed
+        self.reserved -= freed
+        self.decode_batch -= count
+        self.admitted -= count
+        self.load -= count
+
+    def _admit(self, now: float) -> None:
+        """(b) Admission at ``now``: FCFS while the batch and the KV reservation allow;
+        head-of-line (nothing skips the head). A ``decode_only`` replica's request arrives
+        with its prompt's KV cache, so it joins the decode batch at once (its first token
+        counts now); otherwise its prompt waits for prefill."""
+        queue, contexts = self.queue, self.contexts
+        max_batch, capacity = self.max_batch, self.kv_capacity
+        while queue and self.admitted < max_batch:
+            context = contexts[queue[0]]
+            if self.reserved + context > capacity:
+                break
+            self.admitted += 1
+            self.reserved += context
+            request = queue.popleft()
+            if self.decode_only:
+                self.req.first_hours[request] = now
+                self._join(request, self.decode_steps)
             else:
-                end = math.inf
+                self.prefilling.append([request, 0])
+
+    def _start_next(self, now: float) -> None:
+        """(c) At ``now``, start the next run, else one iteration, else idle (a draining
+        replica stops).
+
+        A run is two or more iterations in which nothing joins or leaves: the head prompt's
+        full chunks before its last, or decode-only iterations, either to the next
+        completion. Its terms are prepared once and its end is in closed form; the events it
+        counts stop at the iteration the horizon cuts.
+        """
+        prefilling, batch, steps = self.prefilling, self.decode_batch, 0
+        if prefilling:
+            self.run_prefill = chunk = self.chunk
+            if chunk:
+                head = prefilling[0]
+                steps = (self.inputs[head[0]] - head[1] - 1) // chunk
+                if batch and self.decoding[0][0] - self.decode_steps < steps:
+                    steps = self.decoding[0][0] - self.decode_steps
+        elif batch:
+            self.run_prefill = 0
+            steps = self.decoding[0][0] - self.decode_steps
+        if steps < _MIN_RUN:
+            if prefilling or batch:
+                self._start_iteration(now)
+            else:
+                self.end = math.inf
                 if self.state == _DRAINING:
                     self.state = _STOPPED
                     self.stop_hours = now
-        self.end, self.begun, self.busy_hours = end, begun, busy
-        self.run_steps, self.run_prefill = run_steps, run_prefill
-        self.iteration_decode, self.finishing = decode, finishing
-        self.decode_batch, self.decode_steps, self.kv_tokens = batch, steps, kv
-        self.reserved, self.admitted, self.load = reserved, admitted, load
-        counter.events, counter.iterations, counter.tokens = events, iterations, tokens
+            return
+        prefill = self.run_prefill
+        attends = prefilling[0][1] + self.chunk / 2.0 if prefill else 0.0
+        self.run = run = self.prepare(batch, self.kv_tokens, prefill, attends)
+        length = run_seconds(run, steps)
+        if not length > 0.0:
+            raise _bad_iteration(length, batch, prefill)
+        self.begun, self.run_steps = now, steps
+        self.end = now + length / _SECONDS_PER_HOUR  # = self._run_end(steps)
+        counter = self.counter
+        if self.end >= self.horizon_hours:
+            counter.events += self._boundary(self.horizon_hours)
+        else:
+            counter.events += steps
+        if counter.events > counter.max_events:
+            raise counter.over()
+
+    def _start_iteration(self, now: float) -> None:
+        """Start one iteration at ``now``, timed by the iteration formula: the decode batch
+        (none prefill-first) and the prompt tokens it prefills, with the sum over them of
+        the context each attends to. Prefill-first (``chunk`` 0) takes every admitted prompt
+        whole; chunked prefill takes them FCFS up to ``chunk`` tokens. The prompts it ends
+        go to ``finishing``."""
+        counter = self.counter
+        counter.events += 1
+        if counter.events > counter.max_events:
+            raise counter.over()
+        counter.iterations += 1
+        prefilling, chunk = self.prefilling, self.chunk
+        decode = self.decode_batch if chunk or not prefilling else 0
+        prefill, pairs = 0, 0.0
+        if prefilling:
+            inputs, finishing = self.inputs, self.finishing
+            if not chunk:
+                for request, _ in prefilling:
+                    size = inputs[request]
+                    prefill += size
+                    pairs += size * (size / 2.0)
+                    finishing.append(request)
+                prefilling.clear()
+            budget = chunk
+            while prefilling and budget:
+                entry = prefilling[0]
+                request, done = entry
+                left = inputs[request] - done
+                take = left if left < budget else budget
+                pairs += take * (done + take / 2.0)
+                prefill += take
+                budget -= take
+                if take == left:
+                    finishing.append(request)
+                    prefilling.popleft()
+                else:
+                    entry[1] = done + take
+        self.iteration_decode = decode
+        length = self.seconds(
+            decode, prefill, self.kv_tokens if decode else 0, pairs / prefill if prefill else 0.0
+        )
+        if not length > 0.0:
+            raise _bad_iteration(length, decode, prefill)
+        self.begun = now
+        self.end = now + length / _SECONDS_PER_HOUR
 
     def wake(self, hours: float) -> None:
         """Idle until now: a boundary at ``hours`` (after the router's other actions there)."""
@@ -370,7 +404,7 @@ class _Replica:
         """Whether ``request`` would be admitted now (batch and KV room)."""
         return (
             self.admitted < self.max_batch
-            and self.reserved + self.req.contexts[request] <= self.kv_capacity
+            and self.reserved + self.contexts[request] <= self.kv_capacity
         )
 
     def close(self, horizon_hours: float) -> None:
