@@ -171,21 +171,10 @@ def recover(
     if rec.after_preemptions == 0 or rec.return_hours is None:
         return _without_waits(rec, stretched, interruptions, badput, rate)
     share = np.divide(preemption_rate, rate, out=np.zeros_like(rate), where=rate > 0)
-    split = recovery.spot_split(
-        stretched,
-        interruptions,
-        share,
-        rec.return_hours,
-        work_hours,
-        rec.after_preemptions,
-        rec.after_hours,
-        (
-            draws.uniforms("recovery.spot.preempted" + stream),
-            draws.uniforms("recovery.spot.wait" + stream),
-            draws.uniforms("recovery.spot.trigger" + stream),
-        ),
+    split = _spot_split(
+        rec, draws, stream, stretched, interruptions, share, work_hours,
         preemption_rate * (1.0 - badput),
-    )
+    )  # fmt: skip
     calendar_rate = _calendar_rate(rate, badput, share * rec.return_hours)
     if not rec.falls_back:
         hours = stretched + split.wait_hours
@@ -211,6 +200,35 @@ def recover(
         write_hours=write_hours,
         restart_hours=restart_hours,
         failure_rate=failure_rate,
+    )
+
+
+def _spot_split(
+    rec: RecoveryInputs,
+    draws: InputDraws,
+    stream: str,
+    stretched: FloatArray,
+    interruptions: FloatArray,
+    share: FloatArray,
+    work_hours: FloatArray,
+    running_preemption_rate: FloatArray,
+) -> recovery.SpotSplit:
+    """:func:`accelsim.models.recovery.spot_split` on the run's own recovery streams."""
+    assert rec.return_hours is not None  # recover() takes this path only with a return law
+    return recovery.spot_split(
+        stretched,
+        interruptions,
+        share,
+        rec.return_hours,
+        work_hours,
+        rec.after_preemptions,
+        rec.after_hours,
+        (
+            draws.uniforms("recovery.spot.preempted" + stream),
+            draws.uniforms("recovery.spot.wait" + stream),
+            draws.uniforms("recovery.spot.trigger" + stream),
+        ),
+        running_preemption_rate,
     )
 
 
