@@ -36,7 +36,11 @@ times in a row, see ``_best_runs_per_s``), interleaved and best of ``REPEATS`` r
   About two numbers per run, cheaper than any exact sampler can be but a different law; its
   ratio is printed so that nobody mistakes one reference for the other.
 
-Target of the issue for the 16,384-chip case: >= 50,000 runs/s on one core.
+Targets: issue 3's pipeline within 2x of the exact bare reference (met at 16,384 chips; at
+1,024 chips the per-run physics issue 14 added -- rollbacks, phases, recovery -- costs more
+than the failures themselves, so it is printed NOT met), and >= 50,000 runs/s on one core at
+16,384 chips. Issue 12 then allowed the engine up to 2x its own time when that issue was
+filed; ``compare_trees.py --against`` an unpacked copy of that commit (f7af520) measures it.
 """
 
 from __future__ import annotations
@@ -181,8 +185,9 @@ def test_analytic_engine_vs_bare_references(chips: int, days: float) -> None:
         f"  exact bare reference (same law)                   {rates['exact']:>12,.0f} runs/s"
         f"  -> pipeline {exact_ratio:.2f}x its time, median of {REPEATS} paired rounds "
         f"(range {round_ratios.min():.2f}-{round_ratios.max():.2f}x; best of each "
-        f"{best_ratio:.2f}x) (target <= {TARGET_RATIO:.0f}x: "
-        f"{'met' if exact_ratio <= TARGET_RATIO else 'NOT met'})",
+        f"{best_ratio:.2f}x) (issue 3's target <= {TARGET_RATIO:.0f}x: "
+        f"{'met' if exact_ratio <= TARGET_RATIO else 'NOT met'}; issue 12 since allows the "
+        "engine up to 2x its own time at filing: benchmarks/compare_trees.py measures that)",
         f"  approximate bare reference (NB + gamma, other law){rates['approximate']:>12,.0f} "
         f"runs/s  -> pipeline {approx_ratio:.1f}x its time (for comparison only)",
         f"  same law: mean completion / failure-free time {np.mean(completion_h / work_h):.5f} "
