@@ -199,15 +199,9 @@ def test_a_withdrawn_reservation_ends_by_its_window_and_a_late_one_changes_nothi
     assert again.jobs == base.jobs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a withdrawal at the instant the job is submitted is processed before the job "
-    "arrives (SimPy orders the two same-time events by scheduling order), finds no job and "
-    "is dropped, so the job runs to completion past its closed window. Unreachable through "
-    "the public API (replica windows have positive length), reported for the engine.",
-)
 def test_a_reservation_withdrawn_when_it_is_submitted_never_runs() -> None:
-    """A zero-length window: the job is over at its submission, holding no chip-hours."""
+    """A zero-length window: the job is over at its submission, holding no chip-hours (the
+    withdrawal is due before the arrival in SimPy's queue; it waits for the arrival)."""
     pools = [PoolSpec("p", chips=1)]
     jobs = [JobSpec(0, 0.0, 1, 1.0), JobSpec(1, 1.0, 1, 1.0)]
     res = run(pools, jobs, scheduler="fifo", horizon_hours=10.0, seed_seq=as_seed_sequence(1),

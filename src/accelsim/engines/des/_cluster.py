@@ -433,6 +433,10 @@ class Cluster:
             self._event("interrupt", p, spec.job_id, cause)
         self._enqueue(job)
 
+    def holds(self, job_id: int) -> bool:
+        """Whether the job is in the system now (arrived, not over)."""
+        return job_id in self._jobs
+
     def withdraw(self, job_id: int) -> None:
         """End a job now wherever it is: a reservation whose time window closed.
 

@@ -103,12 +103,24 @@ class Withdrawals:
 
     def _on_time(self, event: Event) -> None:
         time_hours, job_id = cast(tuple[float, int], event.value)
-        self._cluster.withdraw(job_id)
-        nxt = next(self._pairs, None)
+        absent = []
+        nxt: tuple[float, int] | None = (time_hours, job_id)
         while nxt is not None and nxt[0] == time_hours:
-            self._cluster.withdraw(nxt[1])
+            if self._cluster.holds(nxt[1]):
+                self._cluster.withdraw(nxt[1])
+            else:
+                absent.append(nxt[1])
             nxt = next(self._pairs, None)
+        if absent:
+            # a job not in the system may be one submitted at this very instant, whose
+            # arrival SimPy has not processed yet: withdraw it once everything already
+            # due now has happened (a job that is over stays over)
+            wakeup(self._cluster.env, 0.0, self._on_late, absent)
         self._schedule(nxt)
+
+    def _on_late(self, event: Event) -> None:
+        for job_id in cast(list[int], event.value):
+            self._cluster.withdraw(job_id)
 
 
 __all__ = ["Holdings", "Withdrawals"]
