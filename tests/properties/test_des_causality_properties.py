@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from tests.properties.test_des_properties import HORIZON_HOURS, fleets, scenarios, workloads
