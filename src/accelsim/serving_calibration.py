@@ -13,7 +13,7 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
 * **Server / Interactive rows**: the largest Poisson rate the model says meets the
   published p99 TTFT / TPOT bounds, as per-chip output tokens/s, against the published
   completed rate (efficiency fitted on all throughput rows of the stack; none of them is
-  the tested row), under mixed batching (``_MIXED_BATCH_TOKENS``).
+  the tested row), under mixed batching (the serving prior ``mixed_batch_tokens``, an assumption).
 * **price rows**: whether the $/1M-token distribution at catalog on-demand prices brackets
   the published price (the shipped efficiency prior, a stated judgement).
 
@@ -43,14 +43,6 @@ from accelsim.models import serving
 _GIB = 2.0**30
 _DRAWS = 1000
 _SLO_DRAWS = 200
-_MIXED_BATCH_TOKENS = 8192.0
-"""Prompt tokens per iteration of the Server / Interactive rows' scheduler. MLPerf submitters
-run in-flight (mixed) batching: prompts are prefilled in the same iterations as the running
-decodes (TensorRT-LLM, https://nvidia.github.io/TensorRT-LLM/features/paged-attention-ifb-scheduler.html,
-read 2026-11-28), up to a per-iteration token budget (``max_num_tokens``). ASSUMPTION: a budget
-of 8,192 tokens (not read from the submissions; 2,048 gives the same summary), so these rows
-are evaluated with chunked prefill, not prefill-first, whose whole-prompt stalls the
-submissions do not have."""
 _SEED = 20261124
 _MIN_STACK_ROWS = 3
 
@@ -231,6 +223,11 @@ def _nuisance(rng: np.random.Generator, n: int) -> tuple[FloatArray, FloatArray]
     return p.overhead_seconds.dist().sample(rng, n), p.memory_share.dist().sample(rng, n)
 
 
+def _mixed_batch_tokens() -> float:
+    """Prompt tokens per iteration of the Server / Interactive rows' scheduler [tokens]."""
+    return float(serving_priors().mixed_batch_tokens.dist().expected_value())
+
+
 def _pool(implied: dict[str, tuple[str, float]], stack: str, exclude: str) -> list[str]:
     same = [i for i, (s, _) in implied.items() if s == stack and i != exclude]
     return same if len(same) >= _MIN_STACK_ROWS else [i for i in implied if i != exclude]
@@ -300,7 +297,7 @@ def _evaluate(
         limits["TTFT"] / 1e3,
         limits["TPOT"] / 1e3,
         0.99,
-        prefill_chunk_tokens=_MIXED_BATCH_TOKENS,
+        prefill_chunk_tokens=_mixed_batch_tokens(),
     )
     per_chip = cap.rate_rps * case.output_tokens / case.chips
     p5, p50, p95 = (float(v) for v in np.quantile(per_chip, [0.05, 0.5, 0.95]))
@@ -416,7 +413,8 @@ def render_markdown(results: list[RowResult]) -> str:
         "predictive spread of a new row. Overhead and memory share are the shipped priors, "
         "stated judgements not fitted to these rows. Server and Interactive rows use the "
         "efficiencies implied by the throughput rows (never the tested row) and mixed "
-        "batching (prompts prefilled in the decode iterations, up to 8,192 tokens per "
+        "batching (prompts prefilled in the decode iterations, up to "
+        f"{_mixed_batch_tokens():,.0f} tokens per "
         "iteration: an assumption, as MLPerf submitters' in-flight batching). Price rows use "
         "the shipped efficiency prior (a judgement set with these rows in view) on the "
         "cheapest catalog on-demand offer for the chip (H100 where the provider does not "

@@ -76,6 +76,9 @@ class ServingPriors(_Frozen):
     """Share of device memory the engine gives to weights plus KV cache. [fraction]"""
     max_batch: dict[Stack, Prior]
     """Scheduler cap on concurrently running sequences per replica. [count]"""
+    mixed_batch_tokens: Prior
+    """Prompt tokens per iteration of an in-flight (mixed) batching scheduler, as MLPerf
+    submissions run it (the serving calibration's Server/Interactive rows). [tokens]"""
     replica_weight_share_max: Prior
     """Largest share of a replica's usable memory the weights may take when the replica size
     is chosen automatically (the rest is KV cache). [fraction]"""
