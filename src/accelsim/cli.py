@@ -222,6 +222,14 @@ def run(
             help="How uncertain inputs are drawn (see simulate's design=).",
         ),
     ] = "mc",
+    engine: Annotated[
+        str,
+        typer.Option(
+            metavar="auto|analytic|des",
+            help="Which engine runs it (see simulate's engine=): 'des' plays a serving "
+            "scenario request by request, or a training run on a shared fleet event by event.",
+        ),
+    ] = "auto",
     store: Annotated[
         str | None,
         typer.Option(
@@ -255,6 +263,7 @@ def run(
             target=targets,
             executor=pool,
             design=design,  # type: ignore[arg-type]  # simulate checks it and names the choices
+            engine=engine,  # type: ignore[arg-type]  # simulate checks it and names the choices
             store=store,
             resume=resume,
         )

@@ -296,3 +296,31 @@ def test_an_overloaded_stream_warns_once(
     captured = capsys.readouterr()
     assert captured.err.count("offered load 5.00 >= 1") == 1
     json.loads(captured.out)
+
+
+def test_run_engine_plays_a_serving_scenario_request_by_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--engine des`` is simulate's ``engine="des"`` (same numbers for the seed), and a
+    bad engine is one line and exit 2 naming the choices."""
+    import accelsim as acs
+
+    path = tmp_path / "serve.yaml"
+    path.write_text(
+        "name: serve\n"
+        "workload: {kind: serving, model: llama-3.1-8b, precision: fp8, rate_rps: 4.0,\n"
+        "  input_tokens: 500, output_tokens: 100, slo: {ttft_ms: 2000, tpot_ms: 100},\n"
+        "  chips_per_replica: 1, horizon_days: 0.002}\n"
+        "fleet: [{chip: h100-sxm, count: 2, provider: aws}]\n",
+        encoding="utf-8",
+    )
+    assert main(["run", str(path), "--runs", "3", "--seed", "5", "--engine", "des", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    want = acs.simulate(acs.load_scenario(path), runs=3, seed=5, engine="des")
+    assert data["metrics"]["ttft_p50_ms"]["mean"] == pytest.approx(want.mean("ttft_p50_ms"))
+    fast = acs.simulate(acs.load_scenario(path), runs=3, seed=5)
+    assert want.mean("requests_served") != fast.mean("requests_served")  # another engine ran
+    assert main(["run", str(path), "--runs", "3", "--engine", "bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "'des'" in err
+    assert "Traceback" not in err
