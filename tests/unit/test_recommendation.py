@@ -379,3 +379,27 @@ def test_serving_checks_agree_with_the_numbers(
     providers = sorted({o.provider for o in catalog.offers(chip="tpu-v6e")})
     assert f"Lock-in: tpu serves on tpu-v6e, a TPU offered only by {', '.join(providers)}" in text
     assert "Lock-in: gpu" not in text
+
+
+def test_the_first_line_says_what_an_unfinished_run_means_for_its_workloads() -> None:
+    """``finished`` = 0 is a training run cut by the horizon, an endpoint shedding requests,
+    or either in a mix: the first line names the one the metrics hold (a serving summary
+    once read "do not finish within the horizon ... censored", a training notion)."""
+    from accelsim.results import Result
+
+    half = np.array([1.0, 0.0])
+    serving = Result("serve", {"finished": half, "requests_dropped": np.array([0.0, 5.0])})
+    head = serving.summary().splitlines()[0]
+    assert "P(finish) 50.0%: in the other runs an endpoint's replicas do not serve" in head
+    assert "censored" not in head
+    training = Result("train", {"finished": half, "time_to_train_days": np.ones(2)})
+    head = training.summary().splitlines()[0]
+    assert "do not finish within the horizon" in head
+    assert "requests_dropped" not in head
+    mix = Result(
+        "mix",
+        {"finished": half, "llm.time_to_train_days": np.ones(2), "chat.requests_dropped": half},
+    )
+    head = mix.summary().splitlines()[0]
+    assert "a training run does not finish within the horizon" in head
+    assert "or an endpoint's replicas do not serve all its requests" in head

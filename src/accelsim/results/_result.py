@@ -261,10 +261,7 @@ class Result:
         how = f"{self.engine} engine" + ("" if self.design == "mc" else f", {self.design} design")
         head = f"{self.scenario_name}: {self.runs} run{'s' * (self.runs != 1)} ({how})"
         if "finished" in self.data and (p := float(np.mean(self.data["finished"]))) < 1.0:
-            head += (
-                f"; P(finish) {p:.1%}: the other runs do not finish within the horizon, and "
-                f"their times and costs are censored there (at least the values shown)"
-            )
+            head += f"; P(finish) {p:.1%}: {_unfinished_reason(self.data)}"
         return Table(("metric", "mean ± 95% MC error", "P5", "P50", "P95"), tuple(rows), head)
 
     def summary(
@@ -274,7 +271,8 @@ class Result:
         max_price_age_days: int | None = STALE_PRICE_DAYS,
     ) -> str:
         """A table: mean ± 95 % Monte Carlo error, P5, P50, P95 of each metric; the first line
-        states ``P(finish)`` when some runs do not finish within the horizon.
+        states ``P(finish)`` when some runs do not finish: a training run not done within the
+        horizon (its time and cost censored there), an endpoint that sheds requests.
 
         The error is ``1.96 * std_error(metric)``, so it follows the design of the study
         (over pair means for ``"antithetic"``), which the first line names when not ``"mc"``.
@@ -326,3 +324,26 @@ class Result:
         frame = pd.DataFrame({m: np.asarray(v) for m, v in self.data.items()})
         frame.index.name = "run"
         return frame
+
+
+def _unfinished_reason(data: Mapping[str, Any]) -> str:
+    """What an unfinished run means for the workloads behind ``data``'s metrics (training:
+    ``time_to_train_days``; serving: ``requests_dropped``; both in a mix)."""
+    training = any(m.split(".")[-1] == "time_to_train_days" for m in data)
+    serving = any(m.split(".")[-1] == "requests_dropped" for m in data)
+    censored = (
+        "a training run does not finish within the horizon (its times and costs are "
+        "censored there: at least the values shown)"
+    )
+    shed = (
+        "an endpoint's replicas do not serve all its requests (requests_dropped; its "
+        "per-token prices count the tokens served)"
+    )
+    if serving and not training:
+        return f"in the other runs {shed}"
+    if serving:
+        return f"in the other runs {censored}, or {shed}"
+    return (
+        "the other runs do not finish within the horizon, and their times and costs are "
+        "censored there (at least the values shown)"
+    )
