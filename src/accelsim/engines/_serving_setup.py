@@ -17,7 +17,7 @@ from accelsim import catalog
 from accelsim._typing import BoolArray, FloatArray
 from accelsim.catalog import Catalog, Chip, ServingPriors
 from accelsim.dists import Dist, Fixed, as_dist
-from accelsim.engines._inputs import InputDraws
+from accelsim.engines._inputs import InputDraws, constant
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario, Serving
 
@@ -236,6 +236,25 @@ class Replica:
     """Saturated request rate (offline throughput / output tokens); 0 where infeasible. [1/s]"""
     feasible: BoolArray
     """The weights and one mean-length sequence fit in the replica's memory."""
+    prefill_chunk_tokens: FloatArray
+    """Prompt tokens per iteration of its chunked prefill, 0 = prefill-first (a replica of
+    disaggregated pools: 0, its pool's role decides). [tokens]"""
+
+
+def prefill_chunk(setup: ServingSetup, draws: InputDraws, serving: ServingPriors) -> FloatArray:
+    """The chunked-prefill budget of a colocated replica, per run, recorded with the draws.
+
+    The scenario's ``prefill_chunk_tokens`` when set (0: prefill-first), else the serving
+    prior for the pool's chip (:meth:`~accelsim.catalog.ServingPriors.prefill_chunk_for`,
+    vLLM's default). The one place both engines and ``serving_capacity`` read it. [tokens]
+    """
+    work = setup.work
+    if work.disaggregated is not None:
+        return constant(0.0, draws.runs)
+    if work.prefill_chunk_tokens is not None:
+        return draws.fixed("workload.prefill_chunk_tokens", float(work.prefill_chunk_tokens))
+    name, prior = serving.prefill_chunk_for(setup.chip.id, setup.chip.software_stack)
+    return draws.get(f"priors.serving.{name}", None, prior.value)
 
 
 def draw_replica(
@@ -292,6 +311,7 @@ def draw_replica(
         batch_limit=limit,
         saturated_rps=saturated,
         feasible=np.asarray(limit >= 1.0),
+        prefill_chunk_tokens=prefill_chunk(setup, draws, serving),
     )
 
 
@@ -328,6 +348,7 @@ __all__ = [
     "draw_replica",
     "length_nodes",
     "node_edges",
+    "prefill_chunk",
     "serving_setup",
     "token_lengths",
 ]
