@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import accelsim as acs
@@ -173,6 +175,26 @@ def _replica_and_table(
     draws = InputDraws(root=np.random.SeedSequence(7), start=0, stop=4)
     replica = draw_replica(setup, scenario, draws, cat.serving_priors)
     return setup, replica, latency_table(setup, replica)
+
+
+@given(
+    offer=st.sampled_from(
+        [("h100-sxm", "aws"), ("a100-80gb", "aws"), ("h200", "aws"), ("l4", "runpod")]
+    ),
+    budget=st.one_of(st.none(), st.integers(0, 1 << 20)),
+)
+def test_the_replica_runs_the_budget_set_or_the_chips_default(
+    offer: tuple[str, str], budget: int | None
+) -> None:
+    """Over the whole budget range (unset, 0, up to a million tokens): the replica carries
+    the value set, else vLLM's default for the chip, and every latency is finite."""
+    chip, provider = offer
+    scenario = _scenario(chip, provider, prefill_chunk_tokens=budget)
+    _, replica, table = _replica_and_table(scenario)
+    expected = _vllm_default(catalog.chip(chip)) if budget is None else budget
+    np.testing.assert_array_equal(replica.prefill_chunk_tokens, float(expected))
+    for field in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "slo_load"):
+        assert np.isfinite(getattr(table, field)).all(), field
 
 
 def test_explicit_zero_is_the_prefill_first_model() -> None:
