@@ -47,6 +47,8 @@ def _vllm_default(chip: catalog.Chip) -> int:
     """
     name = chip.name.lower()
     if chip.kind == "cpu":
+        # A replica is one chip (tensor parallelism stays in one scale-up domain): world size 1.
+        assert chip.scale_up_domain_chips == 1, chip.id
         return 2048
     if chip.kind == "tpu":
         for generation, tokens in _TPU_TABLE.items():
