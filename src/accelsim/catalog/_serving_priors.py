@@ -11,6 +11,8 @@ Examples
 >>> p = serving_priors()
 >>> p.efficiency_for("h100-sxm", "cuda").unit
 'fraction'
+>>> p.prefill_chunk_for("a100-80gb", "cuda")[0]
+'prefill_chunk_tokens_by_chip.a100-80gb'
 >>> BYTES_PER_VALUE["fp4"]
 0.5
 """
@@ -25,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from accelsim.catalog._priors import Prior, Stack, load_validated, shipped
 from accelsim.catalog._schema import Precision, Source
+from accelsim.dists import Fixed
 
 _SHIPPED = "serving.yaml"
 
@@ -76,6 +79,13 @@ class ServingPriors(_Frozen):
     """Share of device memory the engine gives to weights plus KV cache. [fraction]"""
     max_batch: dict[Stack, Prior]
     """Scheduler cap on concurrently running sequences per replica. [count]"""
+    prefill_chunk_tokens: dict[Stack, Prior]
+    """Default chunked-prefill budget of a colocated replica, per software stack: prompt
+    tokens per iteration, vLLM's default ``max_num_batched_tokens`` for the API server.
+    [tokens]"""
+    prefill_chunk_tokens_by_chip: dict[str, Prior] = {}
+    """Per chip id, where vLLM's rule sets the budget otherwise than for the stack (device
+    memory below 70 GiB, an A100, a TPU generation). [tokens]"""
     mixed_batch_tokens: Prior
     """Prompt tokens per iteration of an in-flight (mixed) batching scheduler, as MLPerf
     submissions run it (the serving calibration's Server/Interactive rows). [tokens]"""
@@ -90,17 +100,34 @@ class ServingPriors(_Frozen):
 
     @model_validator(mode="after")
     def _complete(self) -> ServingPriors:
-        for name in ("efficiency", "max_batch", "serving_stacks"):
+        for name in ("efficiency", "max_batch", "prefill_chunk_tokens", "serving_stacks"):
             if name == "serving_stacks" and not self.serving_stacks:
                 continue
             missing = [k for k in get_args(Stack) if k not in getattr(self, name)]
             if missing:
                 raise ValueError(f"{name} must name every stack; missing {missing}")
+        chunks = [*self.prefill_chunk_tokens.items(), *self.prefill_chunk_tokens_by_chip.items()]
+        for key, prior in chunks:
+            value = prior.dist()
+            if not (isinstance(value, Fixed) and value.value >= 1 and value.value.is_integer()):
+                raise ValueError(
+                    f"prefill_chunk_tokens of {key!r} must be a whole number of tokens >= 1 "
+                    f"(0, prefill-first, is the scenario's to choose), got {prior.value!r}"
+                )
         return self
 
     def efficiency_for(self, chip_id: str, stack: Stack) -> Prior:
         """The efficiency prior of a chip: its own entry if any, else its stack's."""
         return self.efficiency_by_chip.get(chip_id, self.efficiency[stack])
+
+    def prefill_chunk_for(self, chip_id: str, stack: Stack) -> tuple[str, Prior]:
+        """The default chunked-prefill budget of a chip and its dotted name: the chip's own
+        entry if any (``"prefill_chunk_tokens_by_chip.a100-80gb"``), else its stack's
+        (``"prefill_chunk_tokens.cuda"``)."""
+        if chip_id in self.prefill_chunk_tokens_by_chip:
+            name = f"prefill_chunk_tokens_by_chip.{chip_id}"
+            return name, self.prefill_chunk_tokens_by_chip[chip_id]
+        return f"prefill_chunk_tokens.{stack}", self.prefill_chunk_tokens[stack]
 
     def by_name(self) -> dict[str, Prior]:
         """Every prior by dotted name (``"efficiency.cuda"``, ``"overhead_seconds"``)."""

@@ -259,7 +259,7 @@ def replica_capacity(
         setup.ttft_s,
         setup.tpot_s,
         setup.percentile,
-        prefill_chunk_tokens=float(setup.work.prefill_chunk_tokens),
+        prefill_chunk_tokens=replica.prefill_chunk_tokens,
         input_variance=setup.input_variance,
         input_third_moment=setup.input_third_moment,
         input_fourth_moment=setup.input_fourth_moment,

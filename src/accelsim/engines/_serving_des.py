@@ -136,7 +136,7 @@ def _simulate_run(
         cost=run_cost(replica.cost, i),
         kv_capacity_tokens=float(replica.kv_capacity_tokens[i]),
         max_batch=int(replica.max_batch[i]),
-        prefill_chunk_tokens=work.prefill_chunk_tokens,
+        prefill_chunk_tokens=int(replica.prefill_chunk_tokens[i]),
     )
     trace = simulate_serving(
         model, requests, plan, setup.horizon_hours, router=work.router, max_events=max_events

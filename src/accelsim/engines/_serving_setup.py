@@ -17,7 +17,7 @@ from accelsim import catalog
 from accelsim._typing import BoolArray, FloatArray
 from accelsim.catalog import Catalog, Chip, ServingPriors
 from accelsim.dists import Dist, Fixed, as_dist
-from accelsim.engines._inputs import InputDraws
+from accelsim.engines._inputs import InputDraws, constant
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario, Serving
 
@@ -65,7 +65,8 @@ def node_edges(body: int = BODY_CELLS, split: int = TAIL_SPLIT) -> FloatArray:
 
 _NODE_EDGES = node_edges()
 """The cells of :func:`node_edges` at the fast path's resolution (39 cells: 16 to the 88.7th
-percentile, 23 above; bench_serving_fast's fixed fleet stays above 10,000 runs/s)."""
+percentile, 23 above; bench_serving_fast's fixed fleet prefill-first: 13,700-16,500 runs/s
+on the shared 2-core VM at load ~2; with the default chunked prefill, 7,900-9,900)."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +237,25 @@ class Replica:
     """Saturated request rate (offline throughput / output tokens); 0 where infeasible. [1/s]"""
     feasible: BoolArray
     """The weights and one mean-length sequence fit in the replica's memory."""
+    prefill_chunk_tokens: FloatArray
+    """Prompt tokens per iteration of its chunked prefill, 0 = prefill-first (a replica of
+    disaggregated pools: 0, its pool's role decides). [tokens]"""
+
+
+def prefill_chunk(setup: ServingSetup, draws: InputDraws, serving: ServingPriors) -> FloatArray:
+    """The chunked-prefill budget of a colocated replica, per run, recorded with the draws.
+
+    The scenario's ``prefill_chunk_tokens`` when set (0: prefill-first), else the serving
+    prior for the pool's chip (:meth:`~accelsim.catalog.ServingPriors.prefill_chunk_for`,
+    vLLM's default). The one place both engines and ``serving_capacity`` read it. [tokens]
+    """
+    work = setup.work
+    if work.disaggregated is not None:
+        return constant(0.0, draws.runs)
+    if work.prefill_chunk_tokens is not None:
+        return draws.fixed("workload.prefill_chunk_tokens", float(work.prefill_chunk_tokens))
+    name, prior = serving.prefill_chunk_for(setup.chip.id, setup.chip.software_stack)
+    return draws.get(f"priors.serving.{name}", None, prior.value)
 
 
 def draw_replica(
@@ -292,6 +312,7 @@ def draw_replica(
         batch_limit=limit,
         saturated_rps=saturated,
         feasible=np.asarray(limit >= 1.0),
+        prefill_chunk_tokens=prefill_chunk(setup, draws, serving),
     )
 
 
@@ -328,6 +349,7 @@ __all__ = [
     "draw_replica",
     "length_nodes",
     "node_edges",
+    "prefill_chunk",
     "serving_setup",
     "token_lengths",
 ]

@@ -105,7 +105,7 @@ def latency_table(setup: ServingSetup, replica: Replica) -> LatencyTable:
     limit = np.maximum(replica.batch_limit, 1.0)[:, None]
     inp, out = setup.input_mean, setup.output_mean
     prompts: dict[str, float | FloatArray] = {
-        "prefill_chunk_tokens": float(setup.work.prefill_chunk_tokens),
+        "prefill_chunk_tokens": replica.prefill_chunk_tokens[:, None],
         "input_variance": setup.input_variance,
         "input_third_moment": setup.input_third_moment,
         "input_fourth_moment": setup.input_fourth_moment,

@@ -69,6 +69,9 @@ def assumptions(
 ) -> tuple[Assumption, ...]:
     """Every drawn input (and every assumption the user set) with its provenance."""
     by_name = catalog.priors().by_name()
+    # Serving priors are drawn as ``priors.serving.<name>`` (max_batch.cuda,
+    # prefill_chunk_tokens_by_chip.a100-80gb...): looked up under ``serving.<name>``.
+    by_name |= {f"serving.{k}": v for k, v in catalog.serving_priors().by_name().items()}
     names = list(dict.fromkeys(k for r in results.values() for k in r.inputs))
     rows: list[Assumption] = []
     for name in names:

@@ -144,8 +144,13 @@ class Serving(_Model):
     the serving prior ``memory_share`` (share of all memory for weights and KV cache)."""
     max_batch: int | None = Field(default=None, gt=0)
     """Most sequences a replica runs at once; unset = the serving prior of the chip's stack."""
-    prefill_chunk_tokens: int = Field(default=0, ge=0)
-    """Prompt tokens prefilled per iteration (chunked prefill); 0 = off (whole prompts)."""
+    prefill_chunk_tokens: int | None = Field(default=None, ge=0)
+    """Prompt tokens a colocated replica prefills per iteration, mixed with the decode of the
+    running sequences (chunked prefill) [tokens]. Unset = the serving prior
+    ``prefill_chunk_tokens`` for the pool's chip: vLLM's default ``max_num_batched_tokens``
+    of ``vllm serve`` (8192 on GPUs with >= 70 GiB other than A100, 2048 on A100 and smaller
+    GPUs, TPU v6e 1024, v5e 512, v5p 256, CPU 2048); 0 = prefill-first (whole prompts in
+    iterations without decode); > 0 = that budget. Not with ``disaggregated`` pools."""
     router: Router = "least_loaded"
     """How the request DES routes a request to a replica."""
     scaling: Scaling = "fixed"
@@ -244,9 +249,12 @@ class Serving(_Model):
         if self.disaggregated is not None:
             for name, why in (
                 ("chips_per_replica", "set disaggregated.prefill_/decode_chips_per_replica"),
-                ("prefill_chunk_tokens", "a prefill replica runs whole prompts"),
+                (
+                    "prefill_chunk_tokens",
+                    "a prefill replica runs whole prompts, a decode replica none",
+                ),
             ):
-                if getattr(self, name):
+                if getattr(self, name) is not None:
                     raise ValueError(f"{name} does not apply with disaggregated pools: {why}")
         if self.max_replicas is not None and self.max_replicas < self.min_replicas:
             raise ValueError(
