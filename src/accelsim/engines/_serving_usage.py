@@ -39,6 +39,9 @@ METRIC_PERCENTILE = 0.99
 
 _SUB_RUNS = 256
 """Runs per pass of the hourly arrays: (runs, hours) blocks of ~1.5 MB at 30 days."""
+RUN_BLOCK = 512
+"""Runs per pass of the latency model (:func:`latency_table`): its (runs, 11 loads, 39
+prompt nodes) float64 temporaries are ~1.8 MB."""
 
 
 def _column(c: physics.IterationCost) -> physics.IterationCost:
@@ -98,38 +101,61 @@ def node_weights(x: FloatArray, served: FloatArray) -> FloatArray:
 
 
 def latency_table(setup: ServingSetup, replica: Replica) -> LatencyTable:
-    """The latency table and the SLO capacity of each run's replica."""
+    """The latency table and the SLO capacity of each run's replica.
+
+    Taken ``RUN_BLOCK`` runs at a time: the model's (runs, loads, prompt nodes) temporaries
+    then stay in cache, and each run's row is the same whatever its block.
+    """
     sat = np.where(replica.feasible, replica.saturated_rps, 1.0)
     loads = sat[:, None] * LOAD_NODES
     cost_col = _column(replica.cost)
     limit = np.maximum(replica.batch_limit, 1.0)[:, None]
+    chunk = replica.prefill_chunk_tokens[:, None]
+    blocks = []
+    for lo in range(0, loads.shape[0], RUN_BLOCK):
+        rows = slice(lo, lo + RUN_BLOCK)
+        cost = physics.IterationCost(
+            *(getattr(cost_col, f.name)[rows] for f in dataclasses.fields(cost_col))
+        )
+        blocks.append(_table_rows(setup, cost, loads[rows], limit[rows], chunk[rows]))
+    table = {
+        f.name: np.concatenate([getattr(b, f.name) for b in blocks])
+        for f in dataclasses.fields(LatencyTable)
+    }
+    table["slo_load"] = np.where(replica.feasible, table["slo_load"], 0.0)
+    return LatencyTable(**table)
+
+
+def _table_rows(
+    setup: ServingSetup,
+    cost: physics.IterationCost,
+    loads: FloatArray,
+    limit: FloatArray,
+    chunk: FloatArray,
+) -> LatencyTable:
+    """:func:`latency_table` of some runs (rows), before the infeasible ones are zeroed."""
     inp, out = setup.input_mean, setup.output_mean
     prompts: dict[str, float | FloatArray] = {
-        "prefill_chunk_tokens": replica.prefill_chunk_tokens[:, None],
+        "prefill_chunk_tokens": chunk,
         "input_variance": setup.input_variance,
         "input_third_moment": setup.input_third_moment,
         "input_fourth_moment": setup.input_fourth_moment,
         "input_nodes": setup.input_nodes,
         "input_weights": setup.input_weights,
     }
-    tail = physics.latency_under_load(
-        cost_col, loads, inp, out, limit, METRIC_PERCENTILE, **prompts
-    )
+    tail = physics.latency_under_load(cost, loads, inp, out, limit, METRIC_PERCENTILE, **prompts)
     slo = (
         tail
         if setup.percentile == METRIC_PERCENTILE
-        else physics.latency_under_load(
-            cost_col, loads, inp, out, limit, setup.percentile, **prompts
-        )
+        else physics.latency_under_load(cost, loads, inp, out, limit, setup.percentile, **prompts)
     )
     margin = np.minimum(1.0 - slo.ttft_tail_s / setup.ttft_s, 1.0 - slo.tpot_tail_s / setup.tpot_s)
-    slo_load = slo_load_from_margin(np.where(slo.saturated, -1.0, margin))
     return LatencyTable(
         ttft_p50_s=tail.ttft_p50_s,
         ttft_p99_s=tail.ttft_tail_s,
         tpot_p50_s=tail.tpot_p50_s,
         tpot_p99_s=tail.tpot_tail_s,
-        slo_load=np.where(replica.feasible, slo_load, 0.0),
+        slo_load=slo_load_from_margin(np.where(slo.saturated, -1.0, margin)),
     )
 
 
