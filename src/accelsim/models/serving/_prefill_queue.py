@@ -135,7 +135,7 @@ def _pieces(
     chunked = chunk > 0.0
     c = np.where(chunked, chunk, 1.0)
     node = _f(prompt_tokens)
-    full = np.where(chunked[..., None], np.ceil(node / c[..., None]) - 1.0, 0.0)
+    full = np.where(chunked[..., None], np.maximum(np.ceil(node / c[..., None]) - 1.0, 0.0), 0.0)
     last = node - full * c[..., None]
     order = np.argsort(node, axis=-1)
     ranked = np.take_along_axis(node, order, axis=-1)
