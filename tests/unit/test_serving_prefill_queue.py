@@ -23,7 +23,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from accelsim.models import serving as sv
-from accelsim.models.serving._prefill_queue import own_iterations_excess
+from accelsim.models.serving._prefill_queue import own_iterations_excess, pieces_per_prompt
 
 _8B = sv.iteration_cost(
     active_params=8e9, total_params=8e9, layers=32, d_model=4096, weight_bytes=8e9,
@@ -131,3 +131,15 @@ def test_a_short_prompt_no_longer_pays_a_full_chunks_share() -> None:
         input_nodes=nodes, input_weights=np.array([0.9, 0.1]),
     )  # fmt: skip
     assert float(lat.ttft_p50_s) == pytest.approx(_des_prefill(_8B, 0.0, 0.0, 20, 2048), rel=1e-5)
+
+
+@given(prompt=st.floats(1.0, 1e5), chunk=st.sampled_from([64.0, 512.0, 2048.0]))
+def test_pieces_per_prompt_closed_forms(prompt: float, chunk: float) -> None:
+    """A lone node: ``⌈P/C⌉`` (the DES's iteration count); prefill-first: 1; nodes a chunk
+    or more apart above the first chunk: each at its cell's mean ``P/C + 1/2``."""
+    one = pieces_per_prompt(np.array([prompt]), np.array([1.0]), chunk)
+    assert float(one) == pytest.approx(math.ceil(prompt / chunk), rel=1e-6)
+    assert float(pieces_per_prompt(np.array([prompt]), np.array([1.0]), 0.0)) == 1.0
+    spaced = chunk * (2.0 + 2.0 * np.arange(5)) + 0.3 * chunk
+    got = float(pieces_per_prompt(spaced, np.full(5, 0.2), chunk))
+    assert got == pytest.approx(float(np.mean(spaced / chunk + 0.5)), rel=1e-6)

@@ -150,3 +150,14 @@ def _pieces(
         np.asarray(chunked),
         spread.astype(_SINGLE),
     )
+
+
+def pieces_per_prompt(
+    prompt_tokens: FloatArray, probs: FloatArray, chunk_tokens: FloatArray
+) -> FloatArray:
+    """Mean iterations ``E[⌈P/C⌉]`` a prompt's prefill takes over the law's nodes (1
+    prefill-first); a node above the first chunk blends toward its cell's mean,
+    ``P/C + 1/2``, by its spread (as :func:`own_iterations_excess`). [count]"""
+    full, last, c, chunked, spread = _pieces(prompt_tokens, chunk_tokens)
+    count = full + 1.0 + spread * (last / c[..., None].astype(_SINGLE) - 0.5)
+    return _f(np.where(chunked, np.sum(_f(probs) * count, axis=-1), 1.0))
