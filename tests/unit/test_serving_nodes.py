@@ -6,13 +6,18 @@ Reference: conditional means over 4,096 equal cells of the same 16,384-level gri
 each). Loads: prefill utilisation 0.02-0.9 (disaggregated, :func:`prefill_latency`) and
 0.2-20 requests/s on one 8B replica (colocated, :func:`latency_under_load`, chunked and
 prefill-first; saturated loads left out). Measured worst relative error over those loads
-(39 cells; the 16-cell rule this replaced in brackets): TTFT p99 0.9 % (2.7 %) on
-LogNormal(500, 1500), 3.4 % (8.0 %) on LogNormal(200, 4000), 4.1 % (21 %) on
-LogNormal(50, 8000); p50 1.8 % (4.1 %), 4.9 % (11.8 %), 21 % (19 %). The last is the
-median at a wait-dominated load where the mixture's CDF is nearly flat around 1/2 (a small
-error in the wait's moments over the nodes, which as conditional means understate the law's
-spread within a cell, moves the median far); the p99 is what the nodes resolve.
-Bounds: the measured worst plus ~1 point.
+(39 cells; the 16-cell rule this replaced in brackets): TTFT p99 1.1 % (2.7 %) on
+LogNormal(500, 1500), 3.4 % (8.0 %) on LogNormal(200, 4000), 5.1 % (21 %) on
+LogNormal(50, 8000) (4.1 % before the chunked iteration in progress counted a prompt's
+``E[⌈P/C⌉]`` pieces over the nodes, which conditional means put at one phase of the
+chunk); p50 1.8 % (4.1 %), 10.2 % (11.8 %), 21 % (19 %). The last is the median at a
+wait-dominated load where the mixture's CDF is nearly flat around 1/2 (a small error in
+the wait's moments over the nodes, which as conditional means understate the law's
+spread within a cell, moves the median far); the p99 is what the nodes resolve. The
+middle one is the chunked median (chunk 512): a chunked prompt's own iterations jump by
+an iteration's fixed part at every multiple of the chunk (``own_iterations_excess``),
+which 16 body cells resolve coarsely (4.9 % while every prompt's own iterations were
+``δ·P``, smooth in ``P``). Bounds: the measured worst plus ~1 point.
 """
 
 from __future__ import annotations
@@ -40,8 +45,8 @@ _COST = physics.iteration_cost(
 _MAX_TOKENS = 131072.0
 _LAWS = {
     "narrow": (acs.LogNormal(low=500, high=1500), 0.02, 0.03),
-    "wide": (acs.LogNormal(low=200, high=4000), 0.045, 0.06),
-    "widest": (acs.LogNormal(low=50, high=8000), 0.05, 0.22),
+    "wide": (acs.LogNormal(low=200, high=4000), 0.045, 0.115),
+    "widest": (acs.LogNormal(low=50, high=8000), 0.06, 0.22),
 }
 """Law, bound on the worst relative p99 error, bound on the worst relative p50 error."""
 
@@ -94,17 +99,20 @@ def test_ttft_quantiles_converge_to_a_fine_quadrature(name: str) -> None:
     assert p50 <= median_bound, (name, p50)
 
 
-def test_finer_cells_converge_within_three_percent() -> None:
+def test_finer_cells_converge() -> None:
     """Refining the rule (32 body cells, 12 per halving of the tail: 122 cells) brings the
-    wide law's p50 and p99 within 3 % of the reference (measured 2.3 % and 2.4 %; at 39
-    cells 4.9 % and 3.4 %, at 77 cells 2.3 % and 2.9 %). The remainder is the wait's
-    moments over conditional means, which understate the law's spread within a cell."""
+    wide law's p99 within 3 % of the reference and its p50 within 7 % (measured 2.4 % and
+    5.9 %; at 39 cells 3.4 % and 10.2 %). The remainder is the wait's moments over
+    conditional means, which understate the law's spread within a cell, and at the median
+    the chunked prompts' own iterations, a step at every multiple of the chunk (the p50
+    was 2.3 % while they were taken as ``δ·P``)."""
     law = _LAWS["wide"][0]
     coarse = _worst_errors(law, *length_nodes(as_dist(law), _MAX_TOKENS))
     nodes, weights = length_nodes(as_dist(law), _MAX_TOKENS, node_edges(32, 12))
     assert nodes.size == 122
     fine = _worst_errors(law, nodes, weights)
-    assert max(fine) <= 0.03, fine
+    assert fine[0] <= 0.07, fine
+    assert fine[1] <= 0.03, fine
     assert fine[0] < coarse[0]
     assert fine[1] < coarse[1]
 

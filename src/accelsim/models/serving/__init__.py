@@ -44,7 +44,6 @@ from accelsim.models.serving._load import (
     LoadLatency,
     SloCapacity,
     latency_under_load,
-    mg1_wait_moments,
     slo_capacity_rps,
 )
 from accelsim.models.serving._memory import (
@@ -56,6 +55,7 @@ from accelsim.models.serving._memory import (
     throughput_at_batch,
     weight_bytes,
 )
+from accelsim.models.serving._prefill_queue import mg1_wait_moments
 from accelsim.models.serving._runs import IterationRun, run_seconds, scalar_iteration_run
 
 __all__ = [
