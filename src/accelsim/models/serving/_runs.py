@@ -107,8 +107,12 @@ def scalar_iteration_run(
 def run_seconds(run: IterationRun, iterations: int) -> float:
     """Time of the first ``iterations`` iterations (>= 0, whole) of a prepared run. [s]"""
     first0, first1, then0, then1, leading, per_iteration = run
-    if leading > iterations:
-        leading = iterations
+    if leading >= iterations:  # one side throughout: ``before`` below (``after`` adds 0.0)
+        return (
+            iterations * first0
+            + first1 * (iterations * (iterations - 1) / 2.0)
+            + (iterations * per_iteration)
+        )
     before = leading * first0 + first1 * (leading * (leading - 1) / 2.0)
     after = (iterations - leading) * then0 + then1 * (
         (iterations * (iterations - 1) - leading * (leading - 1)) / 2.0
