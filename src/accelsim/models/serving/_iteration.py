@@ -197,11 +197,14 @@ def iteration_seconds(
     )
     if np.all(cost.active_fraction == 1.0):
         # A dense model reads all its weights whenever it runs a token: (1 − 1)^n is 0 for
-        # n > 0 and 1 at n = 0, the same bits without the power (~30 % of this call's time).
-        touched = np.where(n > 0.0, 1.0, 0.0)
+        # n > 0 and 1 at n = 0. The same bits without the power, and with tokens everywhere
+        # (the usual case) in the weights' and the cache's shape, not the tokens' grid.
+        weights = cost.weight_bytes
+        if not np.all(n > 0.0):
+            weights = weights * (n > 0.0)
     else:
-        touched = 1.0 - np.power(1.0 - cost.active_fraction, n)
-    memory_bytes = cost.weight_bytes * touched + cost.kv_bytes_per_token * kv
+        weights = cost.weight_bytes * (1.0 - np.power(1.0 - cost.active_fraction, n))
+    memory_bytes = weights + cost.kv_bytes_per_token * kv
     roofline = np.maximum(flops * cost.seconds_per_flop, memory_bytes * cost.seconds_per_byte)
     return _f(roofline + cost.comm_seconds_per_token * n + cost.overhead_seconds)
 

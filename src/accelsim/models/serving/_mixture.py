@@ -12,6 +12,7 @@ matching the M/G/1 wait's first three moments given a wait (exact for M/M/1, whe
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from accelsim._typing import ArrayLike, FloatArray
 from accelsim.models.serving._iteration import _f
@@ -21,6 +22,7 @@ _SINGLE = np.float32
 error from it is ~1e-6, far below the model's): the segment's root is then solved in
 double."""
 _BLOCK = 8192
+_KEY, _HALF = np.dtype("<u8"), np.dtype("<u4")  # a sort key and its halves, low first
 """Cells per pass of the node recursion (its buffers: nodes x 8192 single floats)."""
 _NEWTON_STEPS = 6
 """Newton steps on ``−log`` of the CDF's exponential tail inside one segment: that function
@@ -184,7 +186,9 @@ def wait_mixture_quantiles(
     return [_f(v.reshape(rest)) for v in out]
 
 
-def _sorted_single(flat_y: FloatArray, flat_w: FloatArray) -> tuple[FloatArray, FloatArray]:
+def _sorted_single(
+    flat_y: FloatArray, flat_w: FloatArray
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """Nodes ascending with their weights, in single precision, nodes on the first axis
     (each step of the recursion is then a contiguous 1-D slice).
 
@@ -198,12 +202,15 @@ def _sorted_single(flat_y: FloatArray, flat_w: FloatArray) -> tuple[FloatArray, 
     # Rounded up, never below the node: a quantile is then never below the shortest delay.
     if exact.dtype != _SINGLE:
         np.nextafter(y, _SINGLE(np.inf), out=y, where=y < exact)
-    key = y.view(np.uint32).astype(np.uint64) << np.uint64(32)
-    key |= flat_w.astype(_SINGLE).view(np.uint32)
+    # Each key written as its two little-endian 32-bit halves in place (node bits high,
+    # weight bits low) and read back the same way: no shifted or masked temporaries.
+    key = np.empty(y.shape, _KEY)
+    halves = key.view(_HALF).reshape(*y.shape, 2)
+    halves[..., 1] = y.view(np.uint32)
+    halves[..., 0] = flat_w.astype(_SINGLE, copy=False).view(np.uint32)
     key.sort(axis=-1)
-    nodes = (key >> np.uint64(32)).astype(np.uint32).view(_SINGLE)
-    weights = key.astype(np.uint32).view(_SINGLE)
-    return np.ascontiguousarray(nodes.T), np.ascontiguousarray(weights.T)
+    nodes = np.ascontiguousarray(halves[..., 1].T, dtype=np.uint32).view(_SINGLE)
+    return nodes, np.ascontiguousarray(halves[..., 0].T, dtype=np.uint32).view(_SINGLE)
 
 
 def _block_quantiles(
