@@ -16,10 +16,11 @@ quantile taken from one CDF call (a 64-step bisection and ``scipy.stats.poisson.
 
 Since ``Serving.prefill_chunk_tokens`` defaults to vLLM's chunk budget (8,192 on H100), the
 scenario runs chunked prefill, whose prompt interference takes three iteration times per
-prompt node instead of one: on the VM at load 2.4-3, 9,850-9,870 runs/s for the fixed fleet
-(below the target) where prefill-first (``prefill_chunk_tokens=0``, printed too) ran
-13,700-17,300; the tree before the default changed ran this scenario with 8,192 set
-explicitly at 8,700-9,400 (the chunked model's cost, not the resolution of the default).
+prompt node instead of one: 8,200-9,800 runs/s for the fixed fleet at first (below the
+target; prefill-first, ``prefill_chunk_tokens=0``, printed too, 13,700-17,300). Taking the
+latency table 512 runs at a time (temporaries in cache), a dense model's weight bytes in
+their own shape and the mixture's sort keys built in place (all bit-identical) brought it
+to 10,400-11,200 on the idle VM (prefill-first 14,500-16,000).
 """
 
 from __future__ import annotations
