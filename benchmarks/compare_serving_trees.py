@@ -21,15 +21,13 @@ the first-token times between the trees [s] (0 when they are bit-identical).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from tree_workers import ask, start_worker
 
 BENCHMARKS = Path(__file__).resolve().parent
 
@@ -59,33 +57,12 @@ for line in sys.stdin:
 
 
 def _start(tree: Path, hours: float) -> subprocess.Popen[str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(tree / "src"),
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-    }
     code = _WORKER % {"benchmarks": str(BENCHMARKS), "hours": hours}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    loaded = json.loads(proc.stdout.readline())["file"]
-    if not Path(loaded).resolve().is_relative_to((tree / "src").resolve()):
-        raise SystemExit(f"{tree}: accelsim loaded from {loaded}, not from the tree")
-    return proc
+    return start_worker(tree, code, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
 
 
 def _time(proc: subprocess.Popen[str], out: Path) -> float:
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    proc.stdin.write(f"{out}\n")
-    proc.stdin.flush()
-    return float(json.loads(proc.stdout.readline())["seconds"])
+    return float(ask(proc, str(out))["seconds"])
 
 
 def main() -> None:

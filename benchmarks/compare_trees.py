@@ -21,12 +21,11 @@ study: best over best, and the median of the round-by-round ratios.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import subprocess
-import sys
 from pathlib import Path
+
+from tree_workers import ask, start_worker
 
 RUNS = 4 * 4096  # as bench_analytic.py: one in-process chunk of 4 blocks
 BACK_TO_BACK = 3
@@ -65,33 +64,17 @@ for line in sys.stdin:
 
 
 def _start(tree: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(tree / "src")}
     code = _WORKER % {
         "rate": FAILURE_RATE,
         "cases": CASES,
         "runs": RUNS,
         "back": BACK_TO_BACK,
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    loaded = json.loads(proc.stdout.readline())["file"]
-    if not Path(loaded).resolve().is_relative_to((tree / "src").resolve()):
-        raise SystemExit(f"{tree}: accelsim loaded from {loaded}, not from the tree")
-    return proc
+    return start_worker(tree, code)
 
 
 def _time(proc: subprocess.Popen[str], chips: int) -> tuple[float, float]:
-    assert proc.stdin is not None
-    assert proc.stdout is not None
-    proc.stdin.write(f"{chips}\n")
-    proc.stdin.flush()
-    answer = json.loads(proc.stdout.readline())
+    answer = ask(proc, str(chips))
     return float(answer["seconds"]), float(answer["faults"])
 
 
