@@ -16,7 +16,9 @@ Measured (12 runs, seed 1, median over runs of DES/fast) at 2 / 4 requests/s: TP
 decode iteration with the prompts averaged in: p50 1.30 / 2.02, p99 1.66 / 2.84; its
 SLO-meeting rate, ``acs.serving_capacity`` at the median draw of the priors, fell from 4.2
 to 0.75 requests/s, where the DES's windows miss the TPOT bound from ~1 request/s). TTFT
-p99 1.08 / 1.19; TTFT p50 0.89 / 0.78, the fast path high: prefill-first runs every queued
+p99 0.89 / 0.98; TTFT p50 0.95 / 0.87 (1.08 / 1.19 and 0.89 / 0.78 with the three-moment
+wait and every arrival charged a prompt-carrying iteration's residual), the fast path
+high: prefill-first runs every queued
 prompt in one iteration, where the M/G/1 FCFS wait queues them one after another. Bounds
 on each median ratio: TPOT 10 % (a stated accuracy target; the run-to-run sd of a
 15-minute window's p99 is a few %), TTFT p99 25 %; the TTFT p50 is not held.

@@ -20,8 +20,8 @@ from accelsim._typing import ArrayLike, BoolArray, FloatArray
 from accelsim.models._poisson import poisson_quantile
 from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
 from accelsim.models.serving._load import _solve_iteration
-from accelsim.models.serving._mixture import hyperexponential_wait, wait_mixture_quantiles
-from accelsim.models.serving._prefill_queue import mg1_wait_moments
+from accelsim.models.serving._mixture import wait_mixture_quantiles
+from accelsim.models.serving._prefill_queue import mg1_wait_moments, wait_phases
 
 _GIGA = 1e9
 
@@ -104,9 +104,11 @@ def prefill_latency(
     at the mean prompt) and ``W`` the FCFS M/G/1 wait, independent of the request's own
     service. ``W = 0`` with probability ``1 − ρ``; otherwise ``W₊`` is a two-phase
     hyperexponential matching the M/G/1 moments given a wait, ``E[W^k]/ρ`` for
-    ``k = 1, 2, 3`` (by :func:`~accelsim.models.serving.mg1_wait_moments`, the
-    colocated TTFT's queue formula, with the service moments over the nodes); exact for
-    M/M/1, where ``W₊`` is exponential. Quantiles solve ``(1 − ρ)P(Y ≤ t) + ρP(Y + W₊ ≤
+    ``k = 1, 2`` (by :func:`~accelsim.models.serving.mg1_wait_moments`, the
+    colocated TTFT's queue formula, with the service moments over the nodes), and its
+    Pollaczek–Khinchine transform at ``1/E[X]``
+    (:func:`~accelsim.models.serving._prefill_queue.wait_phases`); exact for M/M/1,
+    where ``W₊`` is exponential. Quantiles solve ``(1 − ρ)P(Y ≤ t) + ρP(Y + W₊ ≤
     t) = q`` exactly, segment by segment between the nodes (the colocated TTFT's quantile
     formula, ``_mixture.wait_mixture_quantiles``).
     One prompt per iteration is an assumption (a prefill engine may batch queued prompts:
@@ -124,8 +126,8 @@ def prefill_latency(
     rho_raw = rate * x[0]
     saturated = rho_raw >= 1.0
     rho = np.clip(rho_raw, 0.0, 1.0 - 1e-9)
-    w1, w2, w3 = mg1_wait_moments(rate, rho, x[1], x[2], x[3])
-    phases = hyperexponential_wait(rho, w1, w2, w3)
+    w1, w2, _ = mg1_wait_moments(rate, rho, x[1], x[2], x[3])
+    phases = wait_phases(rate, rho, w1, w2, service, probs)
 
     levels = np.unique(_f(percentile))
     if levels.size != 1:

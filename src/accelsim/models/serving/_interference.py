@@ -129,7 +129,7 @@ def tpot_quantiles(
     A request's TPOT is its decode iterations' mean plus ``S/(out − 1)``, ``S = Σᵢ x(Pᵢ)``
     over the ``N ~ Poisson(m)`` prompts prefilled while it decodes (compound Poisson:
     cumulants ``m·E[x^k]``). ``S`` is 0 with probability ``e^{−m}``, else the two-phase
-    hyperexponential of its three moments given ``N ≥ 1`` (the TTFT wait's law,
+    hyperexponential of its three moments given ``N ≥ 1`` (the three-moment fit,
     :func:`hyperexponential_wait`); where its coefficient of variation given ``N ≥ 1`` is
     below 1 (many prompts per request, a narrow law), it is that conditional mean less one
     sd plus an exponential of mean sd (two moments; its tail is then heavier than a

@@ -27,7 +27,6 @@ from accelsim.models.serving._iteration import (
 from accelsim.models.serving._memory import batch_limit, offline_tokens_per_s
 from accelsim.models.serving._mixture import (
     _SINGLE,
-    hyperexponential_wait,
     three_point,
     two_point,
     wait_mixture_quantiles,
@@ -37,6 +36,7 @@ from accelsim.models.serving._prefill_queue import (
     mg1_wait_moments,
     own_iterations_excess,
     pieces_per_prompt,
+    wait_phases,
 )
 
 # Iterations of the fixed-iteration bisection on the rate: the bracket shrinks by 2**-40, far
@@ -279,17 +279,21 @@ def latency_under_load(
     *First token.* A request is admitted only at an iteration boundary, so
     ``TTFT = R + W + D`` (independent parts):
 
-    - ``R``, the residual of the iteration in progress at arrival. An iteration carries
-      ``j ~ Poisson(ν = λT·E[⌈P/C⌉])`` prompt pieces (chunked prefill: a prompt runs in
-      ``⌈P/C⌉`` pieces, ``I_j = iteration_seconds(B, j·c)``, ``c = in/E[⌈P/C⌉]`` the mean
-      piece, so the iterations carry the prompts' tokens; a wide law's many short prompts
-      make short pieces; prefill-first: ``ν = λT``, ``I_0`` decodes, ``I_j`` prefills
-      only). Arrivals see it length-biased:
-      ``E[R^k] = π·E[I^{k+1}] / ((k + 1)·E[I])``, with ``π = 1 − exp(−(B + ν))`` the
-      chance the replica is busy (idle: no wait).
+    - ``R``, the residual of the iteration in progress at arrival where the prefill queue
+      is idle (no wait): a decode iteration ``I_0 = iteration_seconds(B)``, running with
+      probability ``1 − e^{−B}`` (some sequence decodes), so ``E[R^k] = (1 −
+      e^{−B})·I_0^k/(k + 1)``. An iteration carries prompt pieces only while the queue is
+      busy, and then what is left of it is part of ``W`` (the M/G/1 wait's residual
+      service); charging every arrival a length-biased residual of the prompt-carrying
+      iterations counted it twice and overstated the no-wait first token of short
+      prompts (at 35 % and 59 % prefill load on ``LogNormal(50, 8000)``: 27 and 44 ms
+      against the DES's 20 and ~21 ms).
     - ``D``, the tagged prompt's own prefill: ``⌈in/C⌉ − 1`` full-chunk iterations, then
       the last piece in an iteration shared with the ``M ~ Poisson(λ·E[I²]/E[I])`` prompts
-      that arrived during the same iteration: ``D = (⌈in/C⌉ − 1)·I_C + O_M``. A prompt of
+      that arrived during the same iteration (``I`` the iteration in progress: ``j ~
+      Poisson(ν = λT·E[⌈P/C⌉])`` prompt pieces of ``in/E[⌈P/C⌉]`` tokens; prefill-first
+      ``ν = λT``, ``I_j`` prefills only), each bringing its first piece, ``E[min(P, C)]``
+      tokens (prefill-first its prompt): ``D = (⌈in/C⌉ − 1)·I_C + O_M``. A prompt of
       length ``P`` adds ``X(P) − X(in)`` to it (its own prefill work, below) and, chunked,
       the change in its own iterations' fixed parts: ``⌈P/C⌉ − 1`` full chunks and a last
       piece ``p`` at the roofline ``max(I(1), I_C − δ'·(C − p))``
@@ -301,8 +305,7 @@ def latency_under_load(
       the attention time per token pair: a 10⁵-token prompt's attention to itself is
       most of its work), load ``ρ = λ·E[X]``, waiting-time moments by Takács' recursion
       ``E[W^k] = λ/(1 − ρ) Σᵢ C(k, i) E[X^{i+1}]/(i + 1) E[W^{k−i}]`` (``k = 1``:
-      Pollaczek–Khinchine). ``R`` already holds the residual of one iteration's prompt
-      work, ``λ(δ·min(in, C))²/2``, so ``W`` is that wait scaled to the rest of its mean.
+      Pollaczek–Khinchine).
 
     *Quantiles* (the one TTFT quantile formula, shared with the disaggregated prefill
     replica): ``Z = R + D`` as the three-point law of its first four cumulants with the
@@ -310,30 +313,37 @@ def latency_under_load(
     iterations keep their weight at the tail), floored at ``D(M = 0)``; ``P`` over
     ``input_nodes`` (or, given only moments, the two-point law of its first three);
     ``W`` zero with probability ``1 − ρ``, else a two-phase hyperexponential matching
-    three moments of the wait given a wait (a short phase for the common waits, a long
-    one behind a long prompt). The p50 and tail are the exact quantiles of that mixture
-    (segment by segment between its nodes; no expansion). Oracles: the request DES
-    (``tests/agreement``, median DES/fast ratio over 24 runs): fixed 400-token prompts,
-    4-16 % load, chunked: p50 0.98, p99 1.09; ``LogNormal(low=50, high=8000)`` prompts
-    at 20-50 % load: p50 0.93 and p99 0.86 chunked (0.76 and 0.86 with every prompt's
-    own iterations at ``δ·P`` and one ``min(in, C)`` piece per prompt in ``R``), 0.84 and
-    1.26 prefill-first (the Cornish–Fisher expansion
-    this replaced: 1.08 and 3.0, 1.21 and 4.1); the mean with fixed iterations and no
-    prefill work is ``T/2 + D`` exactly; ``W`` is the M/G/1 wait's (Pollaczek–Khinchine,
-    Takács) scaled. Where it is weakest: (a) the chunked median on a wide law above 50 %
-    prefill load, understated 25-75 % (the wait's law at the median; within ~7 % below
-    35 % load). Packing prompts into one chunk is not the gap: with iterations affine in
+    the wait given a wait's mean, second moment and Pollaczek–Khinchine transform at
+    ``1/E[X]`` (:func:`~accelsim.models.serving._prefill_queue.wait_phases`; a third
+    moment, set by the rarest prompts, put most of it near 0 and understated the median
+    wait 2-4x against the exact M/G/1 wait). The p50 and tail are the exact quantiles of
+    that mixture (segment by segment between its nodes; no expansion). Oracles: the
+    request DES (``tests/agreement``, median DES/fast ratio over 24 runs): fixed
+    400-token prompts, 4-16 % load, chunked: p50 0.99, p99 1.03;
+    ``LogNormal(low=50, high=8000)`` prompts at 20-50 % load: p50 0.94 and p99 0.84
+    chunked (0.93 and 0.86 with the three-moment wait and the prompt-carrying residual
+    in ``R``; 0.76 and 0.86 with every prompt's own iterations at ``δ·P``), 0.83 and
+    1.23 prefill-first (before, 0.84 and 1.26; the Cornish–Fisher expansion this
+    replaced: 1.08 and 3.0, 1.21 and 4.1); the mean with fixed iterations and no prefill
+    work is ``T/2 + D`` exactly; ``W`` is the M/G/1 wait's (Pollaczek–Khinchine,
+    Takács). Where it is weakest: (a) the median on a wide law at high prefill load. On
+    one-hour runs at one rate (one replica, DES/fast median), ``LogNormal(50, 8000)``
+    with 2048-token chunks: 0.99, 0.98, 1.15 at 12, 35, 59 % prefill load (0.93, 1.00,
+    1.39 before), with 512: 0.97, 0.99, 1.18 (1.01, 1.25, 1.75); ``LogNormal(100,
+    20000)``: 1.11, 0.93, 0.77 at 14, 42, 71 % (1.08, 1.09, 0.74), chunk 512 1.10, 0.83,
+    0.76 (1.09, 1.15, 0.74): there the model overstates the median above 40 % load.
+    Packing prompts into one chunk is not the gap: with iterations affine in
     their tokens, ``f + δ'·x``, the tagged prompt ends at iteration ``⌈(V + P)/C⌉`` with
     ``V`` tokens queued ahead, and the M/G/1 wait ``δ·V = (δ' + f/C)·V`` errs by at most
     one fixed part ``f`` (2-3 ms of a 61 ms chunk on Llama 3.1 8B / H100);
     (b) the p99 prefill-first (understated ~20 %); (c) near saturation of the prefill
     (``ρ → 1``) or of the batch limit, where FCFS batching of prompts and KV admission
-    depart from M/G/1; (d) the prefill-first median at high prompt load (DES/fast 0.78 at
+    depart from M/G/1; (d) the prefill-first median at high prompt load (DES/fast 0.87 at
     4 requests/s on DistServe's 13B / A100 setup: the DES runs all queued prompts in one
     iteration, the model queues them one by one); (e) the nodes (conditional means)
     understate the law's spread within a cell: against 4,096 cells (test_serving_nodes)
-    the p99 is within 4.1 %, the median up to ~20 % off where the CDF is flat near 1/2
-    (~10 % where a chunked prompt's own time steps up at multiples of a short chunk).
+    the p99 is within 7.1 %, the median within 9.5 % (where a chunked prompt's own time
+    steps up at multiples of a short chunk).
     """
     rate = np.maximum(_f(rate_rps), 1e-300)
     inp = _f(input_tokens)
@@ -384,22 +394,31 @@ def latency_under_load(
         for j in range(1, _PROMPT_TERMS)
     ]
     i_moments = _mixture_moments(_poisson_weights(nu), in_progress, 5)
-    busy = 1.0 - np.exp(-(batch + nu))
-    residual = [busy * i_moments[k] / ((k + 1) * i_moments[0]) for k in (1, 2, 3, 4)]
+    # The iteration in progress carries prompt pieces only while the prefill queue is busy,
+    # and then its residual is inside W (the M/G/1 wait's residual service); with no wait
+    # (the queue idle) it is a decode iteration, running if any sequence decodes.
+    decoding = 1.0 - np.exp(-batch)
+    residual = [decoding * in_progress[0] ** k / (k + 1) for k in (1, 2, 3, 4)]
     # The tagged prompt: its full chunks, then its last piece with M ~ Poisson joining it.
     joining = rate * i_moments[1] / i_moments[0]  # arrivals during the iteration in progress
     full_chunk = iteration_seconds(
         cost, with_prompts, np.where(chunked, chunk, 0.0), with_prompts * ctx, inp / 2.0
     )
     full = np.where(chunked, (pieces - 1.0) * full_chunk, 0.0)
+    # A prompt joining the tagged one's last iteration brings its first piece, min(P, C).
+    first = np.where(
+        chunked,
+        weighted_sum(np.minimum(p_values, np.where(chunked, chunk, np.inf)[..., None]), p_probs),
+        piece,
+    )
     own = [
         full
-        + iteration_seconds(cost, with_prompts, last + m * piece, with_prompts * ctx, last / 2.0)
+        + iteration_seconds(cost, with_prompts, last + m * first, with_prompts * ctx, last / 2.0)
         for m in range(_PROMPT_TERMS)
     ]
     d_moments = _mixture_moments(_poisson_weights(joining), own, 4)
 
-    marginal = (own[1] - own[0]) / piece  # time per prompt token once compute-bound [s]
+    marginal = (own[1] - own[0]) / first  # time per prompt token once compute-bound [s]
     full_rate = np.where(chunked, full_chunk / np.where(chunked, chunk, 1.0), 0.0)
     per_token = np.maximum(marginal, full_rate)
     if input_nodes is None:
@@ -410,7 +429,8 @@ def latency_under_load(
         x2 = per_token**2 * (inp**2 + var)
         x3 = per_token**3 * (inp**3 + 3.0 * inp * var + m3)
         x4 = per_token**4 * (inp**4 + 6.0 * inp**2 * var + 4.0 * inp * m3 + m4)
-        extra = per_token[..., None] * (p_values - inp[..., None])
+        x_nodes = per_token[..., None] * p_values
+        extra = x_nodes - (per_token * inp)[..., None]
     else:
         # Over the law's nodes, a prompt's work also grows with its attention to itself:
         # X(P) = δ·P + a·P·(P − in)/2, a the attention time per token pair (compute-bound),
@@ -435,12 +455,8 @@ def latency_under_load(
     rho_raw = rate * work
     saturated = overflow | (rho_raw >= 1.0)
     rho = np.clip(rho_raw, 0.0, 1.0 - 1e-9)
-    w1, w2, w3 = mg1_wait_moments(rate, rho, x2, x3, x4)
-    # The residual of one iteration's prompt work is already in R: W keeps the rest of the
-    # Pollaczek–Khinchine mean, with the shape (moments given W > 0) of the M/G/1 wait.
-    wait = np.maximum(w1 - rate * (per_token * piece) ** 2 / 2.0, 0.0)
-    scale = wait / np.maximum(w1, 1e-300)
-    w_moments = (wait, w2 * scale**2, w3 * scale**3)
+    wait, w2, _ = mg1_wait_moments(rate, rho, x2, x3, x4)
+    phases = wait_phases(rate, rho, wait, w2, x_nodes, p_probs)
 
     r, d = _cumulants(*residual), _cumulants(*d_moments)
     mean = r[0] + d[0] + wait
@@ -460,7 +476,6 @@ def latency_under_load(
     probs = z_probs[..., :, None].astype(_SINGLE) * p_probs[..., None, :].astype(_SINGLE)
     nodes = nodes.reshape(*nodes.shape[:-2], -1)  # (…, Z point x prompt node), any order
     probs = probs.reshape(*probs.shape[:-2], -1)
-    phases = hyperexponential_wait(rho, *w_moments)
     p50, tail = wait_mixture_quantiles(nodes, probs, rho, phases, (0.5, q))
 
     return LoadLatency(

@@ -5,7 +5,8 @@ first token, used by the colocated replica (:func:`~accelsim.models.serving.late
 and by the disaggregated prefill replica (:func:`~accelsim.models.serving.prefill_latency`).
 ``Y`` takes values ``y_i`` with probabilities ``w_i`` (nodes of the prompt-length law);
 ``W`` is 0 with probability ``1 − ρ`` and otherwise a two-phase hyperexponential ``W₊``
-matching the M/G/1 wait's first three moments given a wait (exact for M/M/1, where
+(for the prefill queue, :func:`~accelsim.models.serving._prefill_queue.wait_phases`: the
+M/G/1 wait's two first moments given a wait and its transform; exact for M/M/1, where
 ``W₊`` is exponential). Units: seconds [s].
 """
 
@@ -40,12 +41,12 @@ def hyperexponential_wait(
     hyperexponential has ``E[W₊^k] = k!(p₁μ₁^k + p₂μ₂^k)`` (``μ = 1/r`` the phase means),
     so ``(μ₁, μ₂)`` with ``(p₁, p₂)`` is the two-point law (:func:`two_point`) of mean
     ``E[W₊]``, second moment ``E[W₊²]/2`` and third ``E[W₊³]/6``: all three moments are
-    matched. A heavy-tailed wait (long prompts among short ones) gets a short phase for
-    the common waits and a long one for the rare waits behind a long prompt, which a
-    two-moment fit with balanced means smears into one. Where the moments admit no such
-    law: squared coefficient of variation below 1 is taken as 1 (an exponential), and a
-    third moment below the least an H₂ can have is raised to it (its short phase then
-    vanishes: an atom at no wait).
+    matched (used for the compound-Poisson prompt interference of the TPOT; the prefill
+    queue's wait, whose third moment the rarest prompts set, is fitted to its transform
+    instead: :func:`~accelsim.models.serving._prefill_queue.wait_phases`). Where the
+    moments admit no such law: squared coefficient of variation below 1 is taken as 1
+    (an exponential), and a third moment below the least an H₂ can have is raised to it
+    (its short phase then vanishes: an atom at no wait).
     """
     busy = np.maximum(rho, 1e-300)
     a1 = np.maximum(w1 / busy, 1e-300)
