@@ -20,7 +20,8 @@ prompt node instead of one: 8,200-9,800 runs/s for the fixed fleet at first (bel
 target; prefill-first, ``prefill_chunk_tokens=0``, printed too, 13,700-17,300). Taking the
 latency table 512 runs at a time (temporaries in cache), a dense model's weight bytes in
 their own shape and the mixture's sort keys built in place (all bit-identical) brought it
-to 10,400-11,200 on the idle VM (prefill-first 14,500-16,000).
+to 10,400-11,200 on the idle VM (prefill-first 14,500-16,000); the TTFT wait fitted to its
+transform as well (``wait_phases``) costs ~3 %: 10,100-10,600 (prefill-first 14,800-15,200).
 """
 
 from __future__ import annotations

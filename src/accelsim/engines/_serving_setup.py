@@ -66,7 +66,7 @@ def node_edges(body: int = BODY_CELLS, split: int = TAIL_SPLIT) -> FloatArray:
 _NODE_EDGES = node_edges()
 """The cells of :func:`node_edges` at the fast path's resolution (39 cells: 16 to the 88.7th
 percentile, 23 above; bench_serving_fast's fixed fleet prefill-first: 13,700-16,500 runs/s
-on the shared 2-core VM at load ~2; with the default chunked prefill, 10,400-11,200 idle)."""
+on the shared 2-core VM at load ~2; with the default chunked prefill, 10,100-10,600 idle)."""
 
 
 @dataclass(frozen=True)
