@@ -54,6 +54,7 @@ from accelsim.engines._serving_usage import (
     BURST_POINTS,
     LOAD_NODES,
     METRIC_PERCENTILE,
+    all_served,
     burst_multipliers,
     node_weights,
     replicas_per_hour,
@@ -306,7 +307,7 @@ def _latencies(
         out[f"{name}_p50_s"] = np.where(feasible, np.einsum("rk,rk->r", share, s.first), 0.0)
         out[f"{name}_p99_s"] = np.where(feasible, np.einsum("rk,rk->r", share, s.tail), 0.0)
     out["compliant"] = np.where(feasible, out["compliant"], 0.0)
-    out["finished"] = feasible & (out["served"] >= out["demand"] * (1.0 - 1e-9))
+    out["finished"] = feasible & all_served(out["served"], out["demand"])
 
 
 def simulate_serving_disaggregated(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from accelsim._typing import FloatArray
+from accelsim._typing import BoolArray, FloatArray
 from accelsim.engines._inputs import InputDraws
 from accelsim.engines._serving_setup import (
     HOURS_PER_MONTH,
@@ -365,9 +365,14 @@ def usage_from_totals(replica: Replica, table: LatencyTable, totals: HourTotals)
         ttft_p99_s=mean_over_requests(table.ttft_p99_s),
         tpot_p50_s=mean_over_requests(table.tpot_p50_s),
         tpot_p99_s=mean_over_requests(table.tpot_p99_s),
-        finished=replica.feasible
-        & (totals.served_requests >= totals.demand_requests * (1.0 - 1e-9)),
+        finished=replica.feasible & all_served(totals.served_requests, totals.demand_requests),
     )
+
+
+def all_served(served: FloatArray, demand: FloatArray) -> BoolArray:
+    """Whether a run served its whole demand [requests], up to the rounding of the hourly
+    sums (relative 1e-9): the serving half of ``finished``, for both layouts."""
+    return np.asarray(served >= demand * (1.0 - 1e-9), dtype=np.bool_)
 
 
 __all__ = [
@@ -376,6 +381,7 @@ __all__ = [
     "METRIC_PERCENTILE",
     "HourTotals",
     "LatencyTable",
+    "all_served",
     "burst_multipliers",
     "demand_rps",
     "held_totals",
