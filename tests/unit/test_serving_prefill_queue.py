@@ -143,3 +143,25 @@ def test_pieces_per_prompt_closed_forms(prompt: float, chunk: float) -> None:
     spaced = chunk * (2.0 + 2.0 * np.arange(5)) + 0.3 * chunk
     got = float(pieces_per_prompt(spaced, np.full(5, 0.2), chunk))
     assert got == pytest.approx(float(np.mean(spaced / chunk + 0.5)), rel=1e-6)
+
+
+@pytest.mark.parametrize("chunk", [0.0, 512.0, 8192.0])
+@pytest.mark.parametrize("rate", [0.0, 1e-300])
+def test_no_traffic_gives_the_light_traffic_latencies_without_a_warning(
+    rate: float, chunk: float
+) -> None:
+    """A rate of 0 (an idle hour) gives the latencies of a vanishing rate, all finite, and
+    no floating-point warning (the suite turns warnings into errors): the three-point law
+    of a residual with no spread once divided 0 by 0 in its unused branch."""
+    nodes, weights = np.array([50.0, 500.0, 5000.0]), np.array([0.3, 0.5, 0.2])
+
+    def at(r: float) -> list[float]:
+        got = sv.latency_under_load(
+            _8B, r, 500.0, 200.0, 256.0, 0.99, prefill_chunk_tokens=chunk,
+            input_nodes=nodes, input_weights=weights,
+        )  # fmt: skip
+        return [float(got.ttft_p50_s), float(got.ttft_tail_s), float(got.tpot_p50_s)]
+
+    idle, light = at(rate), at(1e-12)
+    assert all(math.isfinite(v) and v > 0.0 for v in idle)
+    assert idle == pytest.approx(light, rel=1e-6)

@@ -99,7 +99,7 @@ def three_point(
     var = np.maximum(_f(variance), 0.0)
     sd = np.sqrt(var)
     spread = sd > 0.0
-    unit = np.maximum(var, 1e-200)
+    unit = np.where(spread, np.maximum(var, 1e-200), 1.0)  # no 0/0 in the unused branch
     gamma = np.where(spread, _f(third) / (unit * np.sqrt(unit)), 0.0)
     kurt = np.maximum(np.where(spread, _f(fourth) / (unit * unit), 3.0), gamma * gamma + 1.0)
     low = (np.sqrt(4.0 * kurt - 3.0 * gamma * gamma) - gamma) / 2.0
