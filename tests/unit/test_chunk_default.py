@@ -295,3 +295,28 @@ def test_yaml_scenarios_load_with_and_without_the_key(tmp_path: Path, line: str)
     work = acs.load_scenario(path).workload
     assert isinstance(work, acs.Serving)
     assert work.prefill_chunk_tokens == (None if not line else int(line.split(":")[1]))
+
+
+@pytest.mark.parametrize(("budget", "cap"), [(None, 2048), (512, 512), (0, 2048), (4096, 2048)])
+def test_the_budget_caps_the_stacks_batch_prior(budget: int | None, cap: int) -> None:
+    """Each running sequence takes a token of a chunked iteration's budget (vLLM refuses
+    max_num_seqs > max_num_batched_tokens): the cuda prior's 2048 sequences are capped at a
+    smaller budget, kept prefill-first (0) and under a larger one (H100's default 8192)."""
+    _, replica, _ = _replica_and_table(_scenario(prefill_chunk_tokens=budget))
+    np.testing.assert_array_equal(replica.max_batch, float(cap))
+
+
+def test_a_batch_set_above_the_budget_set_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"max_batch \(1024\) exceeds prefill_chunk_tokens"):
+        _serving(max_batch=1024, prefill_chunk_tokens=512)
+    assert _serving(max_batch=512, prefill_chunk_tokens=512).max_batch == 512
+    assert _serving(max_batch=4096, prefill_chunk_tokens=0).max_batch == 4096
+
+
+def test_a_batch_set_above_the_chips_default_budget_names_both() -> None:
+    """TPU v5e's default budget is 512: a max_batch of 1024 set without a budget is refused
+    when the replica is drawn, naming the chip and its default, not silently capped."""
+    scenario = _scenario("tpu-v5e", "gcp", max_batch=1024)
+    with pytest.raises(ValueError, match=r"max_batch \(1024\).*tpu-v5e.*512"):
+        acs.simulate(scenario, runs=2, seed=1, progress=False)
+    acs.simulate(_scenario("tpu-v5e", "gcp", max_batch=512), runs=2, seed=1, progress=False)

@@ -78,17 +78,19 @@ class ServingPriors(_Frozen):
     memory_share: Prior
     """Share of device memory the engine gives to weights plus KV cache. [fraction]"""
     max_batch: dict[Stack, Prior]
-    """Scheduler cap on concurrently running sequences per replica. [count]"""
+    """Scheduler cap on concurrently running sequences per replica, capped in turn at a
+    chunked iteration's token budget. [count]"""
     prefill_chunk_tokens: dict[Stack, Prior]
-    """Default chunked-prefill budget of a colocated replica, per software stack: prompt
-    tokens per iteration, vLLM's default ``max_num_batched_tokens`` for the API server.
-    [tokens]"""
+    """Default chunked-prefill budget of a colocated replica, per software stack: tokens
+    per iteration, a decode token of each running sequence first, then prompt tokens;
+    vLLM's default ``max_num_batched_tokens`` for the API server. [tokens]"""
     prefill_chunk_tokens_by_chip: dict[str, Prior] = {}
     """Per chip id, where vLLM's rule sets the budget otherwise than for the stack (device
     memory below 70 GiB, an A100, a TPU generation). [tokens]"""
     mixed_batch_tokens: Prior
-    """Prompt tokens per iteration of an in-flight (mixed) batching scheduler, as MLPerf
-    submissions run it (the serving calibration's Server/Interactive rows). [tokens]"""
+    """Token budget per iteration (decode and prompt tokens together) of an in-flight
+    (mixed) batching scheduler, as MLPerf submissions run it (the serving calibration's
+    Server/Interactive rows). [tokens]"""
     replica_weight_share_max: Prior
     """Largest share of a replica's usable memory the weights may take when the replica size
     is chosen automatically (the rest is KV cache). [fraction]"""

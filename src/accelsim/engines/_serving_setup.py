@@ -232,14 +232,15 @@ class Replica:
     cost: physics.IterationCost
     kv_capacity_tokens: FloatArray
     max_batch: FloatArray
+    """Scheduler cap on running sequences, at most a chunked iteration's budget. [count]"""
     batch_limit: FloatArray
     saturated_rps: FloatArray
     """Saturated request rate (offline throughput / output tokens); 0 where infeasible. [1/s]"""
     feasible: BoolArray
     """The weights and one mean-length sequence fit in the replica's memory."""
     prefill_chunk_tokens: FloatArray
-    """Prompt tokens per iteration of its chunked prefill, 0 = prefill-first (a replica of
-    disaggregated pools: 0, its pool's role decides). [tokens]"""
+    """Token budget of a chunked-prefill iteration, decodes first, 0 = prefill-first (a
+    replica of disaggregated pools: 0, its pool's role decides). [tokens]"""
 
 
 def prefill_chunk(setup: ServingSetup, draws: InputDraws, serving: ServingPriors) -> FloatArray:
@@ -256,6 +257,29 @@ def prefill_chunk(setup: ServingSetup, draws: InputDraws, serving: ServingPriors
         return draws.fixed("workload.prefill_chunk_tokens", float(work.prefill_chunk_tokens))
     name, prior = serving.prefill_chunk_for(setup.chip.id, setup.chip.software_stack)
     return draws.get(f"priors.serving.{name}", None, prior.value)
+
+
+def _max_batch(
+    setup: ServingSetup, draws: InputDraws, serving: ServingPriors, chunk: FloatArray
+) -> FloatArray:
+    """The scheduler's cap on running sequences, per run: the scenario's ``max_batch``, else
+    the stack's prior, capped at a chunked iteration's token budget (each running sequence
+    takes one token of it; vLLM refuses ``max_num_seqs > max_num_batched_tokens``). A set
+    ``max_batch`` above the chip's default budget is an error naming both. [count]"""
+    work, stack = setup.work, setup.chip.software_stack
+    if work.max_batch is None:
+        cap = np.floor(
+            draws.get(f"priors.serving.max_batch.{stack}", None, serving.max_batch[stack].value)
+        )
+        return np.where(chunk > 0.0, np.minimum(cap, chunk), cap)
+    if np.any((chunk > 0.0) & (chunk < work.max_batch)):
+        raise ValueError(
+            f"max_batch ({work.max_batch}) exceeds the token budget of a chunked iteration on "
+            f"{setup.chip.id}, prefill_chunk_tokens {float(np.min(chunk)):g} (vLLM's default "
+            "there; each running sequence takes one token of it): set prefill_chunk_tokens "
+            ">= max_batch, lower max_batch, or set prefill_chunk_tokens=0 (prefill-first)"
+        )
+    return draws.fixed("workload.max_batch", float(work.max_batch))
 
 
 def draw_replica(
@@ -281,12 +305,8 @@ def draw_replica(
     else:
         kv_share = draws.get("workload.kv_share", work.kv_share, work.kv_share)
         share = (setup.weight_bytes + kv_share * (hbm - setup.weight_bytes)) / hbm
-    if work.max_batch is None:
-        max_batch = np.floor(
-            draws.get(f"priors.serving.max_batch.{stack}", None, serving.max_batch[stack].value)
-        )
-    else:
-        max_batch = draws.fixed("workload.max_batch", float(work.max_batch))
+    chunk = prefill_chunk(setup, draws, serving)
+    max_batch = _max_batch(setup, draws, serving, chunk)
     iteration = physics.iteration_cost(
         active_params=setup.active_params,
         total_params=setup.total_params,
@@ -312,7 +332,7 @@ def draw_replica(
         batch_limit=limit,
         saturated_rps=saturated,
         feasible=np.asarray(limit >= 1.0),
-        prefill_chunk_tokens=prefill_chunk(setup, draws, serving),
+        prefill_chunk_tokens=chunk,
     )
 
 

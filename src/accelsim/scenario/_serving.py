@@ -143,11 +143,14 @@ class Serving(_Model):
     """Share of the memory left after the weights that holds KV cache, in (0, 1]; unset =
     the serving prior ``memory_share`` (share of all memory for weights and KV cache)."""
     max_batch: int | None = Field(default=None, gt=0)
-    """Most sequences a replica runs at once; unset = the serving prior of the chip's stack."""
+    """Most sequences a replica runs at once; unset = the serving prior of the chip's stack,
+    capped with chunked prefill at the token budget ``prefill_chunk_tokens``. Set, it must
+    not exceed that budget (vLLM's ``max_num_seqs <= max_num_batched_tokens``)."""
     prefill_chunk_tokens: int | None = Field(default=None, ge=0)
-    """Prompt tokens a colocated replica prefills per iteration, mixed with the decode of the
-    running sequences (chunked prefill) [tokens]. Unset = the serving prior
-    ``prefill_chunk_tokens`` for the pool's chip: vLLM's default ``max_num_batched_tokens``
+    """Chunked prefill's token budget per iteration of a colocated replica (vLLM's
+    ``max_num_batched_tokens``) [tokens]: one token for each running sequence's decode, the
+    rest for prompts, so a batch of ``B`` leaves ``budget − B`` prompt tokens an iteration.
+    Unset = the serving prior ``prefill_chunk_tokens`` for the pool's chip: vLLM's default
     of ``vllm serve`` (8192 on GPUs with >= 70 GiB other than A100, 2048 on A100 and smaller
     GPUs, TPU v6e 1024, v5e 512, v5p 256, CPU 2048); 0 = prefill-first (whole prompts in
     iterations without decode); > 0 = that budget. Not with ``disaggregated`` pools."""
@@ -259,6 +262,14 @@ class Serving(_Model):
         if self.max_replicas is not None and self.max_replicas < self.min_replicas:
             raise ValueError(
                 f"max_replicas ({self.max_replicas}) is below min_replicas ({self.min_replicas})"
+            )
+        chunk, batch = self.prefill_chunk_tokens, self.max_batch
+        if chunk and batch is not None and batch > chunk:
+            raise ValueError(
+                f"max_batch ({batch}) exceeds prefill_chunk_tokens ({chunk}), the iteration's "
+                "token budget: each running sequence takes one token of it (vLLM refuses "
+                "max_num_seqs > max_num_batched_tokens); raise the budget, lower max_batch, "
+                "or set prefill_chunk_tokens=0 (prefill-first)"
             )
         return self
 
