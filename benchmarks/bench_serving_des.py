@@ -126,7 +126,8 @@ def bare_simpy(requests: RequestStream, hours: float, chunk: int = CHUNK) -> np.
                 yield r["wake"]
                 r["wake"] = None
                 continue
-            finished, tokens, pairs, budget = [], 0, 0.0, chunk
+            finished, tokens, pairs = [], 0, 0.0
+            budget = chunk - len(decode)  # the iteration's budget less a token per decode
             while prefill and budget:
                 entry = prefill[0]
                 take = min(inputs[entry[0]] - entry[1], budget)

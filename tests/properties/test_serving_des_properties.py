@@ -28,11 +28,13 @@ def cases(draw: st.DrawFn) -> tuple[ReplicaModel, RequestStream, ReplicaPlan, fl
     plan = np.asarray(
         draw(st.lists(st.integers(0, 3), min_size=hours, max_size=hours)), dtype=np.int64
     )
+    max_batch = draw(st.integers(1, 4))
     model = ReplicaModel(
         _COST,
         kv_capacity_tokens=float(draw(st.integers(20, 150))),  # some requests never fit
-        max_batch=draw(st.integers(1, 4)),
-        prefill_chunk_tokens=draw(st.sampled_from([0, 1, 8, 32])),
+        max_batch=max_batch,
+        # the smallest budget (max_batch): a full batch leaves a waiting prompt one token
+        prefill_chunk_tokens=draw(st.sampled_from([0, max_batch, 8, 32])),
     )
     cold = draw(st.sampled_from([0.0, 0.25, 1.5]))
     router = draw(st.sampled_from(["least_loaded", "round_robin"]))

@@ -283,3 +283,33 @@ def test_bad_inputs_name_the_field(stream: RequestStream, plan: list[int], match
 def test_bad_router_is_refused() -> None:
     with pytest.raises(ValueError, match="router"):
         _run(_stream([], [], []), router="random")
+
+
+def test_a_token_budget_below_the_batch_cap_is_refused() -> None:
+    """Each running sequence takes one token of the budget (vLLM refuses
+    max_num_batched_tokens < max_num_seqs); at the cap itself it runs."""
+    stream = _stream([0.0, 0.0], [10, 10], [3, 3])
+    with pytest.raises(ValueError, match=r"prefill_chunk_tokens \(7\).*max_batch \(8\)"):
+        simulate_serving(
+            ReplicaModel(_cost(), 1e4, 8, 7), stream, ReplicaPlan(np.ones(1, np.int64)), 1.0
+        )
+    trace = simulate_serving(
+        ReplicaModel(_cost(), 1e4, 8, 8), stream, ReplicaPlan(np.ones(1, np.int64)), 1.0
+    )
+    assert trace.completed.all()
+
+
+def test_a_decoding_batch_takes_its_tokens_of_the_budget_first() -> None:
+    """Budget 8: a 15-token prompt shares its first iteration with a 1-token prompt (7
+    tokens), then gets 7 beside that sequence's decode, then its last: its first token ends
+    iteration 3, where a budget for prompt tokens alone would end it in 2."""
+    stream = _stream([0.0, 0.0], [1, 15], [40, 2])
+    model = ReplicaModel(_cost(), 1e4, 2, 8)
+    trace = simulate_serving(model, stream, ReplicaPlan(np.ones(1, np.int64)), 1.0)
+    # request 0 (1 token) and request 1's first 7 share iteration 1; then 0 decodes while 1
+    # takes 7 + 1 more tokens in iterations 2 and 3: its first token ends iteration 3.
+    seconds = scalar_iteration_seconds(_cost())
+    first = seconds(0, 8, 0, (1 * 0.5 + 7 * 3.5) / 8)  # prompt 0 whole, 7 of prompt 1
+    second = seconds(1, 7, 2, 7 + 3.5)  # 0 decodes (2 tokens cached); 1's tokens 8-14
+    third = seconds(1, 1, 3, 14.5)  # its last token
+    assert trace.ttft_s[1] == pytest.approx(first + second + third, rel=1e-12)

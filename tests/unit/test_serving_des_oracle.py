@@ -79,7 +79,7 @@ def _reference(
                     pairs += inputs[i] * (inputs[i] / 2.0)
                     finished.append(i)
                 prefill.clear()
-            budget = chunk
+            budget = chunk - batch if chunk else 0  # the budget less a token per decode
             while prefill and budget:
                 entry = prefill[0]
                 take = min(inputs[entry[0]] - entry[1], budget)
@@ -142,11 +142,13 @@ def cases(draw: st.DrawFn) -> tuple[ReplicaModel, RequestStream, int, float, str
     arrivals = np.sort(np.concatenate([np.zeros(burst), np.asarray(later, dtype=float)]))
     inputs = draw(st.lists(st.integers(1, 300), min_size=n, max_size=n))
     outputs = draw(st.lists(st.integers(1, 60), min_size=n, max_size=n))
+    max_batch = draw(st.integers(1, 6))
     model = ReplicaModel(
         _COST,
         kv_capacity_tokens=400.0,  # every request fits (<= 360 tokens); a few at once
-        max_batch=draw(st.integers(1, 6)),
-        prefill_chunk_tokens=draw(st.sampled_from([0, 1, 16, 64])),
+        max_batch=max_batch,
+        # the smallest budget allowed (max_batch) leaves a prompt one token at a full batch
+        prefill_chunk_tokens=draw(st.sampled_from([0, max_batch, 16, 64])),
     )
     stream = RequestStream(arrivals, np.asarray(inputs, np.int64), np.asarray(outputs, np.int64))
     router = draw(st.sampled_from(["least_loaded", "round_robin"]))
@@ -174,8 +176,9 @@ def test_the_des_plays_the_same_iterations_as_one_timeout_per_iteration(
 
 
 def test_a_long_prompt_prefills_in_a_run_while_others_decode_and_complete() -> None:
-    """Hand-built: a 2,000-token prompt in chunks of 64 (31 full chunks before its last, ~40 s
-    each) arrives while two sequences decode; one of them completes during its chunks, and
+    """Hand-built: a 2,000-token prompt under a 64-token budget (62 prompt tokens an iteration
+    beside two decoding sequences, 63 once one of them completes; ~40 s each) arrives while
+    two sequences decode; one of them completes during its chunks, and
     a fourth request arrives mid-prompt (admitted at once, prefilled after the head): the
     closed-form runs, cut by that arrival, give the reference's times and iterations."""
     model = ReplicaModel(_COST, 10_000.0, 8, 64)

@@ -44,14 +44,18 @@ serving): a request arrives with its prompt's KV cache and first token; admissio
 rule) joins it to the decode batch at once, and it completes after ``output_tokens - 1``
 decode iterations. No iteration prefills.
 
-*Iterations.* With ``prefill_chunk_tokens = C > 0`` (chunked prefill) every iteration
-decodes one token of every sequence past its prefill and prefills up to ``C`` prompt
+*Iterations.* With ``prefill_chunk_tokens = C > 0`` (chunked prefill) ``C`` is the
+iteration's token budget, vLLM's ``max_num_batched_tokens``: every iteration decodes one
+token of each of the ``B`` sequences past their prefill and prefills up to ``C − B`` prompt
 tokens of admitted sequences in admission order (a prompt may span iterations; several
-short prompts may share one). With ``C = 0`` (prefill-first) an iteration that starts with
-admitted-but-unprefilled prompts prefills all of them whole and decodes nothing; decoding
-resumes in the next iteration. A prompt's last prefill iteration emits its first output
-token at its end (TTFT); each later iteration in which it decodes emits one more; it
-completes at the end of the iteration that emits its ``output_tokens``-th token.
+short prompts may share one). vLLM's scheduler takes its running requests before its
+waiting ones, a token each, and requires ``C >= max_num_seqs``; so does this
+(``max_batch <= C``), which leaves a prompt at least one token whenever one waits. With
+``C = 0`` (prefill-first) an iteration that starts with admitted-but-unprefilled prompts
+prefills all of them whole and decodes nothing; decoding resumes in the next iteration.
+A prompt's last prefill iteration emits its first output token at its end (TTFT); each
+later iteration in which it decodes emits one more; it completes at the end of the
+iteration that emits its ``output_tokens``-th token.
 
 *Iteration time.* ``iteration_seconds(cost, decode_batch, prefill_tokens, kv_tokens,
 prefill_context_tokens)`` with ``kv_tokens`` the tokens cached by the decoding sequences
@@ -103,6 +107,12 @@ def _check(model: ReplicaModel, requests: RequestStream, plan: ReplicaPlan, hori
         raise ValueError(f"kv_capacity_tokens must be > 0, got {model.kv_capacity_tokens}")
     if model.max_batch < 1 or model.prefill_chunk_tokens < 0:
         raise ValueError("max_batch must be >= 1 and prefill_chunk_tokens >= 0")
+    if 0 < model.prefill_chunk_tokens < model.max_batch:
+        raise ValueError(
+            f"prefill_chunk_tokens ({model.prefill_chunk_tokens}), the iteration's token "
+            f"budget, must be >= max_batch ({model.max_batch}) or 0: each running sequence "
+            "takes one token of it (vLLM: max_num_batched_tokens >= max_num_seqs)"
+        )
     if any(np.size(getattr(model.cost, f)) != 1 for f in model.cost.__dataclass_fields__):
         raise ValueError("ReplicaModel.cost must hold one run's (0-d) coefficients")
     t = np.asarray(requests.arrival_hours, dtype=np.float64)

@@ -285,10 +285,11 @@ class _Replica:
         """
         prefilling, batch, steps = self.prefilling, self.decode_batch, 0
         if prefilling:
-            self.run_prefill = chunk = self.chunk
-            if chunk:
+            # the prompt room of an iteration: the budget less a token per decoding sequence
+            self.run_prefill = room = self.chunk - batch if self.chunk else 0
+            if room:
                 head = prefilling[0]
-                steps = (self.inputs[head[0]] - head[1] - 1) // chunk
+                steps = (self.inputs[head[0]] - head[1] - 1) // room
                 if batch and self.decoding[0][0] - self.decode_steps < steps:
                     steps = self.decoding[0][0] - self.decode_steps
         elif batch:
@@ -304,7 +305,7 @@ class _Replica:
                     self.stop_hours = now
             return
         prefill = self.run_prefill
-        attends = prefilling[0][1] + self.chunk / 2.0 if prefill else 0.0
+        attends = prefilling[0][1] + prefill / 2.0 if prefill else 0.0
         self.run = run = self.prepare(batch, self.kv_tokens, prefill, attends)
         length = run_seconds(run, steps)
         if not length > 0.0:
@@ -323,7 +324,8 @@ class _Replica:
         """Start one iteration at ``now``, timed by the iteration formula: the decode batch
         (none prefill-first) and the prompt tokens it prefills, with the sum over them of
         the context each attends to. Prefill-first (``chunk`` 0) takes every admitted prompt
-        whole; chunked prefill takes them FCFS up to ``chunk`` tokens. The prompts it ends
+        whole; chunked prefill takes them FCFS up to ``chunk`` tokens less one per decoding
+        sequence (the iteration's token budget, the decodes first). The prompts it ends
         go to ``finishing``."""
         counter = self.counter
         counter.events += 1
@@ -342,7 +344,7 @@ class _Replica:
                     pairs += size * (size / 2.0)
                     finishing.append(request)
                 prefilling.clear()
-            budget = chunk
+            budget = chunk - decode  # one token of the budget per decoding sequence first
             while prefilling and budget:
                 entry = prefilling[0]
                 request, done = entry

@@ -29,8 +29,9 @@ class ReplicaModel:
     max_batch: int
     """Most sequences admitted at once, prefilling or decoding (>= 1). [count]"""
     prefill_chunk_tokens: int
-    """Prompt tokens prefilled per iteration (chunked prefill); 0 = whole prompts,
-    prefill-first (no chunking). [tokens]"""
+    """Chunked prefill: the iteration's token budget, one token per decoding sequence and
+    the rest for prompts (vLLM's ``max_num_batched_tokens``; >= ``max_batch``); 0 = whole
+    prompts, prefill-first (no chunking). [tokens]"""
     decode_only: bool = False
     """A disaggregated decode replica: its requests arrive with their prompt's KV cache and
     first token (every ``output_tokens >= 2``), so admission joins them to the decode batch
