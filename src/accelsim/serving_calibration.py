@@ -224,7 +224,7 @@ def _nuisance(rng: np.random.Generator, n: int) -> tuple[FloatArray, FloatArray]
 
 
 def _mixed_batch_tokens() -> float:
-    """Prompt tokens per iteration of the Server / Interactive rows' scheduler [tokens]."""
+    """Token budget per iteration of the Server / Interactive rows' scheduler [tokens]."""
     return float(serving_priors().mixed_batch_tokens.dist().expected_value())
 
 

@@ -193,3 +193,48 @@ def test_fast_path_and_des_agree_on_a_wide_prompt_law() -> None:
             median, se = float(np.median(ratio)), _median_se(ratio)
             budget = _WIDE_BUDGETS[(chunk, metric)]
             assert abs(median - 1.0) <= budget + 3.0 * se, (chunk, metric, median, se)
+
+
+def test_a_token_budget_beside_a_large_decode_batch_agrees() -> None:
+    """A 512-token budget with ~100-200 sequences decoding (Llama 3.1 8B FP8 on one H100,
+    400-token prompts, 300 output tokens, 28-38 requests/s: 40-65 % prefill load). Each
+    iteration gives prompts the budget less its decode batch: the DES iteration by
+    iteration, the fast path at the mean decode batch.
+
+    Measured (24 runs, seed 2024), median DES/fast: TTFT p50 0.96, p99 0.87, TPOT p50 1.00,
+    p99 0.97. The fast path with a budget for prompt tokens alone (the rule before) gave a
+    TTFT p50 of 1.34 against the same DES, a third optimistic. In one run of 24 the fast
+    path finds the prefill saturated (it sheds requests) where the DES serves them all: at
+    the mean batch's room it understates the prefill's capacity near saturation, the
+    conservative side; the reverse never holds.
+    """
+    svc = acs.Serving(
+        model="llama-3.1-8b",
+        precision="fp8",
+        rate_rps=acs.Uniform(low=28.0, high=38.0),
+        input_tokens=400,
+        output_tokens=300,
+        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+        chips_per_replica=1,
+        prefill_chunk_tokens=512,
+        horizon_days=0.25 / 24,
+    )
+    s = acs.Scenario(
+        name="agree-budget",
+        workload=svc,
+        fleet=[acs.Pool(chip="h100-sxm", count=1, provider="aws")],
+    )
+    root = np.random.SeedSequence(2024)
+    fast, _ = simulate_serving_fast(s, root, 0, RUNS, cat=CAT)
+    des, _ = simulate_serving_block(s, root, 0, RUNS, cat=CAT)
+    assert (des["finished"] == 1.0).all()
+    served = fast["finished"] == 1.0
+    assert served.sum() >= RUNS - 2
+    for metric, budget in (
+        ("ttft_p50_ms", 0.10),
+        ("ttft_p99_ms", 0.20),
+        ("tpot_p50_ms", 0.05),
+        ("tpot_p99_ms", 0.05),
+    ):
+        median = float(np.median(des[metric][served] / fast[metric][served]))
+        assert abs(median - 1.0) <= budget, (metric, median)

@@ -82,7 +82,7 @@ def test_prompt_law_and_chunks_keep_latency_finite_and_ordered(  # type: ignore[
     )  # fmt: skip
     var = (cv * inp) ** 2
     lat = sv.latency_under_load(
-        cost, rate, inp, out, 512, prefill_chunk_tokens=chunk,
+        cost, rate, inp, out, min(512, chunk or 512), prefill_chunk_tokens=chunk,
         input_variance=var, input_third_moment=3.0 * cv * var ** 1.5,
     )  # fmt: skip
     for value in (lat.ttft_p50_s, lat.ttft_tail_s, lat.ttft_mean_s, lat.tpot_tail_s,

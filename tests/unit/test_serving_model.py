@@ -133,7 +133,7 @@ def test_zero_load_tpot_is_the_bare_decode_iteration(chunk: int) -> None:
     TPOT are ``iteration_seconds(1, 0, in + out/2)``."""
     cost = _cost(chips=2, overhead=0.002)
     inp, out = 2000.0, 300.0
-    lat = sv.latency_under_load(cost, 1e-12, inp, out, 1000, prefill_chunk_tokens=chunk)
+    lat = sv.latency_under_load(cost, 1e-12, inp, out, 500, prefill_chunk_tokens=chunk)
     bare = float(sv.iteration_seconds(cost, 1, 0, inp + out / 2, 0))
     for value in (lat.tpot_mean_s, lat.tpot_p50_s, lat.tpot_tail_s):
         assert float(value) == pytest.approx(bare, rel=1e-9)
@@ -144,8 +144,8 @@ def test_no_prefill_work_leaves_the_decode_tpot_unchanged() -> None:
     memory-bound decode iteration (x = 0), so TPOT is the decode-only replica's exactly."""
     cost = _cost(chips=1, overhead=0.002)
     inp, out, rate = 1.0, 300.0, 2.0
-    lat = sv.latency_under_load(cost, rate, inp, out, 1e6, prefill_chunk_tokens=512)
-    dec = sv.decode_latency(cost, rate, inp, out, 1e6)
+    lat = sv.latency_under_load(cost, rate, inp, out, 512, prefill_chunk_tokens=512)
+    dec = sv.decode_latency(cost, rate, inp, out, 512)
     assert float(lat.tpot_mean_s) == pytest.approx(float(dec.tpot_p50_s), rel=1e-12)
     assert float(lat.tpot_p50_s) == pytest.approx(float(dec.tpot_p50_s), rel=1e-12)
 
@@ -184,7 +184,7 @@ def test_light_load_ttft_is_the_prompts_own_prefill(chunk: int, pieces: int) -> 
     own iterations, ``(k − 1)`` full chunks and the last piece (closed forms)."""
     cost = _cost(chips=2, overhead=0.002)
     inp = 2000.0
-    lat = sv.latency_under_load(cost, 1e-14, inp, 300.0, 1000, prefill_chunk_tokens=chunk)
+    lat = sv.latency_under_load(cost, 1e-14, inp, 300.0, 500, prefill_chunk_tokens=chunk)
     piece = inp if chunk == 0 else min(inp, chunk)
     last = inp - (pieces - 1) * piece
     full = float(sv.iteration_seconds(cost, 0, chunk, 0, inp / 2)) if pieces > 1 else 0.0
@@ -198,7 +198,7 @@ def test_ttft_mean_adds_half_an_iteration_when_prefill_is_free() -> None:
     on average (length bias of a constant), then its own iteration: mean ``T/2 + D``."""
     cost = _cost(chips=2, overhead=0.002)
     rate, inp, out = 2.0, 1.0, 2000.0
-    lat = sv.latency_under_load(cost, rate, inp, out, 1e6, prefill_chunk_tokens=512)
+    lat = sv.latency_under_load(cost, rate, inp, out, 512, prefill_chunk_tokens=512)
     batch = float(lat.decode_batch)
     busy = 1.0 - math.exp(-(batch + rate * float(lat.tpot_mean_s)))
     decode = float(sv.iteration_seconds(cost, batch, 0, batch * (inp + out / 2), 0))

@@ -23,7 +23,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from accelsim.models import serving as sv
-from accelsim.models.serving._prefill_queue import own_iterations_excess, pieces_per_prompt
+from accelsim.models.serving._prefill_queue import (
+    own_iterations_excess,
+    pieces_per_prompt,
+    prompt_pieces,
+)
 
 _8B = sv.iteration_cost(
     active_params=8e9, total_params=8e9, layers=32, d_model=4096, weight_bytes=8e9,
@@ -78,7 +82,9 @@ def test_own_iterations_match_the_chunk_rule_on_a_roofline(
     assume((batch + chunk / 2.0) * 16e9 / 989e12 >= 8e9 / 3.35e12)
     delta, full, half, one = _terms(cost, batch, 0.0, float(chunk))
     got = delta * prompt + float(
-        own_iterations_excess(np.array([float(prompt)]), chunk, delta, full, half, one)[0]
+        own_iterations_excess(
+            prompt_pieces(np.array([float(prompt)]), chunk), delta, full, half, one
+        )[0]
     )
     want = _des_prefill(cost, batch, 0.0, prompt, chunk)
     assert math.isclose(got, want, rel_tol=2e-6), (got, want)
@@ -87,7 +93,9 @@ def test_own_iterations_match_the_chunk_rule_on_a_roofline(
 @given(prompt=st.floats(1.0, 1e5), batch=st.floats(0.0, 64.0))
 def test_prefill_first_has_no_excess(prompt: float, batch: float) -> None:
     delta, full, half, one = _terms(_8B, batch, 0.0, 512.0)
-    got = own_iterations_excess(np.array([prompt, 2.0 * prompt]), 0.0, delta, full, half, one)
+    got = own_iterations_excess(
+        prompt_pieces(np.array([prompt, 2.0 * prompt]), 0.0), delta, full, half, one
+    )
     assert np.all(got == 0.0)
 
 
@@ -137,11 +145,11 @@ def test_a_short_prompt_no_longer_pays_a_full_chunks_share() -> None:
 def test_pieces_per_prompt_closed_forms(prompt: float, chunk: float) -> None:
     """A lone node: ``⌈P/C⌉`` (the DES's iteration count); prefill-first: 1; nodes a chunk
     or more apart above the first chunk: each at its cell's mean ``P/C + 1/2``."""
-    one = pieces_per_prompt(np.array([prompt]), np.array([1.0]), chunk)
+    one = pieces_per_prompt(prompt_pieces(np.array([prompt]), chunk), np.array([1.0]))
     assert float(one) == pytest.approx(math.ceil(prompt / chunk), rel=1e-6)
-    assert float(pieces_per_prompt(np.array([prompt]), np.array([1.0]), 0.0)) == 1.0
+    assert float(pieces_per_prompt(prompt_pieces(np.array([prompt]), 0.0), np.array([1.0]))) == 1.0
     spaced = chunk * (2.0 + 2.0 * np.arange(5)) + 0.3 * chunk
-    got = float(pieces_per_prompt(spaced, np.full(5, 0.2), chunk))
+    got = float(pieces_per_prompt(prompt_pieces(spaced, chunk), np.full(5, 0.2)))
     assert got == pytest.approx(float(np.mean(spaced / chunk + 0.5)), rel=1e-6)
 
 

@@ -4,8 +4,9 @@ Continuous batching at iteration granularity: every batch iteration of every rep
 a state change at its own boundary time, never per token, except inside a *run* of
 ``_MIN_RUN`` or more iterations in which nothing joins or leaves the batch (decode-only
 iterations up to the next completion; with chunked prefill, the full chunks of the head
-prompt before its last one, up to the next completion): a run is one state change, cut
-short at the next iteration boundary when an admissible request arrives. An iteration lasts
+prompt before its last one, each the budget less the decode batch, up to the next
+completion): a run is one state change, cut short at the next iteration boundary when an
+admissible request arrives. An iteration lasts
 :func:`accelsim.models.serving.iteration_seconds` of its batch (evaluated by
 :func:`~accelsim.models.serving.scalar_iteration_seconds`, the same formula on floats, bit
 for bit); a run lasts the closed-form sum of its iterations

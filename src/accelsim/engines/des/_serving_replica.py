@@ -85,8 +85,9 @@ class _Replica:
     run) in progress, ``inf`` when idle; a wake-up is a boundary at the instant it happens.
     A *run* is a stretch of iterations in which nothing joins or leaves the batch: decode-only
     iterations up to the next completion, or (chunked prefill) the full chunks of the head
-    prompt before the one that ends it, up to the next completion; the prompts behind the
-    head wait for its last chunk either way. Its terms are prepared once at its start
+    prompt before the one that ends it (each the budget less the decode batch, constant
+    along the run), up to the next completion; the prompts behind the head wait for its
+    last chunk either way. Its terms are prepared once at its start
     (``run``, :func:`~accelsim.models.serving.scalar_iteration_run`) and it is one state
     change, cut short at a boundary when an admissible request arrives (:meth:`cut`).
     """

@@ -20,6 +20,7 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
 from accelsim.models.serving._mixture import hyperexponential_wait, wait_mixture_quantiles
+from accelsim.models.serving._prefill_queue import Single, split_prompts
 
 
 def prompt_interference_seconds(
@@ -28,6 +29,8 @@ def prompt_interference_seconds(
     kv_tokens: FloatArray,
     prompt_tokens: FloatArray,
     chunk_tokens: FloatArray,
+    *,
+    pieces: tuple[Single, Single] | None = None,
 ) -> FloatArray:
     """Seconds one prompt adds to the token gap of the sequences decoding while it prefills.
 
@@ -43,6 +46,9 @@ def prompt_interference_seconds(
         Prompt lengths, shape ``(..., n)`` (nodes of the prompt-length law). [tokens]
     chunk_tokens : FloatArray
         Prefill chunk, shape ``(...)``; 0: prefill-first. [tokens]
+    pieces : tuple of arrays, optional
+        The prompts' full chunks and last pieces under ``chunk_tokens`` if already cut
+        (:func:`~accelsim.models.serving._prefill_queue.split_prompts`). [count], [tokens]
 
     Returns
     -------
@@ -71,14 +77,16 @@ def prompt_interference_seconds(
     p = _f(prompt_tokens)
     c = _f(chunk_tokens)[..., None]
     chunked = c > 0.0
-    size = np.where(chunked, c, 1.0)
-    full = np.where(chunked, np.ceil(p / size) - 1.0, 0.0)
-    last = p - full * size
     if not np.any(chunked):
         return _f(iteration_seconds(cost, 0.0, p, 0.0, p / 2.0))
+    size = np.where(chunked, c, 1.0)
+    cut = split_prompts(p, chunk_tokens) if pieces is None else pieces
+    full, last = (_f(v) for v in cut)  # double: mixed-precision operations are slow
     base = iteration_seconds(cost, b, 0.0, kv, 0.0)
-    with_chunk = iteration_seconds(cost, b, size, kv, full * size / 2.0) - base
-    with_last = iteration_seconds(cost, b, last, kv, full * size + last / 2.0) - base
+    done = full * size  # the tokens the full chunks prefill
+    with_chunk = iteration_seconds(cost, b, size, kv, done / 2.0) - base
+    done += last / 2.0
+    with_last = iteration_seconds(cost, b, last, kv, done) - base
     steps = full * with_chunk + with_last
     if np.all(chunked):
         return _f(steps)

@@ -192,9 +192,11 @@ def iteration_seconds(
     prefill = _f(prefill_tokens)
     kv = _f(kv_tokens)
     n = decode + prefill
-    flops = cost.flops_per_token * n + cost.attention_flops_per_context_token * (
-        kv + prefill * _f(prefill_context_tokens)
-    )
+    # Seconds of compute, grouped so that the terms of the small arguments combine before
+    # the largest (a prompt law's context per node) joins: two operations on its grid.
+    per_token = cost.flops_per_token * cost.seconds_per_flop
+    per_pair = cost.attention_flops_per_context_token * cost.seconds_per_flop
+    compute_s = (per_token * n + per_pair * kv) + (per_pair * prefill) * _f(prefill_context_tokens)
     if np.all(cost.active_fraction == 1.0):
         # A dense model reads all its weights whenever it runs a token: (1 − 1)^n is 0 for
         # n > 0 and 1 at n = 0. The same bits without the power, and with tokens everywhere
@@ -205,8 +207,8 @@ def iteration_seconds(
     else:
         weights = cost.weight_bytes * (1.0 - np.power(1.0 - cost.active_fraction, n))
     memory_bytes = weights + cost.kv_bytes_per_token * kv
-    roofline = np.maximum(flops * cost.seconds_per_flop, memory_bytes * cost.seconds_per_byte)
-    return _f(roofline + cost.comm_seconds_per_token * n + cost.overhead_seconds)
+    roofline = np.maximum(compute_s, memory_bytes * cost.seconds_per_byte)
+    return _f(roofline + (cost.comm_seconds_per_token * n + cost.overhead_seconds))
 
 
 def scalar_iteration_seconds(cost: IterationCost) -> Callable[[float, float, float, float], float]:
@@ -246,14 +248,16 @@ def scalar_iteration_seconds(cost: IterationCost) -> Callable[[float, float, flo
     comm = float(cost.comm_seconds_per_token)
     overhead = float(cost.overhead_seconds)
 
+    per_token = flops_per_token * s_flop
+    per_pair = attention * s_flop
+
     def seconds(decode: float, prefill: float, kv: float, prefill_context: float) -> float:
         n = decode + prefill
-        flops = flops_per_token * n + attention * (kv + prefill * prefill_context)
+        compute_s = (per_token * n + per_pair * kv) + (per_pair * prefill) * prefill_context
         memory_bytes = weight * (1.0 - untouched**n) + kv_bytes * kv
-        compute_s = flops * s_flop
         memory_s = memory_bytes * s_byte
         roofline = compute_s if compute_s >= memory_s else memory_s
-        return roofline + comm * n + overhead
+        return roofline + (comm * n + overhead)
 
     return seconds
 

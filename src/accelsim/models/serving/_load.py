@@ -33,9 +33,11 @@ from accelsim.models.serving._mixture import (
     weighted_sum,
 )
 from accelsim.models.serving._prefill_queue import (
+    Pieces,
     mg1_wait_moments,
     own_iterations_excess,
     pieces_per_prompt,
+    prompt_pieces,
     wait_phases,
 )
 
@@ -145,10 +147,13 @@ def _decode_fixed_point(
     chunk: FloatArray,
     p_values: FloatArray,
     p_probs: FloatArray,
-) -> tuple[FloatArray, BoolArray, tuple[FloatArray, FloatArray, FloatArray]]:
+) -> tuple[FloatArray, BoolArray, tuple[FloatArray, FloatArray, FloatArray], Pieces]:
     """Mean TPOT of a colocated replica whose prompts interfere with its decoding.
 
-    Returns ``(T, overflow, raw moments 1-3 of x)``. Prompts take ``E = λ·E[x(P)]`` of the
+    Returns ``(T, overflow, raw moments 1-3 of x, the prompts' pieces)``, cut by the room
+    ``C − B̄`` of a chunk's token budget ``C`` beside the mean decode batch ``B̄`` at the
+    mean-field point (``Pieces.chunk``; 1, unchunked, prefill-first). Prompts take
+    ``E = λ·E[x(P)]`` of the
     replica's time (:func:`prompt_interference_seconds` over the prompt-length nodes), so
     the decode fixed point is ``(1 − E)·T = iteration_seconds(1 + B, 0, (1 + B)·ctx)``,
     ``B = λ·out·T``, solved in closed form (:func:`_solve_iteration`). ``x`` depends on the
@@ -164,8 +169,15 @@ def _decode_fixed_point(
     mean_field, averaged_overflow = (
         _solve_iteration(cost, rate, inp, out, limit) if chunked else (0.0, False)
     )
-    b = 1.0 + rate * out * mean_field
-    x = prompt_interference_seconds(cost, b, b * ctx, p_values, chunk)
+    decoding = rate * out * mean_field
+    b = 1.0 + decoding
+    # The budget's prompt room: a token of it goes to each sequence decoding (the mean
+    # batch; >= 1 as the batch limit is at most the budget).
+    room = _f(np.where(chunk > 0.0, chunk - decoding, 0.0))
+    pieces = prompt_pieces(p_values, room)
+    x = prompt_interference_seconds(
+        cost, b, b * ctx, p_values, room, pieces=(pieces.full, pieces.last)
+    )
     moments = interference_moments(x, p_probs)
     busy = rate * moments[0]
     t, overflow = _solve_iteration(
@@ -173,7 +185,7 @@ def _decode_fixed_point(
     )
     # Where even the averaged point overflows the batch limit, x at that limit's batch
     # (a memory-bound iteration hiding a chunk) would understate it: saturated.
-    return t, overflow | (busy >= 1.0) | averaged_overflow, moments
+    return t, overflow | (busy >= 1.0) | averaged_overflow, moments, pieces
 
 
 def _cumulants(m1: FloatArray, m2: FloatArray, m3: FloatArray, m4: FloatArray) -> list[FloatArray]:
@@ -235,8 +247,10 @@ def latency_under_load(
     percentile : array_like, optional
         Tail quantile for ``*_tail_s``, in (0.5, 1). [fraction]
     prefill_chunk_tokens : array_like, optional
-        Prompt tokens prefilled per iteration (chunked prefill, sharing the iteration with
-        decode); 0 = prefill-first (whole prompts in an iteration without decode). [tokens]
+        Chunked prefill's token budget per iteration (vLLM's ``max_num_batched_tokens``,
+        >= ``batch_limit``): a token for each decoding sequence, the rest, ``C − B̄`` at the
+        mean decode batch ``B̄``, for prompt tokens; 0 = prefill-first (whole prompts in
+        an iteration without decode). [tokens]
     input_variance, input_third_moment, input_fourth_moment : array_like, optional
         Second, third and fourth central moments of the per-request prompt length (0: every
         prompt has the mean length; the fourth defaults to ``3·variance²``, a normal's).
@@ -251,8 +265,17 @@ def latency_under_load(
     LoadLatency
         Batch, TPOT and TTFT percentiles, prefill load and a saturation flag.
 
+    Raises
+    ------
+    ValueError
+        Where chunked, a ``batch_limit`` above ``prefill_chunk_tokens``.
+
     Notes
     -----
+    With chunked prefill, ``C`` below is the prompt room of an iteration: the token budget
+    less the mean decode batch at the mean-field point (the request DES gives a prompt the
+    budget less the decode batch of each iteration; the mean stands for it here).
+
     *Decode.* A tagged request shares each decode iteration with the ``B`` others in decode
     (Poisson arrivals see time averages), and each prompt adds ``x(P)`` to the token gaps of
     every sequence decoding while it prefills
@@ -363,9 +386,17 @@ def latency_under_load(
             p_values.shape,
         )
     ctx = inp + out / 2.0
-    t, overflow, x_moments = _decode_fixed_point(
+    if np.any((chunk > 0.0) & (limit > chunk)):
+        raise ValueError(
+            "batch_limit exceeds prefill_chunk_tokens where chunked: each running sequence "
+            "takes one token of the iteration's budget (vLLM: max_num_seqs <= "
+            "max_num_batched_tokens)"
+        )
+    t, overflow, x_moments, node_pieces = _decode_fixed_point(
         cost, rate, inp, out, limit, chunk, p_values, p_probs
     )
+    # From here ``chunk`` is the prompt room of a chunked iteration (0 prefill-first).
+    chunk = np.where(node_pieces.chunked, node_pieces.chunk, 0.0)
     batch = rate * out * t
     tail_batch = 1.0 + poisson_quantile(q, np.maximum(batch, 1e-12))
     gaps = np.maximum(out - 1.0, 1.0)
@@ -380,17 +411,24 @@ def latency_under_load(
 
     chunked = chunk > 0.0
     piece = np.where(chunked, np.minimum(inp, chunk), inp)  # a prompt's tokens per iteration
-    pieces = np.where(chunked, np.ceil(inp / np.where(chunked, chunk, 1.0)), 1.0)
-    last = inp - (pieces - 1.0) * piece
+    # The pieces of the tagged mean prompt, by the nodes' rule.
+    mean_pieces = prompt_pieces(inp[..., None], chunk)
+    full_chunks = np.where(chunked, _f(mean_pieces.full[..., 0]), 0.0)
+    last = np.where(chunked, _f(mean_pieces.last[..., 0]), inp)
     # Decoding sequences in an iteration with prompts: all of them (chunked), none (prefill-first).
     with_prompts = np.where(chunked, batch, 0.0)
     # The iteration in progress at an arrival carries j ~ Poisson(ν) prompt pieces: a
     # prompt of P tokens runs in ⌈P/C⌉ of them, the mean piece in/E[⌈P/C⌉] (token flow kept).
-    per_prompt = pieces_per_prompt(p_values, p_probs, chunk)
+    per_prompt = pieces_per_prompt(node_pieces, p_probs)
     nu = rate * t * per_prompt
     in_piece = inp / per_prompt
+    # An iteration's prompt tokens: at most the budget's room (chunked), every prompt whole
+    # prefill-first.
+    room = np.where(chunked, chunk, np.inf)
     in_progress = [iteration_seconds(cost, batch, 0.0, batch * ctx, 0.0)] + [
-        iteration_seconds(cost, with_prompts, j * in_piece, with_prompts * ctx, in_piece / 2.0)
+        iteration_seconds(
+            cost, with_prompts, np.minimum(j * in_piece, room), with_prompts * ctx, in_piece / 2.0
+        )
         for j in range(1, _PROMPT_TERMS)
     ]
     i_moments = _mixture_moments(_poisson_weights(nu), in_progress, 5)
@@ -404,23 +442,28 @@ def latency_under_load(
     full_chunk = iteration_seconds(
         cost, with_prompts, np.where(chunked, chunk, 0.0), with_prompts * ctx, inp / 2.0
     )
-    full = np.where(chunked, (pieces - 1.0) * full_chunk, 0.0)
+    full = full_chunks * full_chunk
     # A prompt joining the tagged one's last iteration brings its first piece, min(P, C).
     first = np.where(
         chunked,
         weighted_sum(np.minimum(p_values, np.where(chunked, chunk, np.inf)[..., None]), p_probs),
         piece,
     )
+    # The tagged prompt's last piece goes first; the prompts joining it fill the room left.
     own = [
         full
-        + iteration_seconds(cost, with_prompts, last + m * first, with_prompts * ctx, last / 2.0)
+        + iteration_seconds(
+            cost, with_prompts, np.minimum(last + m * first, room), with_prompts * ctx, last / 2.0
+        )
         for m in range(_PROMPT_TERMS)
     ]
     d_moments = _mixture_moments(_poisson_weights(joining), own, 4)
 
-    marginal = (own[1] - own[0]) / first  # time per prompt token once compute-bound [s]
-    full_rate = np.where(chunked, full_chunk / np.where(chunked, chunk, 1.0), 0.0)
-    per_token = np.maximum(marginal, full_rate)
+    # The queue's time per prompt token: chunked, a full chunk's per-token share (at least
+    # the roofline's slope, as an iteration is convex in its prompt tokens); prefill-first,
+    # what one more whole prompt adds to an iteration (own[1] is not capped there).
+    full_rate = full_chunk / np.where(chunked, chunk, 1.0)
+    per_token = np.where(chunked, full_rate, (own[1] - own[0]) / first)
     if input_nodes is None:
         # Moments only: the prompt work X = δ·P, its raw moments from P's central ones, and
         # the prompt law for the quantiles the two-point law of its first three moments.
@@ -449,8 +492,8 @@ def latency_under_load(
         half = iteration_seconds(cost, with_prompts, chunk / 2.0, with_prompts * ctx, inp / 2.0)
         one = iteration_seconds(cost, with_prompts, 1.0, with_prompts * ctx, 0.5)  # weights read
         excess = (per_token, full_chunk, half, one)
-        extra = (extra - own_iterations_excess(inp[..., None], chunk, *excess)) + (
-            own_iterations_excess(p_values, chunk, *excess)
+        extra = (extra - own_iterations_excess(mean_pieces, *excess)) + (
+            own_iterations_excess(node_pieces, *excess)
         )
     rho_raw = rate * work
     saturated = overflow | (rho_raw >= 1.0)

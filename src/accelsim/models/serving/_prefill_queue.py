@@ -9,9 +9,12 @@ beyond its work. Units: seconds [s], tokens.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import NamedTuple
 
-from accelsim._typing import ArrayLike, FloatArray
+import numpy as np
+import numpy.typing as npt
+
+from accelsim._typing import ArrayLike, BoolArray, FloatArray
 from accelsim.models.serving._iteration import _f
 from accelsim.models.serving._mixture import _SINGLE, two_point, weighted_sum
 
@@ -144,24 +147,22 @@ def wait_phases(
 
 
 def own_iterations_excess(
-    prompt_tokens: FloatArray,
-    chunk_tokens: FloatArray,
+    pieces: Pieces,
     per_token: FloatArray,
     full_chunk: FloatArray,
     half_chunk: FloatArray,
     floor: FloatArray,
-) -> FloatArray:
+) -> Single:
     """Time a prompt's own prefill iterations take beyond its work ``δ·P``, per node. [s]
 
     Parameters
     ----------
-    prompt_tokens : FloatArray
-        Prompt lengths ``P``, last axis the nodes of the law. [tokens]
-    chunk_tokens, per_token, full_chunk, half_chunk, floor : FloatArray
-        The chunk ``C`` (0: prefill-first), the queue's time per prompt token ``δ``, and
-        the iterations (with the decoding sequences) that prefill ``C``, ``C/2`` and one
-        prompt token, ``I(C)``, ``I(C/2)``, ``I(1)``, broadcast against
-        ``prompt_tokens[..., 0]``. [tokens], [s], [s], [s], [s]
+    pieces : Pieces
+        The prompts' pieces under the chunk ``C`` (:func:`prompt_pieces`).
+    per_token, full_chunk, half_chunk, floor : FloatArray
+        The queue's time per prompt token ``δ``, and the iterations (with the decoding
+        sequences) that prefill ``C``, ``C/2`` and one prompt token, ``I(C)``, ``I(C/2)``,
+        ``I(1)``, broadcast against the chunk. [s], [s], [s], [s]
 
     Returns
     -------
@@ -186,7 +187,7 @@ def own_iterations_excess(
     gap between its neighbours) in chunks, so coarse cells of a wide law do not put every
     prompt of a cell at one phase of the cycle. One node (a fixed length): exact.
     """
-    full, last, c, chunked, spread = _pieces(prompt_tokens, chunk_tokens)
+    full, last, c, chunked, spread = pieces
     delta, top = _f(per_token), _f(full_chunk)
     slope = np.where(chunked, (top - _f(half_chunk)) / (c / 2.0), 0.0)
     low = np.where(chunked, _f(floor), 0.0)
@@ -202,47 +203,83 @@ def own_iterations_excess(
         np.where(chunked, v, 0.0)[..., None].astype(_SINGLE)
         for v in (low, line, slope, delta, per_chunk, spread_mean)
     )
-    piece = np.maximum(low_, line_ + slope_ * last)
+    piece: Single = np.maximum(low_, line_ + slope_ * last)
     piece -= delta_ * last
     piece += spread * (mean_ - piece)
-    return piece + per_chunk_ * (full + spread * (last / c[..., None].astype(_SINGLE)))
+    chunks = np.divide(last, c[..., None].astype(_SINGLE), dtype=_SINGLE)
+    piece += per_chunk_ * (full + spread * chunks)
+    return piece
 
 
-def _pieces(
-    prompt_tokens: FloatArray, chunk_tokens: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
-    """Full chunks ``n − 1`` and last piece ``p`` of each node (single precision; 0 and
-    ``P`` prefill-first), the chunk (1 prefill-first), whether chunked (per cell), and
-    the node's spread: the share ``min(1, w/C)`` of its cell's width ``w`` (half the gap
-    between its neighbours) in chunks, 0 within the first chunk, where the last piece is
-    the prompt itself and the rule is smooth in ``P``."""
+_NO_CHUNK = 2.0**60  # a chunk no prompt reaches, in single precision [tokens]
+
+
+Single = npt.NDArray[np.float32]
+"""Single-precision arrays: the per-node arrays, the large ones."""
+
+
+class Pieces(NamedTuple):
+    """The pieces a chunked prefill cuts prompts into (:func:`prompt_pieces`)."""
+
+    full: Single
+    """Full chunks ``n − 1 = ⌈P/C⌉ − 1`` per node; 0 prefill-first (single). [count]"""
+    last: Single
+    """The last piece ``P − (n − 1)·C`` per node; ``P`` prefill-first (single). [tokens]"""
+    chunk: FloatArray
+    """The chunk ``C`` per cell; 1 prefill-first. [tokens]"""
+    chunked: BoolArray
+    """Whether the cell prefills in chunks."""
+    spread: Single
+    """The node's share ``min(1, w/C)`` of its cell's width ``w`` (half the gap between its
+    neighbours) in chunks; 0 within the first chunk, where the last piece is the prompt
+    itself and the rule is smooth in ``P`` (single). [–]"""
+
+
+def prompt_pieces(prompt_tokens: FloatArray, chunk_tokens: FloatArray) -> Pieces:
+    """The pieces of the prompt-length nodes (last axis of ``prompt_tokens``) under the chunk
+    of each cell (``chunk_tokens``, 0: prefill-first), computed once for
+    :func:`own_iterations_excess` and :func:`pieces_per_prompt`. [tokens]"""
     chunk = _f(chunk_tokens)
     chunked = chunk > 0.0
     c = np.where(chunked, chunk, 1.0)
     node = _f(prompt_tokens)
-    full = np.where(chunked[..., None], np.maximum(np.ceil(node / c[..., None]) - 1.0, 0.0), 0.0)
-    last = node - full * c[..., None]
+    # The cells' widths depend on the nodes alone (their shape, before the broadcast).
     order = np.argsort(node, axis=-1)
     ranked = np.take_along_axis(node, order, axis=-1)
     padded = np.concatenate([ranked[..., :1], ranked, ranked[..., -1:]], axis=-1)
     width = np.empty_like(ranked)
     np.put_along_axis(width, order, (padded[..., 2:] - padded[..., :-2]) / 2.0, axis=-1)
-    spread = np.where(full > 0.0, np.minimum(width / c[..., None], 1.0), 0.0)
-    return (
-        full.astype(_SINGLE),
-        last.astype(_SINGLE),
-        _f(c),
-        np.asarray(chunked),
-        spread.astype(_SINGLE),
-    )
+    full, last, size = _split(node, chunk)
+    spread = np.minimum(width.astype(_SINGLE) / size, 1.0)
+    spread *= full > 0.0
+    return Pieces(full, last, _f(c), np.asarray(chunked), spread)
 
 
-def pieces_per_prompt(
-    prompt_tokens: FloatArray, probs: FloatArray, chunk_tokens: FloatArray
-) -> FloatArray:
+def split_prompts(prompt_tokens: FloatArray, chunk_tokens: FloatArray) -> tuple[Single, Single]:
+    """Full chunks ``⌈P/C⌉ − 1`` and the last piece of each prompt node (last axis) under the
+    chunk of each cell, as the request DES cuts them; prefill-first (``C = 0``): 0 and ``P``.
+    The one rule the prefill queue and the prompt interference take. Single precision.
+    [count], [tokens]"""
+    full, last, _ = _split(_f(prompt_tokens), _f(chunk_tokens))
+    return full, last
+
+
+def _split(node: FloatArray, chunk: FloatArray) -> tuple[Single, Single, Single]:
+    """:func:`split_prompts`, and the chunk per cell against the nodes (single)."""
+    # Per node and cell (the chunk varies with the load), in single precision: prefill-first
+    # as one piece of a chunk far beyond any prompt (full = 0, last = P).
+    size = np.where(chunk > 0.0, chunk, _NO_CHUNK)[..., None].astype(_SINGLE)
+    node_ = node.astype(_SINGLE)
+    full = np.ceil(node_ / size)
+    full -= 1.0
+    np.maximum(full, 0.0, out=full)
+    return full, node_ - full * size, size
+
+
+def pieces_per_prompt(pieces: Pieces, probs: FloatArray) -> FloatArray:
     """Mean iterations ``E[⌈P/C⌉]`` a prompt's prefill takes over the law's nodes (1
     prefill-first); a node above the first chunk blends toward its cell's mean,
     ``P/C + 1/2``, by its spread (as :func:`own_iterations_excess`). [count]"""
-    full, last, c, chunked, spread = _pieces(prompt_tokens, chunk_tokens)
+    full, last, c, chunked, spread = pieces
     count = full + 1.0 + spread * (last / c[..., None].astype(_SINGLE) - 0.5)
     return _f(np.where(chunked, np.sum(_f(probs) * count, axis=-1), 1.0))
