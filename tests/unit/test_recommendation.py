@@ -403,3 +403,29 @@ def test_the_first_line_says_what_an_unfinished_run_means_for_its_workloads() ->
     head = mix.summary().splitlines()[0]
     assert "a training run does not finish within the horizon" in head
     assert "or an endpoint's replicas do not serve all its requests" in head
+
+
+def test_the_first_line_names_memory_when_a_replica_cannot_hold_the_model() -> None:
+    """An endpoint that serves nothing because the weights and one sequence do not fit a
+    replica's memory (offline throughput 0) says so with the share of such runs, per
+    workload in a mix; a replica that fits but sheds load adds nothing."""
+    from accelsim.results import Result
+
+    data = {
+        "finished": np.array([0.0, 0.0, 0.0, 1.0]),
+        "requests_dropped": np.array([9.0, 9.0, 3.0, 0.0]),
+        "offline_tokens_per_s_per_chip": np.array([0.0, 0.0, 800.0, 900.0]),
+    }
+    head = Result("serve", data).summary().splitlines()[0]
+    assert "in 50.0% of runs a replica's memory does not hold the weights" in head
+    fits = {**data, "offline_tokens_per_s_per_chip": np.full(4, 800.0)}
+    assert "memory" not in Result("serve", fits).summary().splitlines()[0]
+    mix = {
+        "finished": data["finished"],
+        "chat.requests_dropped": data["requests_dropped"],
+        "chat.offline_tokens_per_s_per_chip": data["offline_tokens_per_s_per_chip"],
+        "batch.offline_tokens_per_s_per_chip": np.full(4, 700.0),
+    }
+    head = Result("mix", mix).summary().splitlines()[0]
+    assert "; chat: in 50.0% of runs a replica's memory" in head
+    assert "batch:" not in head

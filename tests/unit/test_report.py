@@ -222,6 +222,29 @@ def test_serving_sections_follow_the_metrics() -> None:
     assert "Recommendation" not in text
 
 
+def test_unfinished_runs_are_said_before_the_answer() -> None:
+    """An endpoint that serves nothing in some runs (its replica cannot hold the model)
+    prices its few tokens at huge figures: the page says why at its top, in the summary's
+    words, before any figure; a page whose runs all finish says nothing of it."""
+    res = _synthetic(
+        "serve",
+        {"usd_per_million_output_tokens": 1.2, "replicas_peak": 4.0, "hardware_cost_usd": 5e5},
+    )
+    finished = np.zeros(res.runs)
+    finished[::4] = 1.0
+    offline = np.where(finished == 1.0, 900.0, 0.0)
+    data = {**res.data, "finished": finished, "requests_dropped": 1.0 - finished}
+    data["offline_tokens_per_s_per_chip"] = offline
+    page = render_html(acs.Result("serve", data, seed_entropy=9))
+    text = _text(page)
+    note = acs.Result("serve", data).unfinished_note()
+    assert note is not None
+    assert "in 75.0% of runs a replica's memory does not hold" in note
+    assert f"serve: {note}" in text
+    assert text.index(note) < text.index("Cost per 1M output tokens")
+    assert "P(finish)" not in _text(render_html(res))
+
+
 def test_serving_comparison_of_the_examples() -> None:
     a = acs.load_scenario(EXAMPLES / "serve_llama70b_h100.yaml")
     b = acs.load_scenario(EXAMPLES / "serve_llama70b_tpu_v6e.yaml")

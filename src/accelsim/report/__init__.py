@@ -93,7 +93,9 @@ def render_html(
     rec = cmp.recommendation if cmp is not None and len(options) > 1 else None
 
     question = _question.question(options, named, kind)
-    notes: list[str] = []
+    # Runs that do not finish (an endpoint shedding requests or unable to hold its model, a
+    # training run past the horizon) qualify every figure below: said first.
+    notes = [f"{name}: {note}" for name, r in options.items() if (note := r.unfinished_note())]
     primary = {
         _page_data.TRAINING: "time_to_train_days",
         _page_data.SERVING: "usd_per_million_output_tokens",

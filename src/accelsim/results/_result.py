@@ -260,9 +260,17 @@ class Result:
             )
         how = f"{self.engine} engine" + ("" if self.design == "mc" else f", {self.design} design")
         head = f"{self.scenario_name}: {self.runs} run{'s' * (self.runs != 1)} ({how})"
-        if "finished" in self.data and (p := float(np.mean(self.data["finished"]))) < 1.0:
-            head += f"; P(finish) {p:.1%}: {_unfinished_reason(self.data)}"
+        if (note := self.unfinished_note()) is not None:
+            head += f"; {note}"
         return Table(("metric", "mean ± 95% MC error", "P5", "P50", "P95"), tuple(rows), head)
+
+    def unfinished_note(self) -> str | None:
+        """``P(finish)`` and what an unfinished run means for its workloads (and, for an
+        endpoint that cannot hold its model, the share of such runs), or ``None`` when every
+        run finishes: the words :meth:`summary`'s first line and the report's warnings use."""
+        if "finished" not in self.data or (p := float(np.mean(self.data["finished"]))) >= 1.0:
+            return None
+        return f"P(finish) {p:.1%}: {_unfinished_reason(self.data)}{_no_fit_note(self.data)}"
 
     def summary(
         self,
@@ -324,6 +332,25 @@ class Result:
         frame = pd.DataFrame({m: np.asarray(v) for m, v in self.data.items()})
         frame.index.name = "run"
         return frame
+
+
+def _no_fit_note(data: Mapping[str, Any]) -> str:
+    """Why an endpoint serves nothing in some runs, if it is memory: the share of runs in
+    which a replica cannot hold its weights and one mean-length sequence (its offline
+    throughput is 0), per serving workload; empty where every replica fits."""
+    notes = []
+    for m, values in data.items():
+        if m.split(".")[-1] != "offline_tokens_per_s_per_chip":
+            continue
+        share = float(np.mean(np.asarray(values) <= 0.0))
+        if share > 0.0:
+            where = f"{m.rsplit('.', 1)[0]}: " if "." in m else ""
+            notes.append(
+                f"{where}in {share:.1%} of runs a replica's memory does not hold the weights "
+                "and one mean-length sequence (offline_tokens_per_s_per_chip 0, nothing "
+                "served; more chips_per_replica, a lower precision or a larger chip)"
+            )
+    return "".join(f"; {note}" for note in notes)
 
 
 def _unfinished_reason(data: Mapping[str, Any]) -> str:
