@@ -288,16 +288,17 @@ def _evaluate(
     pool = _pool(implied, case.chip.software_stack, row_id)
     effs = _draws([math.log(implied[i][1]) for i in pool], rng, _SLO_DRAWS)
     overhead, share = _nuisance(rng, _SLO_DRAWS)
+    budget = _mixed_batch_tokens()
     cap = serving.slo_capacity_rps(
         _cost(case, effs, overhead),
         case.input_tokens,
         case.output_tokens,
         _capacity(case, share),
-        case.max_batch,
+        serving.budget_batch_cap(case.max_batch, budget),
         limits["TTFT"] / 1e3,
         limits["TPOT"] / 1e3,
         0.99,
-        prefill_chunk_tokens=_mixed_batch_tokens(),
+        prefill_chunk_tokens=budget,
     )
     per_chip = cap.rate_rps * case.output_tokens / case.chips
     p5, p50, p95 = (float(v) for v in np.quantile(per_chip, [0.05, 0.5, 0.95]))

@@ -306,6 +306,15 @@ def test_the_budget_caps_the_stacks_batch_prior(budget: int | None, cap: int) ->
     np.testing.assert_array_equal(replica.max_batch, float(cap))
 
 
+@given(
+    cap=st.floats(1.0, 1e5, allow_nan=False),
+    budget=st.one_of(st.just(0.0), st.floats(1.0, 1e6, allow_nan=False)),
+)
+def test_the_budget_cap_is_the_smaller_of_the_two_where_chunked(cap: float, budget: float) -> None:
+    got = float(physics.budget_batch_cap(cap, budget))
+    assert got == (min(cap, budget) if budget > 0.0 else cap)
+
+
 def test_a_batch_set_above_the_budget_set_is_refused() -> None:
     with pytest.raises(ValidationError, match=r"max_batch \(1024\) exceeds prefill_chunk_tokens"):
         _serving(max_batch=1024, prefill_chunk_tokens=512)

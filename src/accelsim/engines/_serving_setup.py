@@ -271,7 +271,7 @@ def _max_batch(
         cap = np.floor(
             draws.get(f"priors.serving.max_batch.{stack}", None, serving.max_batch[stack].value)
         )
-        return np.where(chunk > 0.0, np.minimum(cap, chunk), cap)
+        return physics.budget_batch_cap(cap, chunk)
     if np.any((chunk > 0.0) & (chunk < work.max_batch)):
         raise ValueError(
             f"max_batch ({work.max_batch}) exceeds the token budget of a chunked iteration on "

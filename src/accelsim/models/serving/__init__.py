@@ -48,6 +48,7 @@ from accelsim.models.serving._load import (
 )
 from accelsim.models.serving._memory import (
     batch_limit,
+    budget_batch_cap,
     kv_bytes_per_token,
     kv_bytes_per_token_from_values,
     kv_capacity_tokens,
@@ -66,6 +67,7 @@ __all__ = [
     "PrefillLatency",
     "SloCapacity",
     "batch_limit",
+    "budget_batch_cap",
     "decode_latency",
     "decode_saturated_rps",
     "decode_stretch_seconds",

@@ -173,6 +173,33 @@ def batch_limit(
     return _f(np.minimum(fit, np.floor(_f(max_batch))))
 
 
+def budget_batch_cap(max_batch: ArrayLike, prefill_chunk_tokens: ArrayLike) -> FloatArray:
+    """The scheduler's cap on running sequences under a chunked iteration's token budget.
+
+    Parameters
+    ----------
+    max_batch : array_like
+        Cap on running sequences (vLLM ``max_num_seqs``). [count]
+    prefill_chunk_tokens : array_like
+        Token budget of a chunked iteration, decodes first (``max_num_batched_tokens``);
+        0 = prefill-first, no budget. [tokens]
+
+    Returns
+    -------
+    FloatArray
+        ``min(max_batch, budget)`` where chunked, else ``max_batch`` [count]: each running
+        sequence takes one token of the budget, and vLLM refuses ``max_num_seqs >
+        max_num_batched_tokens``.
+
+    Examples
+    --------
+    >>> budget_batch_cap([2048, 2048, 256], [512, 0, 8192]).tolist()
+    [512.0, 2048.0, 256.0]
+    """
+    cap, budget = _f(max_batch), _f(prefill_chunk_tokens)
+    return _f(np.where(budget > 0.0, np.minimum(cap, budget), cap))
+
+
 def throughput_at_batch(
     cost: IterationCost, batch: ArrayLike, input_tokens: ArrayLike, output_tokens: ArrayLike
 ) -> FloatArray:
