@@ -459,9 +459,9 @@ def latency_under_load(
     ]
     d_moments = _mixture_moments(_poisson_weights(joining), own, 4)
 
-    # The queue's time per prompt token: chunked, a full chunk's per-token share (at least
-    # the roofline's slope, as an iteration is convex in its prompt tokens); prefill-first,
-    # what one more whole prompt adds to an iteration (own[1] is not capped there).
+    # The queue's time per prompt token: chunked, a full chunk's per-token share (a busy
+    # prefill queue fills every iteration's room); prefill-first, what one more whole
+    # prompt adds to an iteration (own[1] is not capped there).
     full_rate = full_chunk / np.where(chunked, chunk, 1.0)
     per_token = np.where(chunked, full_rate, (own[1] - own[0]) / first)
     if input_nodes is None:

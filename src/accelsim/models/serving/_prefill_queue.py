@@ -4,7 +4,8 @@ Part of :mod:`accelsim.models.serving`: :func:`mg1_wait_moments` (public, import
 there), the one queueing formula of the colocated and disaggregated prefill;
 :func:`wait_phases` (private), the law of that wait given a wait; and
 :func:`own_iterations_excess` (private), the time a chunked prompt's own iterations take
-beyond its work. Units: seconds [s], tokens.
+beyond its work; :func:`prompt_pieces` and :func:`split_prompts` (private), the one rule
+that cuts prompts into a chunked prefill's pieces. Units: seconds [s], tokens.
 """
 
 from __future__ import annotations
@@ -17,6 +18,28 @@ import numpy.typing as npt
 from accelsim._typing import ArrayLike, BoolArray, FloatArray
 from accelsim.models.serving._iteration import _f
 from accelsim.models.serving._mixture import _SINGLE, two_point, weighted_sum
+
+_NO_CHUNK = 2.0**60  # a chunk no prompt reaches, in single precision [tokens]
+
+Single = npt.NDArray[np.float32]
+"""Single-precision arrays: the per-node arrays, the large ones."""
+
+
+class Pieces(NamedTuple):
+    """The pieces a chunked prefill cuts prompts into (:func:`prompt_pieces`)."""
+
+    full: Single
+    """Full chunks ``n − 1 = ⌈P/C⌉ − 1`` per node; 0 prefill-first (single). [count]"""
+    last: Single
+    """The last piece ``P − (n − 1)·C`` per node; ``P`` prefill-first (single). [tokens]"""
+    chunk: FloatArray
+    """The chunk ``C`` per cell; 1 prefill-first. [tokens]"""
+    chunked: BoolArray
+    """Whether the cell prefills in chunks."""
+    spread: Single
+    """The node's share ``min(1, w/C)`` of its cell's width ``w`` (half the gap between its
+    neighbours) in chunks; 0 within the first chunk, where the last piece is the prompt
+    itself and the rule is smooth in ``P`` (single). [–]"""
 
 
 def mg1_wait_moments(
@@ -209,30 +232,6 @@ def own_iterations_excess(
     chunks = np.divide(last, c[..., None].astype(_SINGLE), dtype=_SINGLE)
     piece += per_chunk_ * (full + spread * chunks)
     return piece
-
-
-_NO_CHUNK = 2.0**60  # a chunk no prompt reaches, in single precision [tokens]
-
-
-Single = npt.NDArray[np.float32]
-"""Single-precision arrays: the per-node arrays, the large ones."""
-
-
-class Pieces(NamedTuple):
-    """The pieces a chunked prefill cuts prompts into (:func:`prompt_pieces`)."""
-
-    full: Single
-    """Full chunks ``n − 1 = ⌈P/C⌉ − 1`` per node; 0 prefill-first (single). [count]"""
-    last: Single
-    """The last piece ``P − (n − 1)·C`` per node; ``P`` prefill-first (single). [tokens]"""
-    chunk: FloatArray
-    """The chunk ``C`` per cell; 1 prefill-first. [tokens]"""
-    chunked: BoolArray
-    """Whether the cell prefills in chunks."""
-    spread: Single
-    """The node's share ``min(1, w/C)`` of its cell's width ``w`` (half the gap between its
-    neighbours) in chunks; 0 within the first chunk, where the last piece is the prompt
-    itself and the rule is smooth in ``P`` (single). [–]"""
 
 
 def prompt_pieces(prompt_tokens: FloatArray, chunk_tokens: FloatArray) -> Pieces:
