@@ -61,6 +61,11 @@ class LatencyTable:
     tpot_p99_s: FloatArray
     slo_load: FloatArray
     """SLO capacity as a share of ``λ_sat`` (0: the SLO fails at any load). (runs,) [fraction]"""
+    sustained_load: FloatArray
+    """The highest load node (share of ``λ_sat``) with a steady state, 1 where every node
+    has one: beyond it the prefill queue or the batch limit overflows (the model says
+    saturated), so the fast path sheds the load above it rather than read latencies off
+    an unbounded queue. (runs,) [fraction]"""
 
 
 def slo_load_from_margin(margin: FloatArray) -> FloatArray:
@@ -126,6 +131,15 @@ def latency_table(setup: ServingSetup, replica: Replica) -> LatencyTable:
     return LatencyTable(**table)
 
 
+def _sustained(saturated: BoolArray) -> FloatArray:
+    """The highest load node before the first saturated one (runs, nodes) -> (runs,); 1 where
+    none saturates, 0 where even the lightest load does."""
+    k = len(LOAD_NODES)
+    first = np.where(saturated.any(axis=1), np.argmax(saturated, axis=1), k)
+    below = LOAD_NODES[np.maximum(first - 1, 0)]
+    return np.asarray(np.where(first == k, 1.0, np.where(first > 0, below, 0.0)), dtype=float)
+
+
 def _table_rows(
     setup: ServingSetup,
     cost: physics.IterationCost,
@@ -150,12 +164,16 @@ def _table_rows(
         else physics.latency_under_load(cost, loads, inp, out, limit, setup.percentile, **prompts)
     )
     margin = np.minimum(1.0 - slo.ttft_tail_s / setup.ttft_s, 1.0 - slo.tpot_tail_s / setup.tpot_s)
+    sustained = _sustained(tail.saturated)
     return LatencyTable(
         ttft_p50_s=tail.ttft_p50_s,
         ttft_p99_s=tail.ttft_tail_s,
         tpot_p50_s=tail.tpot_p50_s,
         tpot_p99_s=tail.tpot_tail_s,
-        slo_load=slo_load_from_margin(np.where(slo.saturated, -1.0, margin)),
+        slo_load=np.minimum(
+            slo_load_from_margin(np.where(slo.saturated, -1.0, margin)), sustained
+        ),
+        sustained_load=sustained,
     )
 
 
@@ -237,8 +255,7 @@ def held_totals(
     out.replica_hours[:] = serving_replicas @ duration
     out.replicas_peak[:] = serving_replicas.max(axis=1)
     periods = [(np.broadcast_to(duration, demand.shape), serving_replicas)]
-    sat, slo_load = replica.saturated_rps, table.slo_load
-    _accumulate(out, slice(0, runs), demand, periods, burstiness, sat, slo_load, k)
+    _accumulate(out, slice(0, runs), demand, periods, burstiness, replica, table)
     return out
 
 
@@ -289,7 +306,7 @@ def hour_totals(
                 (duration * np.where(rising, 1.0 - cold, 1.0), replicas),
                 (duration * np.where(rising, cold, 0.0), before),
             ]
-        _accumulate(out, sl, demand, periods, burstiness, sat[sl], table.slo_load[sl], k)
+        _accumulate(out, sl, demand, periods, burstiness, replica, table)
     return out
 
 
@@ -299,10 +316,14 @@ def _accumulate(
     demand: FloatArray,
     periods: list[tuple[FloatArray, FloatArray]],
     burstiness: FloatArray,
-    sat: FloatArray,
-    slo_load: FloatArray,
-    k: int,
+    replica: Replica,
+    table: LatencyTable,
 ) -> None:
+    """Add the runs ``sl``'s windows to ``out``: a window's load ``x`` (share of the
+    replicas' ``λ_sat``) is served up to the sustained load (the rest shed), compliant
+    within the SLO capacity, and read off the latency table at ``min(x, sustained)``."""
+    sat = replica.saturated_rps[sl]
+    slo_load, most = table.slo_load[sl], table.sustained_load[sl]
     bursts = burstiness[sl]
     for value in np.unique(bursts):
         mask = bursts == value
@@ -318,14 +339,15 @@ def _accumulate(
                     out=np.full(requests.shape, np.inf),
                     where=capacity > 0.0,
                 )
-                served = requests * np.minimum(1.0, 1.0 / np.maximum(x, 1e-300))
+                held = most[rows, None]
+                served = requests * np.minimum(1.0, held / np.maximum(x, 1e-300))
                 compliant = requests * (x <= slo_load[rows, None])
                 sub = (
                     np.flatnonzero(mask) + sl.start
                     if not mask.all()
                     else np.arange(sl.start, sl.stop)
                 )
-                out.node_weights[sub] += node_weights(x, served)
+                out.node_weights[sub] += node_weights(np.minimum(x, held), served)
                 out.demand_requests[sub] += requests.sum(axis=1)
                 out.served_requests[sub] += served.sum(axis=1)
                 out.compliant_requests[sub] += compliant.sum(axis=1)
