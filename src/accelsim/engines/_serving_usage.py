@@ -170,9 +170,7 @@ def _table_rows(
         ttft_p99_s=tail.ttft_tail_s,
         tpot_p50_s=tail.tpot_p50_s,
         tpot_p99_s=tail.tpot_tail_s,
-        slo_load=np.minimum(
-            slo_load_from_margin(np.where(slo.saturated, -1.0, margin)), sustained
-        ),
+        slo_load=np.minimum(slo_load_from_margin(np.where(slo.saturated, -1.0, margin)), sustained),
         sustained_load=sustained,
     )
 
