@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from tests.serving_costs import llama_8b_fp8_h100
 
 import accelsim as acs
 from accelsim.models import serving as physics
@@ -72,12 +73,7 @@ def test_ttft_percentiles_match_a_brute_force_queue(rho: float) -> None:
     assert np.quantile(sojourn, 0.5) / float(lat.ttft_p50_s) == pytest.approx(1.0, abs=0.08)
 
 
-def _cost(chips: float = 1.0) -> physics.IterationCost:
-    return physics.iteration_cost(
-        active_params=8e9, total_params=8e9, layers=32, d_model=4096, weight_bytes=8e9,
-        kv_bytes_per_token=65536.0, chips=chips, peak_tflops=1979, hbm_tbps=3.35,
-        interconnect_gbps=900, efficiency=0.5, overhead_seconds=0.003,
-    )  # fmt: skip
+_cost = llama_8b_fp8_h100
 
 
 @settings(deadline=None)

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.serving_costs import llama_8b_fp8_h100
 
 import accelsim as acs
 from accelsim.dists import as_dist
@@ -37,11 +38,7 @@ from accelsim.engines._serving_setup import (
 )
 from accelsim.models import serving as physics
 
-_COST = physics.iteration_cost(
-    active_params=8e9, total_params=8e9, layers=32, d_model=4096, weight_bytes=8e9,
-    kv_bytes_per_token=65536.0, chips=1.0, peak_tflops=1979, hbm_tbps=3.35,
-    interconnect_gbps=900, efficiency=0.5, overhead_seconds=0.003,
-)  # fmt: skip
+_COST = llama_8b_fp8_h100()
 _MAX_TOKENS = 131072.0
 _LAWS = {
     "narrow": (acs.LogNormal(low=500, high=1500), 0.02, 0.03),

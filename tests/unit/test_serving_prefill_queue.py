@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
+from tests.serving_costs import llama_8b_fp8_h100
 
 from accelsim.models import serving as sv
 from accelsim.models.serving._prefill_queue import (
@@ -29,11 +30,7 @@ from accelsim.models.serving._prefill_queue import (
     prompt_pieces,
 )
 
-_8B = sv.iteration_cost(
-    active_params=8e9, total_params=8e9, layers=32, d_model=4096, weight_bytes=8e9,
-    kv_bytes_per_token=65536.0, chips=1.0, peak_tflops=1979, hbm_tbps=3.35,
-    interconnect_gbps=900, efficiency=0.5, overhead_seconds=0.003,
-)  # fmt: skip
+_8B = llama_8b_fp8_h100()
 
 
 def _des_prefill(cost: sv.IterationCost, batch: float, kv: float, prompt: int, chunk: int) -> float:
