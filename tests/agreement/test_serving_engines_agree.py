@@ -30,6 +30,8 @@ input streams); the DES then draws each request. Compared, on a fixed plan at mo
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import stats
 
@@ -42,21 +44,24 @@ CAT = _catalog.builtin_catalog()
 RUNS = 24
 
 
-def _scenario(chunk: int = 2048) -> acs.Scenario:
-    svc = acs.Serving(
-        model="llama-3.1-8b",
-        precision="fp8",
-        rate_rps=acs.Uniform(low=4.0, high=12.0),
-        input_tokens=400,
-        output_tokens=150,
-        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
-        chips_per_replica=1,
-        prefill_chunk_tokens=chunk,
-        horizon_days=0.25 / 24,
-    )
-    return acs.Scenario(
-        name="agree", workload=svc, fleet=[acs.Pool(chip="h100-sxm", count=1, provider="aws")]
-    )
+def _scenario(
+    chunk: int | None = 2048, *, name: str = "agree", pool: acs.Pool | None = None, **changes: Any
+) -> acs.Scenario:
+    """Llama 3.1 8B FP8 on one H100 at 4-12 requests/s, 400-token prompts, 150 output
+    tokens, 15 minutes; ``changes`` replace Serving fields, ``pool`` the fleet's pool."""
+    fields: dict[str, Any] = {
+        "model": "llama-3.1-8b",
+        "precision": "fp8",
+        "rate_rps": acs.Uniform(low=4.0, high=12.0),
+        "input_tokens": 400,
+        "output_tokens": 150,
+        "slo": acs.SLO(ttft_ms=2000, tpot_ms=100),
+        "chips_per_replica": 1,
+        "prefill_chunk_tokens": chunk,
+        "horizon_days": 0.25 / 24,
+    }
+    fleet = [pool or acs.Pool(chip="h100-sxm", count=1, provider="aws")]
+    return acs.Scenario(name=name, workload=acs.Serving(**fields | changes), fleet=fleet)
 
 
 def test_fast_path_and_des_agree() -> None:
@@ -114,20 +119,7 @@ def test_prefill_first_tpot_agrees_on_fixed_prompts() -> None:
 
 
 def _wide(chunk: int) -> acs.Scenario:
-    svc = acs.Serving(
-        model="llama-3.1-8b",
-        precision="fp8",
-        rate_rps=acs.Uniform(low=4.0, high=12.0),
-        input_tokens=acs.LogNormal(low=50, high=8000),
-        output_tokens=150,
-        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
-        chips_per_replica=1,
-        prefill_chunk_tokens=chunk,
-        horizon_days=0.25 / 24,
-    )
-    return acs.Scenario(
-        name="agree-wide", workload=svc, fleet=[acs.Pool(chip="h100-sxm", count=1, provider="aws")]
-    )
+    return _scenario(chunk, name="agree-wide", input_tokens=acs.LogNormal(low=50, high=8000))
 
 
 def _median_se(ratio: np.ndarray) -> float:
@@ -208,21 +200,8 @@ def test_a_token_budget_beside_a_large_decode_batch_agrees() -> None:
     the mean batch's room it understates the prefill's capacity near saturation, the
     conservative side; the reverse never holds.
     """
-    svc = acs.Serving(
-        model="llama-3.1-8b",
-        precision="fp8",
-        rate_rps=acs.Uniform(low=28.0, high=38.0),
-        input_tokens=400,
-        output_tokens=300,
-        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
-        chips_per_replica=1,
-        prefill_chunk_tokens=512,
-        horizon_days=0.25 / 24,
-    )
-    s = acs.Scenario(
-        name="agree-budget",
-        workload=svc,
-        fleet=[acs.Pool(chip="h100-sxm", count=1, provider="aws")],
+    s = _scenario(
+        512, name="agree-budget", rate_rps=acs.Uniform(low=28.0, high=38.0), output_tokens=300
     )
     root = np.random.SeedSequence(2024)
     fast, _ = simulate_serving_fast(s, root, 0, RUNS, cat=CAT)
@@ -248,19 +227,17 @@ def test_past_the_prefills_saturation_both_engines_serve_the_same_and_nothing_pr
     half-hour horizon); the request DES queues it. Measured (16 runs): served requests
     DES/fast 1.02 (median; 0.97-1.04), unfinished runs 12 fast and 9 DES; the fast TTFT p50
     at most 36 s, p99 at most 242 s (the DES's median p50, its queue growing, 214 s)."""
-    svc = acs.Serving(
+    s = _scenario(
+        None,
+        name="agree-overload",
+        pool=acs.Pool(chip="tpu-v5p", count=16, provider="gcp"),
         model="llama-3.1-70b",
         precision="bf16",
         rate_rps=acs.Uniform(low=8.0, high=16.0),
         input_tokens=acs.LogNormal(low=200, high=3000),
         output_tokens=300,
-        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+        chips_per_replica=None,
         horizon_days=0.02,
-    )
-    s = acs.Scenario(
-        name="agree-overload",
-        workload=svc,
-        fleet=[acs.Pool(chip="tpu-v5p", count=16, provider="gcp")],
     )
     root = np.random.SeedSequence(2024)
     fast, _ = simulate_serving_fast(s, root, 0, 16, cat=CAT)
@@ -268,7 +245,8 @@ def test_past_the_prefills_saturation_both_engines_serve_the_same_and_nothing_pr
     assert (fast["finished"] == 0.0).sum() >= 8  # the case: most runs overloaded
     ratio = des["requests_served"] / fast["requests_served"]
     assert abs(float(np.median(ratio)) - 1.0) <= 0.10, ratio
-    horizon_ms = svc.horizon_days * 86_400e3
+    assert isinstance(s.workload, acs.Serving)
+    horizon_ms = s.workload.horizon_days * 86_400e3
     for metric in ("ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms"):
         assert np.all(np.isfinite(fast[metric]))
         assert np.all(fast[metric] < horizon_ms), (metric, fast[metric].max())
