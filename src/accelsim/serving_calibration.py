@@ -100,6 +100,8 @@ class _Case:
     output_tokens: float
     chips: int
     max_batch: float
+    largest: int
+    """Largest replica the system holds within its scale-up domain. [chips]"""
 
 
 def _number(text: str) -> float | None:
@@ -110,12 +112,17 @@ def _number(text: str) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
+def _largest_replica(chip: Chip, system: int) -> int:
+    """The most chips a replica may span: the system, within its scale-up domain."""
+    return max(1, min(system, chip.scale_up_domain_chips))
+
+
 def _replica_chips(model: ModelPreset, chip: Chip, weights: float, system: int) -> int:
     """Smallest power-of-two group whose usable memory holds the weights within the share."""
     priors = serving_priors()
     share = float(priors.memory_share.dist().ppf(0.5))
     limit = float(priors.replica_weight_share_max.dist().ppf(0.5))
-    cap = max(1, min(system, chip.scale_up_domain_chips))
+    cap = _largest_replica(chip, system)
     t = 1
     while t < cap and weights > limit * share * chip.hbm_gib * _GIB * t:
         t *= 2
@@ -157,7 +164,8 @@ def _case(row: dict[str, str]) -> _Case | str:
     seqs = _MAX_SEQS.search(row["software"])
     if seqs:
         max_batch = min(max_batch, float(seqs.group(1)))
-    return _Case(row, model, chip, precision, inp, out, chips, max_batch)
+    largest = max(chips, _largest_replica(chip, int(system)))
+    return _Case(row, model, chip, precision, inp, out, chips, max_batch, largest)
 
 
 def _cost(case: _Case, efficiency: FloatArray, overhead: FloatArray) -> serving.IterationCost:
@@ -295,9 +303,9 @@ def _evaluate(
     # The submitter picks the replica's size for the latency bounds: the layout (a power of
     # two from the smallest that holds the weights, within the system and its scale-up
     # domain) whose median per-chip rate is highest, its draws the row's prediction.
-    system = int(_number(row["accelerators_count"]) or case.chips)
-    largest = max(case.chips, min(system, case.chip.scale_up_domain_chips))
-    layouts = [case.chips * 2**k for k in range(8) if case.chips * 2**k <= largest]
+    layouts = [case.chips]
+    while 2 * layouts[-1] <= case.largest:
+        layouts.append(2 * layouts[-1])
     rates = [_slo_per_chip(replace(case, chips=t), effs, overhead, share, limits) for t in layouts]
     best = int(np.argmax([np.median(r) for r in rates]))
     p5, p50, p95 = (float(v) for v in np.quantile(rates[best], [0.05, 0.5, 0.95]))
