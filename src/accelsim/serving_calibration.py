@@ -44,7 +44,6 @@ from accelsim._typing import FloatArray
 from accelsim.catalog import BYTES_PER_VALUE, Chip, ModelPreset, serving_priors
 from accelsim.models import serving
 
-_GIB = 2.0**30
 _DRAWS = 1000
 _SLO_DRAWS = 200
 _SEED = 20261124
@@ -117,18 +116,6 @@ def _largest_replica(chip: Chip, system: int) -> int:
     return max(1, min(system, chip.scale_up_domain_chips))
 
 
-def _replica_chips(model: ModelPreset, chip: Chip, weights: float, system: int) -> int:
-    """Smallest power-of-two group whose usable memory holds the weights within the share."""
-    priors = serving_priors()
-    share = float(priors.memory_share.dist().ppf(0.5))
-    limit = float(priors.replica_weight_share_max.dist().ppf(0.5))
-    cap = _largest_replica(chip, system)
-    t = 1
-    while t < cap and weights > limit * share * chip.hbm_gib * _GIB * t:
-        t *= 2
-    return min(t, cap)
-
-
 def _case(row: dict[str, str]) -> _Case | str:
     """The row's serving case, or the reason it cannot be evaluated."""
     model_id = MODEL_ALIASES.get(row["model"].strip().lower())
@@ -153,7 +140,7 @@ def _case(row: dict[str, str]) -> _Case | str:
     if system is None:
         return "accelerator count not stated"
     weights = float(serving.weight_bytes(model.params, BYTES_PER_VALUE[precision]))
-    chips = _replica_chips(model, chip, weights, int(system))
+    chips = serving_priors().auto_replica_chips(weights, chip, _largest_replica(chip, int(system)))
     if "x1" in row["id"] and chip.kind == "tpu" and "tp=2" in row["software"].lower():
         chips = 1  # one Ironwood chip run as TP=2 over its two TensorCores
     max_batch = float(serving_priors().max_batch[chip.software_stack].dist().ppf(0.5))
@@ -190,7 +177,7 @@ def _cost(case: _Case, efficiency: FloatArray, overhead: FloatArray) -> serving.
 def _capacity(case: _Case, share: FloatArray) -> FloatArray:
     bytes_per = BYTES_PER_VALUE[case.precision]  # type: ignore[index]
     return serving.kv_capacity_tokens(
-        case.chip.hbm_gib * _GIB * case.chips,
+        case.chip.hbm_bytes * case.chips,
         serving.weight_bytes(case.model.params, bytes_per),
         case.model.kv_bytes_per_token(max(bytes_per, 1.0)),
         share,

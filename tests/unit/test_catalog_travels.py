@@ -147,3 +147,42 @@ def test_a_serving_study_prices_with_the_users_sheet_on_processes(
         ACME_USD_PER_CHIP_HOUR * in_process.samples("chip_hours"),
         rtol=1e-12,
     )
+
+
+def test_a_serving_study_reads_its_layout_rule_and_model_from_its_catalog() -> None:
+    """The automatic replica size and the model's weights come from the study's catalog,
+    not the shipped one: a lower ``replica_weight_share_max`` doubles the replica of a 70B
+    FP8 model on H100 (TP2 to TP4), and a preset the catalog changes is the one served."""
+    from dataclasses import replace
+
+    from accelsim.dists import Fixed
+    from accelsim.engines._serving_setup import serving_setup
+
+    svc = acs.Serving(
+        model="llama-3.1-70b",
+        precision="fp8",
+        rate_rps=2.0,
+        input_tokens=500,
+        output_tokens=100,
+        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+        horizon_days=1,
+    )
+    s = acs.Scenario(
+        name="serve", workload=svc, fleet=[acs.Pool(chip="h100-sxm", count=8, provider=None)]
+    )
+    shipped = catalog.builtin_catalog()
+    sp = shipped.serving_priors
+    low = sp.replica_weight_share_max.model_copy(update={"value": Fixed(value=0.3)})
+    tight = replace(shipped, serving_priors=sp.model_copy(update={"replica_weight_share_max": low}))
+    assert serving_setup(s, shipped).chips_per_replica == 2
+    assert serving_setup(s, tight).chips_per_replica == 4
+    assert acs.simulate(s, runs=2, seed=1).quantile("replicas_peak", 0.5) == 4
+    assert acs.simulate(s, runs=2, seed=1, catalog=tight).quantile("replicas_peak", 0.5) == 2
+
+    preset = shipped.model_preset("llama-3.1-70b")
+    bigger = preset.model_copy(update={"params": 2 * preset.params})
+    renamed = replace(shipped, model_presets={**shipped.model_presets, preset.id: bigger})
+    setup = serving_setup(s, renamed)
+    assert setup.total_params == 2 * preset.params
+    assert setup.weight_bytes == 2 * serving_setup(s, shipped).weight_bytes
+    assert setup.chips_per_replica == 4  # 140 GB of FP8 weights do not fit two H100s at 0.6

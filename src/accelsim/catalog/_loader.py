@@ -36,7 +36,13 @@ from accelsim.catalog._schema import (
     Pricing,
 )
 from accelsim.catalog._serving_priors import ServingPriors, serving_priors
-from accelsim.errors import OfferNotFoundError, ScenarioFileError, UnknownChipError, close_matches
+from accelsim.errors import (
+    OfferNotFoundError,
+    ScenarioFileError,
+    UnknownChipError,
+    UnknownModelError,
+    close_matches,
+)
 
 _HOURS_PER_YEAR = 365.25 * 24.0  # calendar constant, for ranking purchases per hour
 
@@ -144,6 +150,14 @@ class Catalog:
             return self.chips[chip_id.strip().lower()]
         except KeyError:
             raise UnknownChipError(chip_id, self.chips) from None
+
+    def model_preset(self, model_id: str) -> ModelPreset:
+        """The model preset with id ``model_id`` (case-insensitive); unknown ids name close
+        matches."""
+        try:
+            return self.model_presets[model_id.strip().lower()]
+        except KeyError:
+            raise UnknownModelError(model_id, self.model_presets) from None
 
     def offers(
         self, chip: str | None = None, provider: str | None = None, pricing: str | None = None

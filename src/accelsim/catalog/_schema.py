@@ -119,6 +119,11 @@ class Chip(_Frozen):
             raise ValueError(f"{msg}; allowed: {', '.join(allowed)}")
         return self
 
+    @property
+    def hbm_bytes(self) -> float:
+        """Device memory of one chip, ``hbm_gib`` in bytes. [B]"""
+        return self.hbm_gib * 2.0**30
+
     def peak_tflops(self, precision: Precision) -> float:
         """Dense peak throughput at ``precision``.
 

@@ -26,8 +26,8 @@ from typing import get_args
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from accelsim.catalog._priors import Prior, Stack, load_validated, shipped
-from accelsim.catalog._schema import Precision, Source
-from accelsim.dists import Fixed
+from accelsim.catalog._schema import Chip, Precision, Source
+from accelsim.dists import Fixed, as_dist
 
 _SHIPPED = "serving.yaml"
 
@@ -130,6 +130,34 @@ class ServingPriors(_Frozen):
             name = f"prefill_chunk_tokens_by_chip.{chip_id}"
             return name, self.prefill_chunk_tokens_by_chip[chip_id]
         return f"prefill_chunk_tokens.{stack}", self.prefill_chunk_tokens[stack]
+
+    def auto_replica_chips(
+        self, weight_bytes: float, chip: Chip, most: int, pool_count: int | None = None
+    ) -> int:
+        """Chips of a replica whose size is not given: the smallest power of two, at most
+        ``most`` (and dividing ``pool_count`` when given), whose usable memory (the mean
+        ``memory_share`` of its HBM) holds ``weight_bytes`` in at most the mean
+        ``replica_weight_share_max``; ``most`` if none does. [count]
+
+        The one rule of the automatic layout: the engines (through
+        :meth:`accelsim.Serving.replica_chips`) and the serving calibration both call it.
+
+        >>> from accelsim import catalog
+        >>> h100, h200 = catalog.chip("h100-sxm"), catalog.chip("h200")
+        >>> p = serving_priors()
+        >>> p.auto_replica_chips(70e9, h100, 8), p.auto_replica_chips(70e9, h200, 8)
+        (2, 1)
+        """
+        share = as_dist(self.memory_share.value).expected_value()
+        limit = as_dist(self.replica_weight_share_max.value).expected_value()
+        per_chip = limit * share * chip.hbm_bytes
+        chips = 1
+        while chips <= most:
+            fits = weight_bytes <= per_chip * chips
+            if fits and (pool_count is None or pool_count % chips == 0):
+                return chips
+            chips *= 2
+        return most
 
     def by_name(self) -> dict[str, Prior]:
         """Every prior by dotted name (``"efficiency.cuda"``, ``"overhead_seconds"``)."""

@@ -127,7 +127,7 @@ def _pool_setup(
     index: int = getattr(work.disaggregated, f"{role}_pool")
     pool = scenario.fleet[index]
     chip = cat.chip(pool.chip)
-    chips = work.replica_chips(chip, pool.count, role)
+    chips = work.replica_chips(chip, pool.count, role, cat)
     return index, dataclasses.replace(
         base,
         chip=chip,

@@ -170,8 +170,8 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         raise TypeError(f"scenario {scenario.name!r} has a {kind} workload, not serving")
     pool = scenario.fleet[0]
     chip = cat.chip(pool.chip)
-    chips = work.replica_chips(chip, pool.count)
-    preset = work.preset
+    chips = work.replica_chips(chip, pool.count, cat=cat)
+    preset = work.preset_in(cat)
     kv_precision = work.kv_precision or work.precision
     kv_value_bytes = catalog.BYTES_PER_VALUE[kv_precision]
     if preset is not None:
@@ -186,7 +186,7 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
                 layers, work.kv_heads or 0, work.head_dim or 0, kv_value_bytes
             )
         )
-        active = work.active_params or work.total_params
+        active = work.active_params or work.total_params_in(cat)
         max_tokens = math.inf
     horizon = work.horizon_days * HOURS_PER_DAY
     profile = np.ones(24) if work.daily_profile is None else np.array(work.daily_profile)
@@ -211,10 +211,10 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         input_weights=input_weights,
         output_mean=_length_moments(as_dist(work.output_tokens), max_tokens)[0],
         max_tokens=max_tokens,
-        weight_bytes=work.weight_bytes(),
+        weight_bytes=work.weight_bytes(cat),
         kv_bytes_per_token=kv_bytes,
         active_params=float(active),
-        total_params=work.total_params,
+        total_params=work.total_params_in(cat),
         layers=float(layers),
         d_model=float(d_model),
         peak_tflops=chip.peak_tflops(work.precision),
@@ -299,7 +299,7 @@ def draw_replica(
     efficiency = np.minimum(draws.get(name, None, prior.value), 1.0)
     overhead = draws.get("priors.serving.overhead_seconds", None, serving.overhead_seconds.value)
     chips = float(setup.chips_per_replica)
-    hbm = chip.hbm_gib * 2.0**30 * chips
+    hbm = chip.hbm_bytes * chips
     if work.kv_share is None:
         share = draws.get("priors.serving.memory_share", None, serving.memory_share.value)
     else:

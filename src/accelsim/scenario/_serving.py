@@ -12,10 +12,9 @@ from pydantic import (
 )
 
 from accelsim import catalog
-from accelsim.dists import Uncertain, as_dist
+from accelsim.dists import Uncertain
 from accelsim.errors import AccelsimError
 from accelsim.scenario._common import (
-    _GIB,
     MIX_NAME_PATTERN,
     Framework,
     _check_range,
@@ -275,44 +274,54 @@ class Serving(_Model):
 
     @property
     def preset(self) -> catalog.ModelPreset | None:
-        """The model preset, or None for an explicit architecture."""
-        return None if self.model is None else catalog.model_preset(self.model)
+        """The model preset of the shipped catalog, or None for an explicit architecture."""
+        return self.preset_in()
+
+    def preset_in(self, cat: catalog.Catalog | None = None) -> catalog.ModelPreset | None:
+        """The model preset of the study's catalog ``cat`` (unset: the shipped one), or None
+        for an explicit architecture."""
+        if self.model is None:
+            return None
+        return catalog.model_preset(self.model) if cat is None else cat.model_preset(self.model)
 
     @property
     def total_params(self) -> float:
-        """Parameters held in memory, every expert included [count]."""
-        preset = self.preset
+        """Parameters held in memory, every expert included (shipped presets) [count]."""
+        return self.total_params_in()
+
+    def total_params_in(self, cat: catalog.Catalog | None = None) -> float:
+        """Parameters held in memory, every expert included, with the presets of ``cat``
+        (unset: the shipped ones) [count]."""
+        preset = self.preset_in(cat)
         return preset.params if preset is not None else float(self.params or 0.0)
 
-    def weight_bytes(self) -> float:
-        """Bytes of one copy of the weights at ``precision`` [B]."""
-        return self.total_params * catalog.BYTES_PER_VALUE[self.precision]
+    def weight_bytes(self, cat: catalog.Catalog | None = None) -> float:
+        """Bytes of one copy of the weights at ``precision``, with the presets of ``cat``
+        (unset: the shipped ones) [B]."""
+        return self.total_params_in(cat) * catalog.BYTES_PER_VALUE[self.precision]
 
-    def replica_chips(self, chip: catalog.Chip, pool_count: int, role: str | None = None) -> int:
-        """Chips per replica: the user's, or the smallest power of two (within the pool and
-        the scale-up domain) whose usable memory holds the weights in at most the prior
-        ``replica_weight_share_max``; the pool's count if none does (the scenario's
-        validation then reports the fit). ``role`` (``"prefill"``, ``"decode"``) reads the
-        :class:`Disaggregation` field of that pool instead of ``chips_per_replica``."""
+    def replica_chips(
+        self,
+        chip: catalog.Chip,
+        pool_count: int,
+        role: str | None = None,
+        cat: catalog.Catalog | None = None,
+    ) -> int:
+        """Chips per replica: the user's, or the automatic layout of the serving priors
+        (:meth:`~accelsim.catalog.ServingPriors.auto_replica_chips`: the smallest power of
+        two within the pool and the scale-up domain that holds the weights), read from the
+        study's catalog ``cat`` (unset: the shipped one); the pool's count if none holds
+        them (the scenario's validation then reports the fit). ``role`` (``"prefill"``,
+        ``"decode"``) reads the :class:`Disaggregation` field of that pool instead of
+        ``chips_per_replica``."""
         given = self.chips_per_replica
         if role is not None and self.disaggregated is not None:
             given = getattr(self.disaggregated, f"{role}_chips_per_replica")
         if given is not None:
             return given
-        priors = catalog.serving_priors()
-        share = as_dist(priors.memory_share.value).expected_value()
-        weight_share = as_dist(priors.replica_weight_share_max.value).expected_value()
-        need = self.weight_bytes()
+        priors = catalog.serving_priors() if cat is None else cat.serving_priors
         most = min(pool_count, chip.scale_up_domain_chips)
-        chips = 1
-        while chips <= most:
-            if (
-                pool_count % chips == 0
-                and need <= weight_share * share * chip.hbm_gib * _GIB * chips
-            ):
-                return chips
-            chips *= 2
-        return most
+        return priors.auto_replica_chips(self.weight_bytes(cat), chip, most, pool_count)
 
 
 def check_replica_pool(
@@ -347,7 +356,7 @@ def check_replica_pool(
         usable = f"at most {share:.0%} of it usable for weights and KV cache (prior)"
     else:
         share, usable = 1.0, "all of it"
-    hbm_bytes = chip.hbm_gib * _GIB * chips
+    hbm_bytes = chip.hbm_bytes * chips
     need = work.weight_bytes()
     if need >= share * hbm_bytes:
         raise ValueError(
