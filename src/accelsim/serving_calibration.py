@@ -287,18 +287,14 @@ def _evaluate(
     pool = _pool(implied, case.chip.software_stack, row_id)
     effs = _draws([math.log(implied[i][1]) for i in pool], rng, _SLO_DRAWS)
     overhead, share = _nuisance(rng, _SLO_DRAWS)
-    # The submitter picks the replica's size for the latency bounds: the layout (a power of
-    # two from the smallest that holds the weights, within the system and its scale-up
-    # domain) whose median per-chip rate is highest, its draws the row's prediction.
-    layouts = [case.chips]
-    while 2 * layouts[-1] <= case.largest:
-        layouts.append(2 * layouts[-1])
+    # The submitter picks the replica's size for the latency bounds by the engines' rule
+    # (serving.replica_sizes, serving.best_replica_size) at saturation, with no demand to
+    # follow: the highest median per-chip rate, its draws the row's prediction.
+    layouts = serving.replica_sizes(case.chips, case.largest)
     rates = [_slo_per_chip(replace(case, chips=t), effs, overhead, share, limits) for t in layouts]
-    best = int(np.argmax([np.median(r) for r in rates]))
-    p5, p50, p95 = (float(v) for v in np.quantile(rates[best], [0.05, 0.5, 0.95]))
-    return RowResult(
-        row_id, "slo_rate", "compared", "", published, p5, p50, p95, layouts[best], tuple(pool)
-    )
+    best = serving.best_replica_size(layouts, [float(np.median(r)) for r in rates])
+    p5, p50, p95 = (float(v) for v in np.quantile(rates[layouts.index(best)], [0.05, 0.5, 0.95]))
+    return RowResult(row_id, "slo_rate", "compared", "", published, p5, p50, p95, best, tuple(pool))
 
 
 def _slo_per_chip(

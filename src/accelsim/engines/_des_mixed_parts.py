@@ -24,7 +24,8 @@ from accelsim.engines import _analytic as analytic
 from accelsim.engines._inputs import InputDraws, InputPlan
 from accelsim.engines._pricing import price_training
 from accelsim.engines._serving import serving_metrics
-from accelsim.engines._serving_setup import Replica, ServingSetup, draw_replica, serving_setup
+from accelsim.engines._serving_layout import planned_setup
+from accelsim.engines._serving_setup import Replica, ServingSetup, draw_replica
 from accelsim.engines._serving_usage import (
     LatencyTable,
     demand_rps,
@@ -220,7 +221,7 @@ def plan_serving(
     """The endpoint's hourly replica plan, exactly as the serving fast path makes it."""
     work = part.workload
     assert isinstance(work, Serving)
-    setup = serving_setup(part, cat)
+    setup = planned_setup(part, cat)
     replica = draw_replica(setup, part, draws, cat.serving_priors)
     table = latency_table(setup, replica)
     rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)

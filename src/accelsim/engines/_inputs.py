@@ -256,6 +256,9 @@ class InputDraws:
     """Runs in the whole study (``None``: this chunk ends its last block)."""
     sampling: Design = "mc"
     """How inputs not in ``design`` are drawn: ``"mc"`` or a design of :data:`DESIGNS`."""
+    at_quantile: float | None = None
+    """Every uncertain input at this quantile in every run instead of drawn (``0.5``: the
+    medians, for a decision made before the runs, such as the automatic replica size)."""
 
     @property
     def runs(self) -> int:
@@ -302,6 +305,8 @@ class InputDraws:
     def __post_init__(self) -> None:
         if self.sampling not in DESIGNS:
             raise ValueError(f"design must be one of {', '.join(DESIGNS)}, not {self.sampling!r}")
+        if self.at_quantile is not None and not 0.0 < self.at_quantile < 1.0:
+            raise ValueError(f"at_quantile must be in (0, 1), got {self.at_quantile!r}")
 
     def block_rngs(self, name: str) -> list[tuple[slice, np.random.Generator]]:
         """Per block of the chunk, its runs (a slice of the chunk) and its generator for
@@ -330,6 +335,8 @@ class InputDraws:
         dist: Dist = as_dist(value)
         if isinstance(dist, Fixed):
             out = constant(dist.value, self.runs)
+        elif self.at_quantile is not None:
+            out = np.asarray(dist.ppf(np.full(self.runs, self.at_quantile)), dtype=float)
         elif self.design is not None and name in self.design:
             u = np.asarray(self.design[name], dtype=float)[self.start : self.stop]
             if u.shape != (self.runs,):

@@ -45,13 +45,13 @@ from accelsim.engines._pricing import (
     price_pool,
 )
 from accelsim.engines._serving_disagg import simulate_serving_disaggregated
+from accelsim.engines._serving_layout import planned_setup
 from accelsim.engines._serving_setup import (
     SECONDS_PER_HOUR,
     Replica,
     ServingSetup,
     ServingUsage,
     draw_replica,
-    serving_setup,
 )
 from accelsim.engines._serving_usage import usage_fast
 from accelsim.models import cost, engineering
@@ -70,6 +70,8 @@ def serving_metrics(
 ) -> dict[str, FloatArray]:
     """Metrics of a serving study from either engine's usage: the one definition of each.
 
+    - ``chips_per_replica``: the replica size served, the user's or the automatic layout's
+      (``accelsim.engines._serving_layout``).
     - ``chip_hours``: provisioned replica-hours x chips per replica; ``replicas_mean``:
       replica-hours / horizon; ``replicas_peak``: most replicas provisioned at once.
     - ``slo_attainment``: compliant requests / requests that arrived (1 with no demand).
@@ -133,6 +135,7 @@ def _usage_metrics(
         "requests_dropped": np.maximum(demand - served, 0.0),
         "output_tokens": served * setup.output_mean,
         "offline_tokens_per_s_per_chip": replica.saturated_rps * setup.output_mean / chips,
+        "chips_per_replica": np.full(demand.shape, chips),
         "finished": usage.finished.astype(float),
     }
 
@@ -215,7 +218,7 @@ def simulate_serving_fast(
     if isinstance(work, Serving) and work.disaggregated is not None:
         return simulate_serving_disaggregated(scenario, root, start, stop, cat=cat)
     priors, serving = cat.priors, cat.serving_priors
-    setup = serving_setup(scenario, cat)
+    setup = planned_setup(scenario, cat)
     draws = as_plan(root).draws(start, stop)
     replica = draw_replica(setup, scenario, draws, serving)
     usage = usage_fast(setup, scenario, draws, replica)
@@ -247,7 +250,7 @@ def replica_capacity(
             f"offline_tokens_per_s_per_chip and the prefill_/decode_ replica metrics"
         )
     serving = cat.serving_priors
-    setup = serving_setup(scenario, cat)
+    setup = planned_setup(scenario, cat)
     draws = as_plan(root).draws(start, stop)
     replica = draw_replica(setup, scenario, draws, serving)
     slo = physics.slo_capacity_rps(

@@ -31,6 +31,7 @@ from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws
 from accelsim.engines._serving import serving_metrics
 from accelsim.engines._serving_des_disagg import simulate_disaggregated_block
+from accelsim.engines._serving_layout import planned_setup
 from accelsim.engines._serving_requests import (
     draw_requests,
     hourly_demand_rps,
@@ -42,7 +43,6 @@ from accelsim.engines._serving_setup import (
     ServingSetup,
     ServingUsage,
     draw_replica,
-    serving_setup,
 )
 from accelsim.engines._serving_usage import latency_table, replicas_per_hour
 from accelsim.engines.des import (
@@ -72,7 +72,7 @@ def simulate_serving_block(
             scenario, root, start, stop, cat=cat, max_events=max_events
         )
     priors, serving = cat.priors, cat.serving_priors
-    setup = serving_setup(scenario, cat)
+    setup = planned_setup(scenario, cat)
     work = setup.work
     draws = InputDraws(root=root, start=start, stop=stop)
     replica: Replica = draw_replica(setup, scenario, draws, serving)

@@ -28,6 +28,7 @@ SERVING_METRICS = (
     "usd_per_million_tokens",
     "replicas_peak",
     "replicas_mean",
+    "chips_per_replica",
     "ttft_p50_ms",
     "ttft_p99_ms",
     "tpot_p50_ms",

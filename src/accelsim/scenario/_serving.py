@@ -136,8 +136,12 @@ class Serving(_Model):
     """The latency objective."""
     chips_per_replica: int | None = Field(default=None, gt=0)
     """Chips of one replica (tensor / expert parallel group); a divisor of the pool's count
-    within the chip's scale-up domain. Unset: the smallest power of two whose usable memory
-    holds the weights in at most ``replica_weight_share_max`` (serving prior)."""
+    within the chip's scale-up domain. Unset: the engines try the smallest power of two
+    whose usable memory holds the weights in at most ``replica_weight_share_max`` (serving
+    prior) and its doublings within the pool and the domain, and serve on the one whose
+    fleet, at the inputs' medians, meets the SLO's attainment on the fewest chip-hours (then
+    the highest SLO rate per chip); the metric ``chips_per_replica`` reports it. Disaggregated
+    pools (unset ``prefill_/decode_chips_per_replica``) take the smallest."""
     kv_share: Uncertain | None = None
     """Share of the memory left after the weights that holds KV cache, in (0, 1]; unset =
     the serving prior ``memory_share`` (share of all memory for weights and KV cache)."""
@@ -307,13 +311,14 @@ class Serving(_Model):
         role: str | None = None,
         cat: catalog.Catalog | None = None,
     ) -> int:
-        """Chips per replica: the user's, or the automatic layout of the serving priors
+        """Chips per replica: the user's, or the memory rule of the serving priors
         (:meth:`~accelsim.catalog.ServingPriors.auto_replica_chips`: the smallest power of
         two within the pool and the scale-up domain that holds the weights), read from the
         study's catalog ``cat`` (unset: the shipped one); the pool's count if none holds
-        them (the scenario's validation then reports the fit). ``role`` (``"prefill"``,
-        ``"decode"``) reads the :class:`Disaggregation` field of that pool instead of
-        ``chips_per_replica``."""
+        them (the scenario's validation then reports the fit). A colocated endpoint's
+        engines start from this size and may serve on a doubling of it (``chips_per_replica``
+        above). ``role`` (``"prefill"``, ``"decode"``) reads the :class:`Disaggregation`
+        field of that pool instead of ``chips_per_replica``."""
         given = self.chips_per_replica
         if role is not None and self.disaggregated is not None:
             given = getattr(self.disaggregated, f"{role}_chips_per_replica")

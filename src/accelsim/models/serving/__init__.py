@@ -16,7 +16,8 @@ Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbp
 
 The formulas live in private modules, re-exported here: ``_iteration`` (iteration
 time, decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput),
-``_load`` (latency under load, SLO capacity), ``_interference`` (the time prompts add to
+``_load`` (latency under load, SLO capacity), ``_layout`` (the replica size chosen when
+none is given), ``_interference`` (the time prompts add to
 the decoding sequences' token gaps), ``_disaggregated`` (prefill and decode
 replicas on separate pools) and ``_runs`` (runs of iterations in closed form, for the DES).
 """
@@ -40,6 +41,7 @@ from accelsim.models.serving._iteration import (
     scalar_decode_stretch_seconds,
     scalar_iteration_seconds,
 )
+from accelsim.models.serving._layout import best_replica_size, replica_sizes
 from accelsim.models.serving._load import (
     LoadLatency,
     SloCapacity,
@@ -67,6 +69,7 @@ __all__ = [
     "PrefillLatency",
     "SloCapacity",
     "batch_limit",
+    "best_replica_size",
     "budget_batch_cap",
     "decode_latency",
     "decode_saturated_rps",
@@ -82,6 +85,7 @@ __all__ = [
     "offline_tokens_per_s",
     "prefill_latency",
     "prefill_seconds",
+    "replica_sizes",
     "run_seconds",
     "scalar_decode_stretch_seconds",
     "scalar_iteration_run",

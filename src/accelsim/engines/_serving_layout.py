@@ -1,0 +1,115 @@
+"""The replica size of a colocated endpoint whose ``chips_per_replica`` is not given.
+
+The memory rule (:meth:`accelsim.catalog.ServingPriors.auto_replica_chips`) gives the
+smallest replica that holds the weights with room for KV cache. A larger replica (more
+tensor parallelism) prefills and decodes faster, which can serve more within a tight TTFT or
+TPOT bound per chip (a long prompt under a 2 s TTFT; a 40 ms TPOT), but it comes in bigger
+steps, which a small demand that follows the load pays for. So the engines try the memory
+rule's size and its doublings within the pool and the scale-up domain, run the fast path's
+own usage model on each at the inputs' medians (one run: the planner's expected case, the
+same whatever the seed, chunking or design of the study) and keep the size that
+:func:`accelsim.models.serving.best_replica_size` picks: the SLO's attainment met, then the
+fewest chip-hours, then the highest SLO rate per chip.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from accelsim.catalog import Catalog
+from accelsim.engines._inputs import InputDraws
+from accelsim.engines._serving_setup import ServingSetup, draw_replica, serving_setup
+from accelsim.engines._serving_usage import hour_totals, latency_table
+from accelsim.models import serving as physics
+from accelsim.scenario import Scenario
+
+_MEDIAN = 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutOutcome:
+    """One candidate replica size at the inputs' medians (one run)."""
+
+    chips: int
+    """Chips per replica. [count]"""
+    compliant_share: float
+    """Requests within the SLO over those that arrived. [fraction]"""
+    chip_hours: float
+    """Chip-hours the endpoint holds over the horizon. [chip-hours]"""
+    slo_tokens_per_s_per_chip: float
+    """Output tokens/s per chip at the largest load meeting the SLO (0: none). [tokens/s]"""
+
+
+def layout_outcomes(scenario: Scenario, cat: Catalog, sizes: list[int]) -> list[LayoutOutcome]:
+    """The fast path's usage of the serving scenario at each replica size in ``sizes``, at
+    the medians of its uncertain inputs (priors and the user's distributions alike)."""
+    base = serving_setup(scenario, cat)
+    work, pool = base.work, scenario.fleet[0]
+    out = []
+    for chips in sizes:
+        setup = dataclasses.replace(
+            base, chips_per_replica=chips, replicas_pool=pool.count // chips
+        )
+        draws = InputDraws(np.random.SeedSequence(0), 0, 1, at_quantile=_MEDIAN)
+        replica = draw_replica(setup, scenario, draws, cat.serving_priors)
+        table = latency_table(setup, replica)
+        rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
+        growth = draws.get(
+            "workload.growth_per_month", work.growth_per_month, work.growth_per_month
+        )
+        burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
+        totals = hour_totals(setup, rate, growth, burst, replica, table)
+        demand = float(totals.demand_requests[0])
+        compliant = float(totals.compliant_requests[0]) if bool(replica.feasible[0]) else 0.0
+        per_chip = table.slo_load * replica.saturated_rps * setup.output_mean / chips
+        out.append(
+            LayoutOutcome(
+                chips=chips,
+                compliant_share=compliant / demand if demand > 0.0 else 1.0,
+                chip_hours=float(totals.replica_hours[0]) * chips,
+                slo_tokens_per_s_per_chip=float(per_chip[0]),
+            )
+        )
+    return out
+
+
+def candidate_sizes(setup: ServingSetup, scenario: Scenario) -> list[int]:
+    """The sizes the automatic layout tries (:func:`~accelsim.models.serving.replica_sizes`
+    from the memory rule's size), keeping under ``follow_demand`` only those whose pool
+    holds ``min_replicas`` and ``max_replicas``; the user's size alone where given."""
+    work, pool = setup.work, scenario.fleet[0]
+    if work.chips_per_replica is not None:
+        return [setup.chips_per_replica]
+    most = min(pool.count, setup.chip.scale_up_domain_chips)
+    sizes = physics.replica_sizes(setup.chips_per_replica, most, pool.count)
+    if work.scaling == "follow_demand":
+        need = max(work.min_replicas, work.max_replicas or 0)
+        sizes = [c for c in sizes if pool.count // c >= need] or sizes[:1]
+    return sizes
+
+
+def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
+    """:func:`~accelsim.engines._serving_setup.serving_setup` of a colocated endpoint with
+    its replica size chosen as the module docstring says when the user gives none."""
+    setup = serving_setup(scenario, cat)
+    sizes = candidate_sizes(setup, scenario)
+    if len(sizes) == 1:
+        return setup
+    outcomes = layout_outcomes(scenario, cat, sizes)
+    chips = physics.best_replica_size(
+        sizes,
+        [o.slo_tokens_per_s_per_chip for o in outcomes],
+        compliant_share=[o.compliant_share for o in outcomes],
+        chip_hours=[o.chip_hours for o in outcomes],
+        attainment=setup.work.slo.attainment,
+    )
+    if chips == setup.chips_per_replica:
+        return setup
+    return dataclasses.replace(
+        setup, chips_per_replica=chips, replicas_pool=scenario.fleet[0].count // chips
+    )
+
+
+__all__ = ["LayoutOutcome", "candidate_sizes", "layout_outcomes", "planned_setup"]

@@ -1,0 +1,113 @@
+"""The replica size a planner picks when none is given: candidates and the choice among them.
+
+Pure functions of per-size figures the caller computes with the serving model (the fast
+path's usage at the inputs' medians in the engines; the published SLO bounds in the serving
+calibration), so both choose by one rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def replica_sizes(smallest: int, most: int, pool: int | None = None) -> list[int]:
+    """The replica sizes worth trying: ``smallest`` and its doublings up to ``most``, each
+    dividing ``pool`` when given (whole replicas). [chips]
+
+    ``smallest`` is the smallest size that holds the weights with room for KV cache (the
+    memory rule, :meth:`accelsim.catalog.ServingPriors.auto_replica_chips`); ``most`` the
+    scale-up domain within the pool (tensor parallelism spans one domain). Sizes beyond it
+    are not tried; ``smallest`` always is.
+
+    Examples
+    --------
+    >>> replica_sizes(2, 8), replica_sizes(1, 8, pool=12), replica_sizes(4, 2)
+    ([2, 4, 8], [1, 2, 4], [4])
+    """
+    if smallest < 1 or most < 1:
+        raise ValueError(f"replica sizes are >= 1 chip, got smallest={smallest}, most={most}")
+    sizes = [smallest]
+    size = 2 * smallest
+    while size <= most:
+        if pool is None or pool % size == 0:
+            sizes.append(size)
+        size *= 2
+    return sizes
+
+
+def best_replica_size(
+    sizes: Sequence[int],
+    per_chip_rate: Sequence[float],
+    *,
+    compliant_share: Sequence[float] | None = None,
+    chip_hours: Sequence[float] | None = None,
+    attainment: float = 1.0,
+) -> int:
+    """The size a planner picks: one whose fleet meets the SLO's attainment (else the
+    highest share within the SLO), then the fewest chip-hours, then the highest SLO rate
+    per chip, then the smallest size.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Candidate replica sizes (:func:`replica_sizes`), at least one. [chips]
+    per_chip_rate : sequence of float
+        Output tokens/s per chip at the largest request rate that meets the SLO, per size
+        (0 where none does). [tokens/s]
+    compliant_share : sequence of float, optional
+        Share of the requests served within the SLO over the horizon, per size (a fleet
+        of fixed size serves more within it on the faster layout). [fraction]
+    chip_hours : sequence of float, optional
+        Chip-hours the fleet holds over the horizon, per size (a fleet that follows a small
+        demand holds fewer on smaller replicas). [chip-hours]
+    attainment : float
+        The share of requests the SLO asks to be within its bounds: shares at or above it
+        count as equal, so a sliver of compliance never outweighs chip-hours. [fraction]
+
+    Returns
+    -------
+    int
+        The chosen size. Shares are compared to 1e-6 and chip-hours to a relative 1e-9, so
+        rounding never decides; a size whose rate is 0 (no load meets the SLO) wins only
+        when every size's does. [chips]
+
+    Examples
+    --------
+    Saturated (the serving calibration): the highest rate per chip.
+
+    >>> best_replica_size([2, 4, 8], [48.0, 134.0, 159.0])
+    8
+
+    A small demand that follows the load: the fewest chip-hours, then the rate.
+
+    >>> best_replica_size([2, 4, 8], [48.0, 134.0, 159.0], compliant_share=[0.995, 1.0, 1.0],
+    ...                   chip_hours=[48.0, 96.0, 192.0], attainment=0.99)
+    2
+    """
+    n = len(sizes)
+    if n == 0 or len(per_chip_rate) != n:
+        raise ValueError(
+            f"best_replica_size needs one rate per size, got {n} sizes and "
+            f"{len(per_chip_rate)} rates"
+        )
+    share = [1.0] * n if compliant_share is None else list(compliant_share)
+    hours = [1.0] * n if chip_hours is None else list(chip_hours)
+    if len(share) != n or len(hours) != n:
+        raise ValueError("best_replica_size needs one compliant share and chip-hours per size")
+    meets = [rate > 0.0 for rate in per_chip_rate]
+    least = min(h for h, ok in zip(hours, meets, strict=True) if ok) if any(meets) else 1.0
+    scale = least if least > 0.0 else 1.0
+
+    def key(i: int) -> tuple[bool, float, float, float, int]:
+        return (
+            not meets[i],
+            -round(min(share[i], attainment), 6),
+            round(hours[i] / scale, 9),
+            -per_chip_rate[i],
+            sizes[i],
+        )
+
+    return sizes[min(range(n), key=key)]
+
+
+__all__ = ["best_replica_size", "replica_sizes"]
