@@ -69,6 +69,8 @@ def _run(s: acs.Scenario, runs: int = 64) -> dict[str, np.ndarray]:
     growth=st.floats(-0.9, 5.0),
     follow=st.booleans(),
     profile_peak=st.floats(0.0, 0.99),
+    chunk=st.one_of(st.none(), st.just(0), st.integers(1, 16_384)),
+    max_batch=st.one_of(st.none(), st.integers(1, 4096)),
 )
 def test_every_metric_is_finite_and_in_range(
     rate: float,
@@ -80,7 +82,13 @@ def test_every_metric_is_finite_and_in_range(
     growth: float,
     follow: bool,
     profile_peak: float,
+    chunk: int | None,
+    max_batch: int | None,
 ) -> None:
+    """Over the whole input space, the scheduler's extremes included (a one-token budget,
+    a batch of one): every metric finite and in range, never nan."""
+    if chunk and max_batch is not None:
+        max_batch = min(max_batch, chunk)  # vLLM's rule, a validation error otherwise
     profile = [1.0 + profile_peak * np.sin(2 * np.pi * h / 24) for h in range(24)]
     extra: dict[str, Any] = (
         {"scaling": "follow_demand", "cold_start_minutes": 15.0} if follow else {}
@@ -93,6 +101,8 @@ def test_every_metric_is_finite_and_in_range(
         burstiness=burst,
         growth_per_month=growth,
         daily_profile=profile,
+        prefill_chunk_tokens=chunk,
+        max_batch=max_batch,
         **extra,
     )
     data = _run(s, 16)

@@ -96,14 +96,22 @@ def three_point(
     law would move its median. Returns ``(values, probabilities)`` on a new last axis of
     length 3.
     """
+    mean = _f(mean)
     var = np.maximum(_f(variance), 0.0)
+    # A variance at rounding level of the mean's square is no spread: its third and fourth
+    # moments are rounding noise too, and would give a skewness of ~1e8.
+    spread = var > 1e-12 * mean * mean
+    var = np.where(spread, var, 0.0)
     sd = np.sqrt(var)
-    spread = sd > 0.0
     unit = np.where(spread, np.maximum(var, 1e-200), 1.0)  # no 0/0 in the unused branch
     gamma = np.where(spread, _f(third) / (unit * np.sqrt(unit)), 0.0)
-    kurt = np.maximum(np.where(spread, _f(fourth) / (unit * unit), 3.0), gamma * gamma + 1.0)
-    low = (np.sqrt(4.0 * kurt - 3.0 * gamma * gamma) - gamma) / 2.0
-    high = low + gamma
+    excess = np.maximum(np.where(spread, _f(fourth) / (unit * unit), 3.0) - gamma * gamma, 1.0)
+    # a·b = κ − γ², b − a = γ: the larger root directly, the smaller as the product over it
+    # (no cancellation at a large |γ|).
+    big = (np.sqrt(4.0 * excess + gamma * gamma) + np.abs(gamma)) / 2.0
+    small = excess / big
+    low = np.where(gamma >= 0.0, small, big)
+    high = np.where(gamma >= 0.0, big, small)
     values = np.stack(np.broadcast_arrays(mean - sd * low, mean + 0.0 * sd, mean + sd * high), -1)
     outer = 1.0 / (low + high)
     probs = np.stack(

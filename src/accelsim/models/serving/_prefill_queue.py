@@ -135,14 +135,19 @@ def wait_phases(
     busy = np.maximum(_f(load), 1e-300)
     rho = _f(load)
     mean = np.maximum(_f(w1) / busy, 1e-300)
-    s = np.maximum(_f(w2) / busy / (2.0 * mean * mean), 1.0)
+    # s = E[W₊²]/(2·E[W₊]²) = E[W²]·ρ/(2·E[W]²); no wait at all (an empty prompt's zero
+    # work, E[W] = 0 or below the square's range) is the exponential's s = 1, not 0/0.
+    square = _f(w1) * _f(w1)
+    waits = square > 0.0
+    s = np.maximum(np.where(waits, _f(w2) * busy / (2.0 * np.where(waits, square, 1.0)), 1.0), 1.0)
     x = _f(work)
     x_mean = np.maximum(weighted_sum(x, _f(probs)), 1e-300)
     sigma = mean / x_mean
     # E[e^{−X/E[X]}] in single precision (absolute error ~1e-7; the exponentials over the
     # nodes are most of this function's time).
     decay = x.astype(_SINGLE)
-    decay *= (-1.0 / x_mean).astype(_SINGLE)[..., None]
+    # (1/E[X] capped within single precision: work of ~0 has no wait to shape)
+    decay *= (-np.minimum(1.0 / x_mean, 1e30)).astype(_SINGLE)[..., None]
     np.exp(decay, out=decay)
     weights = _f(probs).astype(_SINGLE)
     transform = _f(decay @ weights if weights.ndim == 1 else np.sum(decay * weights, axis=-1))
