@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.catalog import Catalog, Priors, active
+from accelsim.catalog import Catalog, Prior, Priors, active
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.engines._recovery import host_chips, on_demand_pool
 from accelsim.models import cost
@@ -88,18 +88,22 @@ def pool_energy_kwh(
     chip_hours: FloatArray,
     *,
     cat: Catalog | None = None,
+    chip_power: tuple[str, Prior] | None = None,
 ) -> FloatArray:
     """Energy of a pool's allocated chip-hours, hosts and facility overhead included. [kWh]
 
     On-prem pools use their site's host power and PUE; cloud and unpriced pools the priors
     (host power as a fraction of TDP, a data-centre PUE). A user-set ``pue`` wins.
     ``cat`` is the study's catalog (``None``, for callers that do not pass one yet: the
-    active catalog of this process).
+    active catalog of this process). ``chip_power`` is the input name and prior of the
+    chips' draw as a share of TDP where it is not training's
+    (``priors.power_fraction_of_tdp``): serving draws ``priors.serving.power_fraction_of_tdp``.
     """
     cat = active() if cat is None else cat
     a = scenario.assumptions
     chip = cat.chip(pool.chip)
-    power = draws.get("priors.power_fraction_of_tdp", None, priors.power_fraction_of_tdp.value)
+    name, prior = chip_power or ("priors.power_fraction_of_tdp", priors.power_fraction_of_tdp)
+    power = draws.get(name, None, prior.value)
     if pool.pricing == "on_prem" and pool.provider is not None:
         site = cat.site(pool.provider)
         pue = draws.get("assumptions.pue", a.pue, site.pue)

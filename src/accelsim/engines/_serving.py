@@ -92,10 +92,10 @@ def serving_metrics(
     metrics["engineering_hours"] = np.asarray(porting_h, dtype=float)
     metrics["launch_days"] = launch_days
     # Energy at the serving draw of the chips (decode is memory-bound: below training's).
-    serving_power = priors.model_copy(
-        update={"power_fraction_of_tdp": serving.power_fraction_of_tdp}
+    serving_power = ("priors.serving.power_fraction_of_tdp", serving.power_fraction_of_tdp)
+    kwh = pool_energy_kwh(
+        pool, draws, scenario, priors, chip_hours, cat=setup.cat, chip_power=serving_power
     )
-    kwh = pool_energy_kwh(pool, draws, scenario, serving_power, chip_hours, cat=setup.cat)
     a = scenario.assumptions
     factor = draws.get(
         "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value

@@ -130,7 +130,8 @@ def _simulate_run(
     requests = draw_requests(setup, demand, burstiness, rng)
     demanded = float(len(requests.arrival_hours))
     if not replica.feasible[i]:
-        hours, peak = float(plan.replicas_per_hour.sum()), float(plan.replicas_per_hour.max())
+        hours = plan.provisioned_hours(setup.horizon_hours)
+        peak = float(plan.replicas_per_hour.max())
         return demanded, 0.0, 0.0, hours, peak, (0.0, 0.0, 0.0, 0.0), False
     model = ReplicaModel(
         cost=run_cost(replica.cost, i),

@@ -125,7 +125,7 @@ def _simulate_run(
     row["kv_transfer_s"] = float(transfer.mean()) if transfer.size else 0.0
     if not (stages[0].feasible[i] > 0 and stages[1].feasible[i] > 0):
         for role, plan in zip(("prefill", "decode"), plans, strict=True):
-            row[f"{role}_hours"] = float(plan.replicas_per_hour.sum())
+            row[f"{role}_hours"] = plan.provisioned_hours(base.horizon_hours)
             row[f"{role}_peak"] = float(plan.replicas_per_hour.max())
         total = plans[0].replicas_per_hour + plans[1].replicas_per_hour
         return row | {"peak": float(total.max())}

@@ -440,9 +440,7 @@ def _pool_costs(
     launch = np.zeros(runs)
     porting = np.zeros(runs)
     ported: set[str] = set()
-    serving_power = priors.model_copy(
-        update={"power_fraction_of_tdp": serving.power_fraction_of_tdp}
-    )
+    serving_power = ("priors.serving.power_fraction_of_tdp", serving.power_fraction_of_tdp)
     engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
     week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
     priced: list[dict[str, FloatArray]] = []
@@ -461,7 +459,9 @@ def _pool_costs(
         launch = np.maximum(
             launch, np.maximum(lead, engineering.calendar_days(porting_h, engineers, week_h))
         )
-        energy = pool_energy_kwh(pool, draws, scenario, serving_power, hours, cat=cat)
+        energy = pool_energy_kwh(
+            pool, draws, scenario, priors, hours, cat=cat, chip_power=serving_power
+        )
         kwh = kwh + energy
         if pool.provider is not None:
             price = price_pool(

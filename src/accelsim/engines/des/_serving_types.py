@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
+
 from accelsim._typing import BoolArray, FloatArray, IntArray
 from accelsim.models.serving import IterationCost
 
@@ -59,6 +61,14 @@ class ReplicaPlan:
     """Replicas wanted in each hour, int64 >= 0, length ``ceil(horizon_hours)``. [count]"""
     cold_start_hours: float = 0.0
     """Time from a scale-up decision to the new replica serving (>= 0). [h]"""
+
+    def provisioned_hours(self, horizon_hours: float) -> float:
+        """Replica-hours the plan provisions before ``horizon_hours``: each hour's replicas
+        for the share of it inside the horizon (a fleet that serves nothing, an infeasible
+        replica, is still paid for). [h]"""
+        hours = np.arange(self.replicas_per_hour.size, dtype=float)
+        inside = np.clip(horizon_hours - hours, 0.0, 1.0)
+        return float(self.replicas_per_hour @ inside)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,107 @@
+"""The request DES's metrics at the edges a user reaches: one-token outputs, a replica that
+cannot hold a sequence, long outputs still decoding at the horizon, and the energy prior the
+serving engines draw (found by looking at runs as a user; each failed before its fix)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import accelsim as acs
+
+
+def _scenario(**changes: Any) -> acs.Scenario:
+    fields: dict[str, Any] = {
+        "model": "llama-3.1-8b",
+        "precision": "fp8",
+        "rate_rps": 2.0,
+        "input_tokens": 2000,
+        "output_tokens": 1,
+        "slo": acs.SLO(ttft_ms=2000, tpot_ms=100),
+        "chips_per_replica": 1,
+        "horizon_days": 0.01,
+    }
+    pool: dict[str, Any] = {"chip": "h100-sxm", "count": 1, "provider": None}
+    pool |= changes.pop("pool", {})
+    fields |= changes
+    return acs.Scenario(name="des", workload=acs.Serving(**fields), fleet=[acs.Pool(**pool)])
+
+
+def test_one_token_outputs_report_their_first_token_time() -> None:
+    """Every request ends at its first token: TTFT is its prefill (it read 0, the windows'
+    TTFT being averaged only where some request had a token gap); TPOT has no gap to time."""
+    s = _scenario()
+    des = acs.simulate(s, runs=4, seed=1, engine="des")
+    fast = acs.simulate(s, runs=4, seed=1)
+    ttft = des.samples("ttft_p50_ms")
+    assert (ttft > 0.0).all()
+    # the 2,000-token prefill of an 8B FP8 model on one H100 (~25-50 ms): the DES against
+    # the fast path, run by run (same draws), within the agreement tests' spread
+    np.testing.assert_allclose(ttft, fast.samples("ttft_p50_ms"), rtol=0.35)
+    np.testing.assert_array_equal(des.samples("tpot_p50_ms"), 0.0)
+
+
+def test_an_infeasible_replica_is_paid_for_the_horizon_only() -> None:
+    """A replica that holds no sequence serves nothing but is provisioned: over 0.48 h, 8
+    replicas are 3.84 chip-hours, as on the fast path (the whole last hour was billed)."""
+    s = _scenario(
+        kv_share=1e-6,
+        output_tokens=100,
+        rate_rps=5.0,
+        horizon_days=0.02,
+        pool={"count": 8, "provider": "aws"},
+    )
+    des = acs.simulate(s, runs=3, seed=1, engine="des")
+    fast = acs.simulate(s, runs=3, seed=1)
+    np.testing.assert_array_equal(des.samples("finished"), 0.0)
+    np.testing.assert_allclose(des.samples("chip_hours"), 8 * 0.48, rtol=1e-12)
+    np.testing.assert_allclose(des.samples("chip_hours"), fast.samples("chip_hours"), rtol=1e-12)
+    np.testing.assert_allclose(des.samples("replicas_mean"), 8.0, rtol=1e-12)
+
+
+def test_the_disaggregated_des_pays_an_infeasible_fleet_for_the_horizon_only() -> None:
+    svc = acs.Serving(
+        model="llama-3.1-8b",
+        precision="fp8",
+        rate_rps=2.0,
+        input_tokens=500,
+        output_tokens=50,
+        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+        horizon_days=0.1 / 24,
+        kv_share=1e-6,
+        disaggregated=acs.Disaggregation(prefill_chips_per_replica=1, decode_chips_per_replica=1),
+    )
+    fleet = [acs.Pool(chip="h100-sxm", count=2, provider=None)] * 2
+    s = acs.Scenario(name="split", workload=svc, fleet=fleet)
+    des = acs.simulate(s, runs=2, seed=1, engine="des")
+    np.testing.assert_allclose(des.samples("chip_hours"), 4 * 0.1, rtol=1e-9)
+
+
+def test_long_outputs_still_decoding_at_the_horizon_are_served_not_dropped() -> None:
+    """40,000-token outputs at 0.004 requests/s: the replica is mostly idle, so every run
+    finishes (requests decoding at the horizon had their first token long before)."""
+    s = _scenario(rate_rps=0.004, input_tokens=1000, output_tokens=40_000)
+    des = acs.simulate(s, runs=4, seed=1, engine="des")
+    assert (des.samples("utilization") < 0.5).all()
+    np.testing.assert_array_equal(des.samples("finished"), 1.0)
+
+
+def test_an_overloaded_des_replica_is_still_unfinished() -> None:
+    """The counterpart: twice the saturated rate leaves requests queued without a first
+    token, so the run is not finished."""
+    s = _scenario(rate_rps=200.0, output_tokens=200)
+    des = acs.simulate(s, runs=2, seed=1, engine="des")
+    np.testing.assert_array_equal(des.samples("finished"), 0.0)
+
+
+def test_serving_energy_draws_the_serving_prior_under_its_own_name() -> None:
+    """Serving chips draw ``priors.serving.power_fraction_of_tdp`` (triangular 0.5-0.9), so
+    the report lists that prior and its sources, not training's (PERT 0.6-0.95)."""
+    s = _scenario(output_tokens=100, pool={"provider": "aws"})
+    res = acs.simulate(s, runs=500, seed=2)
+    draw = res.inputs["priors.serving.power_fraction_of_tdp"]
+    assert "priors.power_fraction_of_tdp" not in res.inputs
+    assert draw.min() >= 0.5
+    assert draw.max() <= 0.9
+    assert draw.min() < 0.6  # outside training's support: the serving prior was drawn
