@@ -298,3 +298,24 @@ def test_no_option_is_badged_recommended_when_none_meets_the_goals() -> None:
     page = render_html(cmp, sensitivity=False)
     assert f"none meets the goals (closest: {rec.choice})" in page
     assert 'class="badge">recommended' not in page
+
+
+def test_options_tied_on_tco_share_the_cheapest_runs() -> None:
+    """Two layouts of one fixed fleet cost the same in every run: 50 % each, not 100 % to
+    the first listed (the rule of ``size_fleet``, ``results.prob_lowest``)."""
+    from accelsim.report._question import key_figures
+
+    tco = np.array([5.0, 6.0, 7.0, 8.0])
+    results = {
+        "a": acs.Result(scenario_name="a", data={"tco_usd": tco}),
+        "b": acs.Result(scenario_name="b", data={"tco_usd": tco.copy()}),
+        "c": acs.Result(scenario_name="c", data={"tco_usd": tco + np.array([0.0, 0.0, 1.0, 1.0])}),
+    }
+    shares = {
+        name: next(
+            f.value for f in key_figures(results, name, "training") if f.metric == "cheapest"
+        )
+        for name in results
+    }
+    # runs 0-1: a three-way tie (1/3 each); runs 2-3: a and b tie (1/2 each)
+    assert shares == {"a": "42% of runs", "b": "42% of runs", "c": "17% of runs"}

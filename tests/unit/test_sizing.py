@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import accelsim as acs
-from accelsim.study._sizing import _prob_cheapest
+from accelsim.results import prob_lowest
 
 # The overload warning (tests/unit/test_des_*.py test it) is expected here: sizing
 # sweeps fleets small enough to be overloaded on purpose.
@@ -52,7 +52,7 @@ def test_tied_runs_share_their_probability() -> None:
     tco = np.array([[1.0, 2.0, 5.0, 3.0], [1.0, 1.0, 5.0, 4.0], [2.0, 3.0, 5.0, 3.0]])
     # run 0: counts 0 and 1 tie; run 1: count 1; run 2: all three tie; run 3: 0 and 2 tie
     expected = [(0.5 + 1 / 3 + 0.5) / 4, (0.5 + 1 + 1 / 3) / 4, (1 / 3 + 0.5) / 4]
-    np.testing.assert_allclose(_prob_cheapest(tco), expected, rtol=1e-12)
+    np.testing.assert_allclose(prob_lowest(tco), expected, rtol=1e-12)
 
 
 def test_free_waiting_makes_the_smallest_fleet_cheapest_and_says_so() -> None:

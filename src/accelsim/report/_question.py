@@ -18,7 +18,7 @@ from accelsim.report._page_data import (
     count_words,
     fmt,
 )
-from accelsim.results import Result
+from accelsim.results import Result, prob_lowest
 from accelsim.scenario import Scenario, TrainingRun
 
 # ---------------------------------------------------------------- kind and question
@@ -149,8 +149,7 @@ def question(results: Mapping[str, Result], scenarios: Mapping[str, Scenario], k
 
 def _cheapest_share(results: Mapping[str, Result], name: str) -> float:
     tco = np.stack([r.samples("tco_usd") for r in results.values()])
-    idx = list(results).index(name)
-    return float(np.mean(np.argmin(tco, axis=0) == idx))
+    return float(prob_lowest(tco)[list(results).index(name)])
 
 
 def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[KeyFigure, ...]:

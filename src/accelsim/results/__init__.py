@@ -1,7 +1,7 @@
 """Results of studies: :class:`Result` (one array per metric), :class:`Comparison` (options
 on common random numbers), :class:`Recommendation`, and how numbers are formatted."""
 
-from accelsim.results._comparison import Comparison
+from accelsim.results._comparison import Comparison, prob_lowest
 from accelsim.results._format import (
     NOT_AVAILABLE,
     Z95,
@@ -31,6 +31,7 @@ __all__ = [
     "format_value",
     "goals_table",
     "meets",
+    "prob_lowest",
     "prob_meets",
     "recommend",
     "render_table",

@@ -7,11 +7,26 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from accelsim._typing import FloatArray
 from accelsim.results._format import Z95, Table, format_error, format_value
 from accelsim.results._goals import goals_table, prob_meets
 from accelsim.results._recommendation import Recommendation, recommend
 from accelsim.results._result import Result
 from accelsim.scenario import Goals
+
+
+def prob_lowest(values: FloatArray) -> FloatArray:
+    """Share of paired runs (columns) in which each option (row) has the lowest value; a
+    run where ``k`` options tie for the lowest gives each ``1/k``, so the shares sum to 1
+    (two fixed fleets of the same chips tie on TCO in every run: 50 % each, not 100 % to
+    whichever is listed first).
+
+    >>> prob_lowest(np.array([[1.0, 2.0, 3.0], [1.0, 1.0, 4.0]])).tolist()
+    [0.5, 0.5]
+    """
+    lowest = values == values.min(axis=0)
+    out: FloatArray = (lowest / lowest.sum(axis=0)).mean(axis=1)
+    return out
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from accelsim._typing import FloatArray
-from accelsim.results import Z95, Result, Table, format_error, format_value, table_html
+from accelsim.results import (
+    Z95,
+    Result,
+    Table,
+    format_error,
+    format_value,
+    prob_lowest,
+    table_html,
+)
 from accelsim.scenario import JobStream, Scenario, Trace, workload_name
 from accelsim.seeding import SeedLike
 from accelsim.study._chunks import DEFAULT_RUNS
@@ -117,14 +124,6 @@ class FleetSizing:
         return table_html(self.as_table())
 
 
-def _prob_cheapest(tco: FloatArray) -> FloatArray:
-    """Share of runs (columns) in which each option (row) has the lowest cost; a run where
-    ``k`` options tie for the lowest gives each ``1/k``, so the shares sum to 1."""
-    lowest = tco == tco.min(axis=0)
-    out: FloatArray = (lowest / lowest.sum(axis=0)).mean(axis=1)
-    return out
-
-
 def size_fleet(
     scenario: Scenario,
     counts: Sequence[int],
@@ -202,7 +201,7 @@ def size_fleet(
         )
     path = f"fleet.{pool}.count"
     sw = sweep(scenario, {path: list(counts)}, runs=runs, seed=seed, metrics=("tco_usd",), **kwargs)
-    prob = _prob_cheapest(np.stack([r.samples("tco_usd") for r in sw.results]))
+    prob = prob_lowest(np.stack([r.samples("tco_usd") for r in sw.results]))
     means = tuple(r.mean("tco_usd") for r in sw.results)
     best = counts[int(np.argmin(means))]
     errors = tuple(r.std_error("tco_usd") for r in sw.results)
