@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -59,6 +60,27 @@ def test_weights_that_do_not_fit_name_the_memory_limit() -> None:
         ValidationError, match=r"do not fit a replica of 1 x h100-sxm: HBM 85\.9 GB"
     ):
         _scenario(precision="bf16", chips_per_replica=1)
+
+
+@pytest.mark.parametrize(
+    ("chip", "count", "model", "size", "remedy"),
+    [
+        ("h100-sxm", 16, "llama-3.1-70b", 1, "use more chips_per_replica, use a lower precision"),
+        ("h100-sxm", 2, "llama-3.1-405b", None, "give the pool more chips (a replica may span 8)"),
+        ("h100-sxm", 8, "deepseek-r1", None, "a replica spans at most 8 h100-sxm (one scale-up"),
+        ("l4", 4, "llama-3.1-70b", None, "a replica spans at most 1 l4 (one scale-up domain)"),
+    ],
+)
+def test_a_model_that_does_not_fit_names_only_remedies_that_exist(
+    chip: str, count: int, model: str, size: int | None, remedy: str
+) -> None:
+    """ "More chips per replica" only where a larger replica fits the pool and the domain."""
+    precision = "bf16" if model == "llama-3.1-70b" and chip == "h100-sxm" else "fp8"
+    work = _serving(model=model, precision=precision, chips_per_replica=size)
+    with pytest.raises(ValidationError, match=re.escape(remedy)):
+        acs.Scenario(
+            name="s", workload=work, fleet=[acs.Pool(chip=chip, count=count, provider=None)]
+        )
 
 
 def test_precision_the_chip_lacks_names_the_chip() -> None:

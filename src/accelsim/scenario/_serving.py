@@ -364,10 +364,18 @@ def check_replica_pool(
     hbm_bytes = chip.hbm_bytes * chips
     need = work.weight_bytes()
     if need >= share * hbm_bytes:
+        # Only the remedies that exist: a replica spans one scale-up domain within the pool.
+        field = where.rsplit(".", 1)[-1]
+        if chips < chip.scale_up_domain_chips and chips < pool.count:
+            more = f"use more {field}, "
+        elif chips < chip.scale_up_domain_chips:
+            more = f"give the pool more chips (a replica may span {chip.scale_up_domain_chips}), "
+        else:
+            more = f"a replica spans at most {chips} {chip.id} (one scale-up domain): "
         raise ValueError(
             f"the weights ({need / 1e9:,.1f} GB at {work.precision}) do not fit a replica "
-            f"of {chips} x {chip.id}: HBM {hbm_bytes / 1e9:,.1f} GB, {usable}; use more "
-            f"{where.rsplit('.', 1)[-1]}, a lower precision or a chip with more memory"
+            f"of {chips} x {chip.id}: HBM {hbm_bytes / 1e9:,.1f} GB, {usable}; {more}"
+            f"use a lower precision or a chip with more memory"
         )
     if work.scaling == "follow_demand":
         most = pool.count // chips
