@@ -357,6 +357,13 @@ def compare_(
         print(_json(doc))
         return
     _show(cmp.as_table())
+    # An option that does not finish (a fleet that sheds requests, a replica that cannot
+    # hold its model) says so under the table: its latencies and per-token prices are over
+    # what it served, and a fleet that serves nothing shows 0 ms.
+    notes = [f"{name}: {note}" for name, r in cmp.results.items() if (note := r.unfinished_note())]
+    if notes:
+        print()
+        print("\n".join(notes))
     if goals is not None:
         print()
         _show(cmp.as_goals_table())

@@ -57,6 +57,26 @@ def test_run_and_compare(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Recommendation:" in capsys.readouterr().out
 
 
+def test_compare_says_when_an_option_serves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fleet that serves nothing shows 0 ms latencies in the table; the line under it
+    says why, as the summary and the report do."""
+    body = (
+        "workload: {{kind: serving, model: llama-3.1-8b, precision: fp8, rate_rps: 5,"
+        " input_tokens: 2000, output_tokens: 200, slo: {{ttft_ms: 2000, tpot_ms: 100}},"
+        " horizon_days: 1{extra}}}\nfleet: [{{chip: h100-sxm, count: 8, provider: aws}}]\n"
+    )
+    empty, ok = tmp_path / "empty.yaml", tmp_path / "ok.yaml"
+    empty.write_text("name: empty\n" + body.format(extra=", kv_share: 0.000001"), "utf-8")
+    ok.write_text("name: ok\n" + body.format(extra=""), "utf-8")
+    assert main(["compare", str(empty), str(ok), "--runs", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "empty: P(finish) 0.0%" in out
+    assert "nothing served" in out
+    assert "ok: P(finish)" not in out
+
+
 def test_catalog_listings(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "chips"]) == 0
     assert "tpu-v5p" in capsys.readouterr().out
