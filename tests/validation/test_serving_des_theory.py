@@ -25,6 +25,7 @@ from accelsim.models.serving import (
     IterationCost,
     iteration_cost,
     iteration_seconds,
+    offline_tokens_per_s,
     throughput_at_batch,
 )
 
@@ -158,6 +159,10 @@ def test_saturated_throughput_is_throughput_at_batch_when_memory_bound() -> None
     measured = tokens / (trace.busy_replica_hours * H)
     formula = float(throughput_at_batch(cost, realised_batch, prompt, output))
     assert measured / formula == pytest.approx(output / (output - 1), rel=1e-9)
+    # The offline throughput the engines size replicas by takes the same budget-capped
+    # batch (without the cap it would run the 64-sequence limit: 2.8x the DES here).
+    offline = float(offline_tokens_per_s(cost, 1e6, prompt, output, max_batch, chunk))
+    assert measured * (output - 1) / output == pytest.approx(offline, rel=0.03)
 
 
 def test_chunked_prefill_lowers_p99_tpot_on_long_prompts() -> None:

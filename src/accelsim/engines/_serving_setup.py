@@ -324,7 +324,7 @@ def draw_replica(
     capacity = physics.kv_capacity_tokens(hbm, setup.weight_bytes, setup.kv_bytes_per_token, share)
     inp, out = setup.input_mean, setup.output_mean
     limit = physics.batch_limit(capacity, inp, out, max_batch)
-    saturated = physics.offline_tokens_per_s(iteration, capacity, inp, out, max_batch) / out
+    saturated = physics.offline_tokens_per_s(iteration, capacity, inp, out, max_batch, chunk) / out
     return Replica(
         cost=iteration,
         kv_capacity_tokens=np.asarray(capacity, dtype=float),

@@ -838,14 +838,18 @@ def slo_capacity_rps(
     Notes
     -----
     Bisection (fixed iteration count, vectorised over runs) on ``[0, λ_sat]`` with
-    ``λ_sat = offline_tokens_per_s / output_tokens``, assuming latency rises with the rate;
+    ``λ_sat = offline_tokens_per_s / output_tokens`` (under the chunk's token budget),
+    assuming latency rises with the rate;
     the result never exceeds ``λ_sat``. Infeasible (rate 0) where the SLO fails already at
     ``10⁻⁶ · λ_sat`` or the model does not fit.
     """
     inp = _f(input_tokens)
     out = _f(output_tokens)
     limit = batch_limit(kv_capacity_tokens, inp, out, max_batch)
-    saturated_rps = offline_tokens_per_s(cost, kv_capacity_tokens, inp, out, max_batch) / out
+    saturated_rps = (
+        offline_tokens_per_s(cost, kv_capacity_tokens, inp, out, max_batch, prefill_chunk_tokens)
+        / out
+    )
     ttft_bound = _f(ttft_s)
     tpot_bound = _f(tpot_s)
 
