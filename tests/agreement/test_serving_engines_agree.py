@@ -100,7 +100,7 @@ def test_fast_path_and_des_agree() -> None:
 
 def _assert_tpot_agrees(des: dict[str, np.ndarray], fast: dict[str, np.ndarray]) -> None:
     """Fixed 400-token prompts: TPOT p50 and p99 within 5 % on the median ratio over runs
-    (measured 1.002 and 0.995 chunked, 1.004 and 0.977 prefill-first; before the prompt
+    (measured 1.002 and 0.995 chunked, 1.004 and 0.970 prefill-first; before the prompt
     interference model, 1.02 and 1.03, 1.09 and 1.16) and 10 % on every run."""
     for metric in ("tpot_p50_ms", "tpot_p99_ms"):
         ratio = des[metric] / fast[metric]
@@ -131,18 +131,20 @@ def _median_se(ratio: np.ndarray) -> float:
 
 # Model budgets on the median DES/fast ratio over runs (wide law), per prefill mode and metric;
 # each assertion adds 3 bootstrap SE of that median. Measured (24 runs, seed 2024 / 7):
-# TTFT as in the docstring; TPOT p50 0.995 chunked, 0.973 prefill-first; TPOT p99 1.13
-# chunked, 1.75 prefill-first (the compound-Poisson law of the stalls, three moments, thins
-# the tail a 10^5-token prompt's multi-second stall sets: the weakest figure, held loosely).
+# TTFT as in the docstring; TPOT p50 0.96 / 0.98 chunked, 0.98 / 0.99 prefill-first; TPOT
+# p99 1.00 / 1.00 chunked, 0.89 / 0.83 prefill-first. With the prompts a request decodes
+# through taken as the Poisson count of a random stretch of time (not the prompts left
+# behind it in the prefill queue, _load._tpot_under_load) the p99 was 1.13 chunked and
+# 1.75 prefill-first, and its budget here 0.30 and 0.90.
 _WIDE_BUDGETS = {
     (2048, "ttft_p50_ms"): 0.10,
     (2048, "ttft_p99_ms"): 0.30,
     (2048, "tpot_p50_ms"): 0.10,
-    (2048, "tpot_p99_ms"): 0.30,
+    (2048, "tpot_p99_ms"): 0.15,
     (0, "ttft_p50_ms"): 0.30,
     (0, "ttft_p99_ms"): 0.30,
     (0, "tpot_p50_ms"): 0.10,
-    (0, "tpot_p99_ms"): 0.90,
+    (0, "tpot_p99_ms"): 0.20,
 }
 
 
@@ -168,9 +170,11 @@ def test_fast_path_and_des_agree_on_a_wide_prompt_law() -> None:
     separates the engines here (the fast p99 is within 4.1 % of a 4,096-cell quadrature,
     tests/unit/test_serving_nodes.py), so the budgets stay. TPOT: each prompt adds its
     iterations' extra time to the decoding sequences' token gaps (chunked: the chunk's
-    roofline step; prefill-first: the whole stall), measured p50 1.00 chunked and 0.97
-    prefill-first, p99 1.13 and 1.75 (before
-    this, prefill averaged into every iteration: p50 1.47 and 1.83, p99 5.0 and 10.2).
+    roofline step; prefill-first: the whole stall), over the prompts left behind it in the
+    prefill queue and those arriving while it decodes: measured p50 0.96 chunked and 0.98
+    prefill-first, p99 1.00 and 0.89 (with a Poisson count of a random stretch of time,
+    p99 1.13 and 1.75; with prefill averaged into every iteration: p50 1.47 and 1.83, p99
+    5.0 and 10.2).
     The bootstrap standard error of the median over 24 runs was 0.04-0.22 (one prompt
     near the context limit, or none, in a 15-minute run moves its p99 by 2x). Bound: the
     model budget in ``_WIDE_BUDGETS`` on each median ratio plus 3 bootstrap SE measured here.

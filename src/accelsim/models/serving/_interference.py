@@ -107,7 +107,8 @@ def interference_moments(
 def tpot_quantiles(
     decode_p50: FloatArray,
     decode_tail: FloatArray,
-    prompts: FloatArray,
+    counts: tuple[FloatArray, FloatArray, FloatArray],
+    none: FloatArray,
     moments: tuple[FloatArray, FloatArray, FloatArray],
     gaps: FloatArray,
     percentile: FloatArray,
@@ -118,10 +119,13 @@ def tpot_quantiles(
     ----------
     decode_p50, decode_tail : FloatArray
         Time of a decode iteration at the mean batch and at the batch's tail quantile. [s]
-    prompts : FloatArray
-        Mean number of prompts prefilled while the request decodes: ``λ·(out − 1)·TPOT``. [count]
+    counts : tuple of FloatArray
+        Cumulants 1-3 of the number ``N`` of independent jumps ``Z`` a request's decode holds
+        (Poisson of mean ``m``: ``(m, m, m)``). [count]
+    none : FloatArray
+        ``P(N = 0)`` (Poisson: ``e^{−m}``). [fraction]
     moments : tuple of FloatArray
-        Raw moments 1-3 of one prompt's interference :func:`prompt_interference_seconds`. [s^k]
+        Raw moments 1-3 of one jump ``Z``. [s^k]
     gaps : FloatArray
         Token gaps of the request, ``out − 1`` (at least 1). [count]
     percentile : FloatArray
@@ -134,10 +138,11 @@ def tpot_quantiles(
 
     Notes
     -----
-    A request's TPOT is its decode iterations' mean plus ``S/(out − 1)``, ``S = Σᵢ x(Pᵢ)``
-    over the ``N ~ Poisson(m)`` prompts prefilled while it decodes (compound Poisson:
-    cumulants ``m·E[x^k]``). ``S`` is 0 with probability ``e^{−m}``, else the two-phase
-    hyperexponential of its three moments given ``N ≥ 1`` (the three-moment fit,
+    A request's TPOT is its decode iterations' mean plus ``S/(out − 1)``, ``S = Σᵢ Zᵢ``
+    over the ``N`` jumps (a random sum: cumulants ``κ₁ = c₁μ₁``, ``κ₂ = c₁σ² + c₂μ₁²``,
+    ``κ₃ = c₁κ₃(Z) + 3c₂μ₁σ² + c₃μ₁³`` from the count's ``cᵢ`` and the jump's mean ``μ₁``,
+    variance ``σ²`` and third cumulant). ``S`` is 0 with probability ``none``, else the
+    two-phase hyperexponential of its three moments given ``N ≥ 1`` (the three-moment fit,
     :func:`hyperexponential_wait`); where its coefficient of variation given ``N ≥ 1`` is
     below 1 (many prompts per request, a narrow law), it is that conditional mean less one
     sd plus an exponential of mean sd (two moments; its tail is then heavier than a
@@ -146,14 +151,18 @@ def tpot_quantiles(
     (:func:`wait_mixture_quantiles`), the tail at the batch's tail quantile (an upper
     estimate: a request's TPOT averages its iterations).
     """
-    m = np.maximum(_f(prompts), 0.0)
+    c1, c2, c3 = (np.maximum(_f(c), 0.0) for c in counts)
     mu1, mu2, mu3 = moments
-    k1, k2, k3 = m * mu1, m * mu2, m * mu3
+    var = np.maximum(mu2 - mu1 * mu1, 0.0)
+    skew = mu3 - 3.0 * mu1 * mu2 + 2.0 * mu1**3
+    k1 = c1 * mu1
+    k2 = c1 * var + c2 * mu1 * mu1
+    k3 = c1 * skew + 3.0 * c2 * mu1 * var + c3 * mu1**3
     scale = 1.0 / _f(gaps)
     s1 = k1 * scale
     s2 = (k2 + k1 * k1) * scale**2
     s3 = (k3 + 3.0 * k2 * k1 + k1**3) * scale**3
-    any_prompt = np.clip(-np.expm1(-m), 1e-300, 1.0 - 1e-12)
+    any_prompt = np.clip(1.0 - _f(none), 1e-300, 1.0 - 1e-12)
     phases = hyperexponential_wait(any_prompt, s1, s2, s3)
     shape = np.broadcast_shapes(np.shape(any_prompt), np.shape(s1), np.shape(decode_p50))
     zero = np.zeros((*shape, 1))
