@@ -429,3 +429,24 @@ def test_the_first_line_names_memory_when_a_replica_cannot_hold_the_model() -> N
     head = Result("mix", mix).summary().splitlines()[0]
     assert "; chat: in 50.0% of runs a replica's memory" in head
     assert "batch:" not in head
+
+
+def test_an_undecided_serving_choice_names_serving_factors_not_time_to_train() -> None:
+    """Two layouts of one fixed fleet tie on cost in every run."""
+    import accelsim as acs
+
+    def option(name: str, chips: int) -> acs.Scenario:
+        svc = acs.Serving(
+            model="llama-3.1-8b", precision="fp8", rate_rps=5.0, input_tokens=500,
+            output_tokens=100, slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+            chips_per_replica=chips, horizon_days=1,
+        )  # fmt: skip
+        return acs.Scenario(
+            name=name, workload=svc, fleet=[acs.Pool(chip="h100-sxm", count=8, provider="aws")]
+        )
+
+    rec = acs.compare([option("tp1", 1), option("tp2", 2)], runs=50, seed=1).recommendation
+    text = " ".join(rec.rationale)
+    assert "Cannot decide on cost" in text
+    assert "Decide on SLO risk" in text
+    assert "time to train" not in text

@@ -107,3 +107,23 @@ def test_serving_energy_draws_the_serving_prior_under_its_own_name() -> None:
     assert draw.min() >= 0.5
     assert draw.max() <= 0.9
     assert draw.min() < 0.6  # outside training's support: the serving prior was drawn
+
+
+def test_one_token_outputs_have_no_tpot_on_disaggregated_pools_either() -> None:
+    """The disaggregated fast path gave them the decode iteration (8 ms against a 3 ms
+    bound: attainment 0 where the DES has 1)."""
+    svc = acs.Serving(
+        model="llama-3.1-8b",
+        precision="fp8",
+        rate_rps=2.0,
+        input_tokens=500,
+        output_tokens=1,
+        slo=acs.SLO(ttft_ms=2000, tpot_ms=3),
+        horizon_days=0.1 / 24,
+        disaggregated=acs.Disaggregation(prefill_chips_per_replica=1, decode_chips_per_replica=1),
+    )
+    fleet = [acs.Pool(chip="h100-sxm", count=2, provider=None)] * 2
+    s = acs.Scenario(name="split", workload=svc, fleet=fleet)
+    for res in (acs.simulate(s, runs=2, seed=1), acs.simulate(s, runs=2, seed=1, engine="des")):
+        np.testing.assert_array_equal(res.samples("tpot_p99_ms"), 0.0)
+        np.testing.assert_array_equal(res.samples("slo_attainment"), 1.0)

@@ -206,3 +206,21 @@ def test_one_layout_whatever_the_seed_the_engine_or_the_entry_point() -> None:
         fast[0].samples("offline_tokens_per_s_per_chip"),
         rtol=1e-12,
     )
+
+
+def test_a_fleet_that_follows_the_demand_breaks_chip_hour_ties_toward_small_replicas() -> None:
+    rates = [100.0, 200.0, 300.0]
+    args = {"compliant_share": [1.0, 1.0, 1.0], "chip_hours": [192.0, 192.0, 192.0]}
+    assert best_replica_size([2, 4, 8], rates, **args) == 8  # a fixed pool: headroom
+    assert best_replica_size([2, 4, 8], rates, **args, follows_demand=True) == 2
+    # where none meets the attainment, the highest rate per chip is still the closest
+    short = {"compliant_share": [0.5, 0.5, 0.5], "chip_hours": [192.0, 192.0, 192.0]}
+    assert best_replica_size([2, 4, 8], rates, **short, attainment=0.99, follows_demand=True) == 8
+
+
+def test_a_pool_no_power_of_two_divides_keeps_a_power_of_two() -> None:
+    """70B FP8 on 5 H100s: no power of two above 1 divides the pool, so the replica is one
+    chip (the weights fit, validation checks it), never 5 (tensor parallelism over 5 chips
+    does not divide the model's 64 attention heads)."""
+    s = _scenario(*LONG_PROMPTS_70B, count=5, rate_rps=0.2)
+    assert planned_setup(s, CAT).chips_per_replica == 1

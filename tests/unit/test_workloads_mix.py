@@ -123,3 +123,25 @@ def test_a_stream_keeps_its_own_priority_and_chips_in_a_mix() -> None:
 def test_assumptions_some_workload_reads_are_accepted() -> None:
     a = acs.Assumptions(mfu=0.4, wait_usd_per_job_hour=5.0, engineers=3.0)
     assert mix(assumptions=a).assumptions.mfu == 0.4
+
+
+def test_an_endpoints_errors_in_a_mix_name_its_own_share_of_the_pool() -> None:
+    """Its pool is its ``chips`` of the first pool: the message says so, not only "the
+    pool's count (4)" of a 256-chip pool."""
+    small = SVC.model_copy(update={"chips": 4, "chips_per_replica": 3})
+    with pytest.raises(ValidationError, match=r"count \(4\).*its chips=4 of the first pool"):
+        mix(workloads=[TRAIN, small])
+
+
+def test_a_disaggregated_endpoint_in_a_mix_says_why_it_cannot_run_there() -> None:
+    split = SVC.model_copy(
+        update={
+            "chips_per_replica": None,
+            "disaggregated": acs.Disaggregation(
+                prefill_chips_per_replica=1, decode_chips_per_replica=1
+            ),
+        }
+    )
+    two_pools = [*FLEET, acs.Pool(chip="h200", count=64, provider="aws")]
+    with pytest.raises(ValidationError, match="needs a prefill and a decode pool"):
+        mix(workloads=[TRAIN, split], fleet=two_pools)

@@ -137,7 +137,9 @@ class ServingPriors(_Frozen):
         """Chips of a replica whose size is not given: the smallest power of two, at most
         ``most`` (and dividing ``pool_count`` when given), whose usable memory (the mean
         ``memory_share`` of its HBM) holds ``weight_bytes`` in at most the mean
-        ``replica_weight_share_max``; ``most`` if none does. [count]
+        ``replica_weight_share_max``; if none does, the largest such power of two, so that
+        the scenario's validation reports the fit (tensor parallelism over a size like 3 or
+        5 would not divide a model's attention heads: it is the user's to set). [count]
 
         The one rule of the automatic layout: the engines (through
         :meth:`accelsim.Serving.replica_chips`) and the serving calibration both call it.
@@ -151,13 +153,14 @@ class ServingPriors(_Frozen):
         share = as_dist(self.memory_share.value).expected_value()
         limit = as_dist(self.replica_weight_share_max.value).expected_value()
         per_chip = limit * share * chip.hbm_bytes
-        chips = 1
+        chips, largest = 1, 1
         while chips <= most:
-            fits = weight_bytes <= per_chip * chips
-            if fits and (pool_count is None or pool_count % chips == 0):
-                return chips
+            if pool_count is None or pool_count % chips == 0:
+                if weight_bytes <= per_chip * chips:
+                    return chips
+                largest = chips
             chips *= 2
-        return most
+        return largest
 
     def by_name(self) -> dict[str, Prior]:
         """Every prior by dotted name (``"efficiency.cuda"``, ``"overhead_seconds"``)."""

@@ -9,7 +9,8 @@ rule's size and its doublings within the pool and the scale-up domain, run the f
 own usage model on each at the inputs' medians (one run: the planner's expected case, the
 same whatever the seed, chunking or design of the study) and keep the size that
 :func:`accelsim.models.serving.best_replica_size` picks: the SLO's attainment met, then the
-fewest chip-hours, then the highest SLO rate per chip.
+fewest chip-hours, then the highest SLO rate per chip (a fixed pool) or the smallest size
+(a fleet that follows the demand).
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         compliant_share=[o.compliant_share for o in outcomes],
         chip_hours=[o.chip_hours for o in outcomes],
         attainment=setup.work.slo.attainment,
+        follows_demand=setup.work.scaling == "follow_demand",
     )
     if chips == setup.chips_per_replica:
         return setup

@@ -233,10 +233,12 @@ def _recommend_on_cost(results: Mapping[str, Result]) -> Recommendation:
             )
         else:
             why = f"{best} is cheaper in only {_pct(p)} of paired runs"
-        reasons.append(
-            f"Cannot decide on cost: {why}. Decide on time to train, lock-in and the team's "
-            f"familiarity with each stack."
+        other_factors = (
+            "SLO risk, lock-in and the team's familiarity with each serving stack"
+            if _serving(res) is not None
+            else "time to train, lock-in and the team's familiarity with each stack"
         )
+        reasons.append(f"Cannot decide on cost: {why}. Decide on {other_factors}.")
     reasons += _tail_note(best, res, runner, other)
     reasons += finish_notes(results)
     reasons += _time_note(results, best, runner)

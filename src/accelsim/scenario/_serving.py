@@ -314,8 +314,8 @@ class Serving(_Model):
         """Chips per replica: the user's, or the memory rule of the serving priors
         (:meth:`~accelsim.catalog.ServingPriors.auto_replica_chips`: the smallest power of
         two within the pool and the scale-up domain that holds the weights), read from the
-        study's catalog ``cat`` (unset: the shipped one); the pool's count if none holds
-        them (the scenario's validation then reports the fit). A colocated endpoint's
+        study's catalog ``cat`` (unset: the shipped one); the largest such power of two if
+        none holds them (the scenario's validation then reports the fit). A colocated endpoint's
         engines start from this size and may serve on a doubling of it (``chips_per_replica``
         above). ``role`` (``"prefill"``, ``"decode"``) reads the :class:`Disaggregation`
         field of that pool instead of ``chips_per_replica``."""

@@ -169,6 +169,12 @@ def _check_sized(scenario: Any, i: int, work: TrainingRun | Serving, pool: Pool)
             f"{where}.phases: a training run that changes size runs on the analytic engine "
             f"only, not in a mix: remove the phases"
         )
+    if isinstance(work, Serving) and work.disaggregated is not None:
+        raise ValueError(
+            f"{where}.disaggregated: an endpoint of a mix runs on the first pool, and "
+            f"disaggregated serving needs a prefill and a decode pool; simulate it alone "
+            f"(Scenario.workload) or colocate it in the mix"
+        )
     if isinstance(work, Serving) and work.horizon_days != scenario.horizon_days:
         raise ValueError(
             f"{where}.horizon_days ({work.horizon_days:g}) differs from horizon_days "
@@ -203,6 +209,9 @@ def mix_part(scenario: Any, i: int) -> Any:
         first_error = exc.errors()[0]
         where = ".".join(str(k) for k in first_error["loc"])
         message = str(first_error["msg"]).removeprefix("Value error, ")
+        if isinstance(work, TrainingRun | Serving) and work.chips is not None:
+            # the part's pool is the workload's share of the first pool, not the pool
+            message += f" (in a mix, its pool is its chips={work.chips} of the first pool)"
         raise ValueError(
             f"workloads[{i}] ({workload_name(work)}): " + (f"{where}: " if where else "") + message
         ) from None

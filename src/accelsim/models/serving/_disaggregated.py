@@ -180,8 +180,10 @@ def decode_latency(
     tail = iteration_seconds(cost, tail_batch, 0.0, tail_batch * (inp + out / 2.0), 0.0)
     return DecodeLatency(
         decode_batch=_f(batch),
-        tpot_p50_s=_f(t),
-        tpot_tail_s=_f(np.maximum(tail, t)),
+        # one-token outputs (mean 1: every output) have no token gap to time: TPOT 0, as
+        # in the colocated model and the request DES
+        tpot_p50_s=_f(np.where(out > 1.0, t, 0.0)),
+        tpot_tail_s=_f(np.where(out > 1.0, np.maximum(tail, t), 0.0)),
         saturated=np.asarray(overflow, dtype=np.bool_),
     )
 

@@ -42,10 +42,12 @@ def best_replica_size(
     compliant_share: Sequence[float] | None = None,
     chip_hours: Sequence[float] | None = None,
     attainment: float = 1.0,
+    follows_demand: bool = False,
 ) -> int:
     """The size a planner picks: one whose fleet meets the SLO's attainment (else the
     highest share within the SLO), then the fewest chip-hours, then the highest SLO rate
-    per chip, then the smallest size.
+    per chip (for a fleet that follows the demand, the smallest size instead), then the
+    smallest size.
 
     Parameters
     ----------
@@ -63,6 +65,12 @@ def best_replica_size(
     attainment : float
         The share of requests the SLO asks to be within its bounds: shares at or above it
         count as equal, so a sliver of compliance never outweighs chip-hours. [fraction]
+    follows_demand : bool
+        The fleet scales with the demand: of sizes that meet the attainment tied on
+        chip-hours at the inputs' medians the smallest wins, since smaller replicas follow
+        a demand that moves from the medians in finer steps (a fixed pool holds its
+        chip-hours whatever the size, and a fleet that meets no attainment is closest with
+        the highest rate per chip: there that wins).
 
     Returns
     -------
@@ -103,7 +111,7 @@ def best_replica_size(
             not meets[i],
             -round(min(share[i], attainment), 6),
             round(hours[i] / scale, 9),
-            -per_chip_rate[i],
+            0.0 if follows_demand and share[i] >= attainment else -per_chip_rate[i],
             sizes[i],
         )
 
