@@ -319,3 +319,25 @@ def test_options_tied_on_tco_share_the_cheapest_runs() -> None:
     }
     # runs 0-1: a three-way tie (1/3 each); runs 2-3: a and b tie (1/2 each)
     assert shares == {"a": "42% of runs", "b": "42% of runs", "c": "17% of runs"}
+
+
+def test_the_cost_table_says_why_cloud_energy_is_zero() -> None:
+    """A cloud's hourly price includes power: the energy line reads $0 while energy_kwh
+    counts it, and the caption says so (only where that happens)."""
+    from accelsim.report._tables import cost_grid
+
+    def result(energy_usd: float) -> acs.Result:
+        data = {
+            "tco_usd": np.full(4, 100.0),
+            "hardware_cost_usd": np.full(4, 100.0 - energy_usd),
+            "energy_cost_usd": np.full(4, energy_usd),
+            "energy_kwh": np.full(4, 50.0),
+        }
+        return acs.Result(scenario_name="x", data=data)
+
+    cloud = cost_grid({"cloud": result(0.0)})
+    owned = cost_grid({"owned": result(10.0)})
+    assert cloud is not None
+    assert owned is not None
+    assert "hourly price includes the power" in cloud.caption
+    assert "hourly price includes the power" not in owned.caption

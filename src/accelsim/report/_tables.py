@@ -70,7 +70,22 @@ def cost_grid(results: Mapping[str, Result]) -> Grid | None:
         if credits
         else "Mean (share of mean TCO), and P5 – P95 over the runs."
     )
+    if any(_power_priced_in(r) for r in results.values()):
+        caption += (
+            " Energy is $0 where a cloud's hourly price includes the power; energy_kwh "
+            "still counts it (and its emissions)."
+        )
     return Grid(("cost", *results), tuple(rows), caption)
+
+
+def _power_priced_in(res: Result) -> bool:
+    """Energy drawn but not billed apart: a cloud pool's hourly price includes power."""
+    return (
+        "energy_cost_usd" in res.metrics
+        and "energy_kwh" in res.metrics
+        and not np.any(res.samples("energy_cost_usd"))
+        and bool(np.any(res.samples("energy_kwh")))
+    )
 
 
 _TIME_ROWS = (
