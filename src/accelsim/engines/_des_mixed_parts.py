@@ -54,6 +54,7 @@ SERVING_METRICS = (
     "slo_attainment",
     "replicas_mean",
     "replicas_peak",
+    "chips_per_replica",
     "ttft_p50_ms",
     "ttft_p99_ms",
     "tpot_p50_ms",
