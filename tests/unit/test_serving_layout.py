@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import accelsim as acs
 from accelsim import catalog
 from accelsim.engines._serving_layout import layout_outcomes, planned_setup
+from accelsim.engines._serving_setup import serving_setup
 from accelsim.models.serving import best_replica_size, replica_sizes
 
 CAT = catalog.builtin_catalog()
@@ -139,7 +140,10 @@ def test_mismatched_lengths_are_errors() -> None:
 
 def test_long_prompts_under_a_ttft_bound_serve_on_tp8_as_docs_serving_says() -> None:
     s = _scenario(*LONG_PROMPTS_70B)
-    rates = {o.chips: o.slo_tokens_per_s_per_chip for o in layout_outcomes(s, CAT, [2, 4, 8])}
+    rates = {
+        o.chips: o.slo_tokens_per_s_per_chip
+        for o in layout_outcomes(serving_setup(s, CAT), s, CAT, [2, 4, 8])
+    }
     # docs/serving.md: 41, 120 and 151 output tokens/s per chip (rounded; 3 % for the VM's
     # last bits and any later change of the model that the page must then follow)
     for chips, doc in ((2, 41.0), (4, 120.0), (8, 151.0)):
@@ -152,7 +156,7 @@ def test_long_prompts_under_a_ttft_bound_serve_on_tp8_as_docs_serving_says() -> 
 def test_a_tight_tpot_bound_the_memory_rule_cannot_meet_is_met_on_a_larger_replica() -> None:
     s = _scenario(*TIGHT_TPOT_QWEN)
     assert s.workload.replica_chips(CAT.chip("tpu-v6e"), 64) == 4  # type: ignore[union-attr]
-    outcomes = {o.chips: o for o in layout_outcomes(s, CAT, [4, 8, 16])}
+    outcomes = {o.chips: o for o in layout_outcomes(serving_setup(s, CAT), s, CAT, [4, 8, 16])}
     # docs/serving.md: 3, 258 and 306 output tokens/s per chip
     assert outcomes[4].slo_tokens_per_s_per_chip == pytest.approx(3.0, abs=1.0)
     assert outcomes[4].compliant_share == 0.0

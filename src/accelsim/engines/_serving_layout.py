@@ -43,28 +43,31 @@ class LayoutOutcome:
     """Output tokens/s per chip at the largest load meeting the SLO (0: none). [tokens/s]"""
 
 
-def layout_outcomes(scenario: Scenario, cat: Catalog, sizes: list[int]) -> list[LayoutOutcome]:
-    """The fast path's usage of the serving scenario at each replica size in ``sizes``, at
-    the medians of its uncertain inputs (priors and the user's distributions alike)."""
-    base = serving_setup(scenario, cat)
-    work, pool = base.work, scenario.fleet[0]
+def with_replica_size(setup: ServingSetup, chips: int, pool_count: int) -> ServingSetup:
+    """``setup`` with replicas of ``chips`` chips: ``pool_count // chips`` of them."""
+    return dataclasses.replace(setup, chips_per_replica=chips, replicas_pool=pool_count // chips)
+
+
+def layout_outcomes(
+    setup: ServingSetup, scenario: Scenario, cat: Catalog, sizes: list[int]
+) -> list[LayoutOutcome]:
+    """The fast path's usage of the serving scenario (``setup`` its resolved facts) at each
+    replica size in ``sizes``, at the medians of its uncertain inputs (priors and the
+    user's distributions alike: the same draws for every size)."""
+    work, pool = setup.work, scenario.fleet[0]
+    draws = InputDraws(np.random.SeedSequence(0), 0, 1, at_quantile=_MEDIAN)
+    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
+    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
+    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
     out = []
     for chips in sizes:
-        setup = dataclasses.replace(
-            base, chips_per_replica=chips, replicas_pool=pool.count // chips
-        )
-        draws = InputDraws(np.random.SeedSequence(0), 0, 1, at_quantile=_MEDIAN)
-        replica = draw_replica(setup, scenario, draws, cat.serving_priors)
-        table = latency_table(setup, replica)
-        rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
-        growth = draws.get(
-            "workload.growth_per_month", work.growth_per_month, work.growth_per_month
-        )
-        burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
-        totals = hour_totals(setup, rate, growth, burst, replica, table)
+        sized = with_replica_size(setup, chips, pool.count)
+        replica = draw_replica(sized, scenario, draws, cat.serving_priors)
+        table = latency_table(sized, replica)
+        totals = hour_totals(sized, rate, growth, burst, replica, table)
         demand = float(totals.demand_requests[0])
         compliant = float(totals.compliant_requests[0]) if bool(replica.feasible[0]) else 0.0
-        per_chip = table.slo_load * replica.saturated_rps * setup.output_mean / chips
+        per_chip = table.slo_load * replica.saturated_rps * sized.output_mean / chips
         out.append(
             LayoutOutcome(
                 chips=chips,
@@ -98,7 +101,7 @@ def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     sizes = candidate_sizes(setup, scenario)
     if len(sizes) == 1:
         return setup
-    outcomes = layout_outcomes(scenario, cat, sizes)
+    outcomes = layout_outcomes(setup, scenario, cat, sizes)
     chips = physics.best_replica_size(
         sizes,
         [o.slo_tokens_per_s_per_chip for o in outcomes],
@@ -109,9 +112,13 @@ def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     )
     if chips == setup.chips_per_replica:
         return setup
-    return dataclasses.replace(
-        setup, chips_per_replica=chips, replicas_pool=scenario.fleet[0].count // chips
-    )
+    return with_replica_size(setup, chips, scenario.fleet[0].count)
 
 
-__all__ = ["LayoutOutcome", "candidate_sizes", "layout_outcomes", "planned_setup"]
+__all__ = [
+    "LayoutOutcome",
+    "candidate_sizes",
+    "layout_outcomes",
+    "planned_setup",
+    "with_replica_size",
+]
