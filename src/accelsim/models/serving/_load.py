@@ -392,20 +392,29 @@ def _mixture_moments(
 
 def _tpot_under_load(
     cost: IterationCost,
-    load: tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray],
     x_moments: tuple[FloatArray, FloatArray, FloatArray],
-    queue: tuple[
-        FloatArray, list[FloatArray], FloatArray, tuple[FloatArray, FloatArray, FloatArray]
-    ],
-    slots: tuple[FloatArray, FloatArray],
+    *,
+    rate: FloatArray,
+    admit: FloatArray,
+    t: FloatArray,
+    ctx: FloatArray,
+    q: FloatArray,
+    out: FloatArray,
+    own: FloatArray,
+    wait: tuple[FloatArray, FloatArray, FloatArray],
+    wait_prob: FloatArray,
+    phases: tuple[FloatArray, FloatArray, FloatArray],
+    seen: FloatArray,
+    slots: FloatArray,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """TPOT p50 and tail of a request and the decode batch's tail quantile it takes.
 
-    ``load`` is ``(λ, φ, T, ctx, q, gaps, out)``: the rate, the share of admissions that
-    land beside a decoding sequence, the decode fixed point's ``T``, the mean context, the
-    tail level, ``max(out − 1, 1)`` and the mean output. ``queue`` is the tagged prompt's
-    own prefill ``D(M = 0)``, the raw moments 1-3 of its prefill wait ``W`` (the queue
-    of admitted prompts), its probability of a wait and the wait's phases.
+    ``rate`` λ, ``admit`` φ the share of admissions that land beside a decoding sequence,
+    ``t`` the decode fixed point's ``T``, ``ctx`` the mean context, ``q`` the tail level and
+    ``out`` the mean output; ``own`` the tagged prompt's own prefill ``D(M = 0)``, ``wait``
+    the raw moments 1-3 of its prefill wait ``W`` (the queue of admitted prompts),
+    ``wait_prob`` its probability and ``phases`` the wait's; ``seen`` the others a
+    decoding sequence sees at the fixed point and ``slots`` the batch limit ``L``.
 
     A request's decode starts as its prompt leaves the prefill queue, so the prompts it
     decodes through are not a random stretch's Poisson count: (i) those that arrived
@@ -425,9 +434,10 @@ def _tpot_under_load(
     from 1.7-2.1x the fast path's to 0.92-1.04x
     (``tests/agreement/test_serving_tpot_prefill_heavy_agree.py``).
     """
-    rate, admit, t, ctx, q, gaps, out = load
-    own, (w1, w2, w3), rho, (p1, r1, r2) = queue
-    seen, full_slots = slots
+    w1, w2, w3 = wait
+    p1, r1, r2 = phases
+    rho, full_slots = wait_prob, slots
+    gaps = np.maximum(out - 1.0, 1.0)
     lam = admit * rate  # prompts admitted beside a decoding sequence
     mu1, mu2, mu3 = x_moments
     free = 1.0 - np.clip(lam * mu1, 0.0, 1.0 - 1e-9)
@@ -665,7 +675,6 @@ def latency_under_load(
     # most the limit less its own slot).
     batch = np.minimum(rate * out * t, full_slots)
     seen = np.minimum(batch, full_slots - 1.0)
-    gaps = np.maximum(out - 1.0, 1.0)
 
     chunked = chunk > 0.0
     piece = np.where(chunked, np.minimum(inp, chunk), inp)  # a prompt's tokens per iteration
@@ -766,10 +775,19 @@ def latency_under_load(
     rho_kept = rho * kept
     tpot_p50, tpot_tail, tail_batch = _tpot_under_load(
         cost,
-        (rate, admit, t, ctx, q, gaps, out),
         x_moments,
-        (own[0], [kept * m for m in (wait, w2, w3)], rho_kept, phases),
-        (seen, full_slots),
+        rate=rate,
+        admit=admit,
+        t=t,
+        ctx=ctx,
+        q=q,
+        out=out,
+        own=own[0],
+        wait=(kept * wait, kept * w2, kept * w3),
+        wait_prob=rho_kept,
+        phases=phases,
+        seen=seen,
+        slots=full_slots,
     )
     r, d = _cumulants(*residual), _cumulants(*d_moments)
 
