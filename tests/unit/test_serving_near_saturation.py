@@ -1,10 +1,10 @@
-"""Near saturation the model's decode point can dip (its prompt interference is taken at
-the averaged fixed point's batch, which beyond ~0.9 of ``λ_sat`` understates it): the
-latency table keeps the highest latency of any lighter load, and ``serving_capacity``
-stops at the first failing load, as ``simulate`` does. Llama 3.1 8B FP8 on one H100,
-2,000/200 tokens, TPOT bound 100 ms: before, the fast path's TPOT p99 fell from 158 ms at
-0.87 of ``λ_sat`` to 26 ms at 0.99, and ``serving_capacity`` reported the whole saturated
-rate as meeting the SLO while ``simulate`` had attainment 0 from 0.78 of it."""
+"""Near saturation the model's decode point can dip (a prompt's interference falls as the
+averaged fixed point's batch grows beyond ~0.9 of ``λ_sat``): the latency table keeps the
+highest latency of any lighter load, and ``serving_capacity`` stops at the first failing
+load, as ``simulate`` does. Llama 3.1 8B FP8 on one H100, 2,000/200 tokens, TPOT bound 100
+ms: before, the fast path's TPOT p99 fell from 158 ms at 0.87 of ``λ_sat`` to 26 ms at 0.99,
+and ``serving_capacity`` reported the whole saturated rate as meeting the SLO while
+``simulate`` had attainment 0 from 0.78 of it."""
 
 from __future__ import annotations
 

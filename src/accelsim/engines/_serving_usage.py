@@ -147,12 +147,14 @@ def _sustained(saturated: BoolArray) -> FloatArray:
 def _rising(lat: physics.LoadLatency) -> physics.LoadLatency:
     """``lat`` with each latency the highest at its load node or any lighter one.
 
-    Beyond ~0.9 of ``λ_sat`` the model's decode point takes a prompt's interference at a
-    batch that understates it, so its TTFT and TPOT can dip as the load rises (Llama 3.1
-    8B on one H100, 2,000/200 tokens: TPOT p99 158 ms at 0.87 of ``λ_sat``, 26 ms at 0.99;
-    the request DES ~135 ms near 0.95). A replica under more load is never faster, so the
-    table keeps the running maximum over the nodes (the last axis), as the SLO capacity
-    keeps the first failing node."""
+    Beyond ~0.9 of ``λ_sat`` the model's TTFT and TPOT can dip as the load rises: a prompt's
+    interference ``x``, a chunk's roofline step over a decode iteration of the averaged
+    fixed point's batch, falls faster than the rate grows (Llama 3.1 8B on one H100,
+    2,000/200 tokens: ``x`` 33 ms at 0.5 of ``λ_sat``, 8 ms at 0.99; TPOT p99 158 ms at
+    0.87, 26 ms at 0.99; the request DES ~135 ms near 0.95). Why ``x`` falls so far is not
+    settled (taking it again at the solution's batch moved only loads above 0.97). A replica
+    under more load is never faster, so the table keeps the running maximum over the nodes
+    (the last axis), as the SLO capacity keeps the first failing node."""
     return dataclasses.replace(
         lat,
         ttft_p50_s=np.maximum.accumulate(lat.ttft_p50_s, axis=-1),

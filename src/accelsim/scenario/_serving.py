@@ -139,8 +139,9 @@ class Serving(_Model):
     within the chip's scale-up domain. Unset: the engines try the smallest power of two
     whose usable memory holds the weights in at most ``replica_weight_share_max`` (serving
     prior) and its doublings within the pool and the domain, and serve on the one whose
-    fleet, at the inputs' medians, meets the SLO's attainment on the fewest chip-hours (then
-    the highest SLO rate per chip); the metric ``chips_per_replica`` reports it. Disaggregated
+    fleet, at the inputs' medians, meets the SLO's attainment on the fewest chip-hours (then,
+    on a fixed pool, the highest SLO rate per chip; following the demand, the smallest); the
+    metric ``chips_per_replica`` reports it. Disaggregated
     pools (unset ``prefill_/decode_chips_per_replica``) take the smallest."""
     kv_share: Uncertain | None = None
     """Share of the memory left after the weights that holds KV cache, in (0, 1]; unset =
