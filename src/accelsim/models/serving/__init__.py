@@ -35,11 +35,14 @@ from accelsim.models.serving._disaggregated import (
 )
 from accelsim.models.serving._iteration import (
     IterationCost,
+    IterationTerms,
     decode_stretch_seconds,
     iteration_cost,
     iteration_seconds,
+    iteration_terms,
     scalar_decode_stretch_seconds,
     scalar_iteration_seconds,
+    terms_iteration_seconds,
 )
 from accelsim.models.serving._layout import best_replica_size, replica_sizes
 from accelsim.models.serving._load import (
@@ -59,12 +62,18 @@ from accelsim.models.serving._memory import (
     weight_bytes,
 )
 from accelsim.models.serving._prefill_queue import mg1_wait_moments
-from accelsim.models.serving._runs import IterationRun, run_seconds, scalar_iteration_run
+from accelsim.models.serving._runs import (
+    IterationRun,
+    run_seconds,
+    scalar_iteration_run,
+    terms_iteration_run,
+)
 
 __all__ = [
     "DecodeLatency",
     "IterationCost",
     "IterationRun",
+    "IterationTerms",
     "LoadLatency",
     "PrefillLatency",
     "SloCapacity",
@@ -76,6 +85,7 @@ __all__ = [
     "decode_stretch_seconds",
     "iteration_cost",
     "iteration_seconds",
+    "iteration_terms",
     "kv_bytes_per_token",
     "kv_bytes_per_token_from_values",
     "kv_capacity_tokens",
@@ -91,6 +101,8 @@ __all__ = [
     "scalar_iteration_run",
     "scalar_iteration_seconds",
     "slo_capacity_rps",
+    "terms_iteration_run",
+    "terms_iteration_seconds",
     "throughput_at_batch",
     "weight_bytes",
 ]

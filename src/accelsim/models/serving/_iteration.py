@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -211,12 +213,66 @@ def iteration_seconds(
     return _f(roofline + (cost.comm_seconds_per_token * n + cost.overhead_seconds))
 
 
+class IterationTerms(NamedTuple):
+    """One run's :class:`IterationCost` as plain floats, for the scalar (DES) formulas
+    (:func:`iteration_terms`). [s], [B], [FLOP] as in :class:`IterationCost`."""
+
+    flops_per_token: float
+    attention_flops_per_context_token: float
+    untouched_fraction: float
+    """``1 − active_fraction``: the share of the weights a token does not read. [1]"""
+    weight_bytes: float
+    kv_bytes_per_token: float
+    seconds_per_flop: float
+    seconds_per_byte: float
+    comm_seconds_per_token: float
+    overhead_seconds: float
+
+
+def iteration_terms(cost: IterationCost) -> IterationTerms:
+    """The plain-float terms of one run's ``cost`` (every field of shape ``()`` or size 1)."""
+    return IterationTerms(
+        flops_per_token=float(cost.flops_per_token),
+        attention_flops_per_context_token=float(cost.attention_flops_per_context_token),
+        untouched_fraction=1.0 - float(cost.active_fraction),
+        weight_bytes=float(cost.weight_bytes),
+        kv_bytes_per_token=float(cost.kv_bytes_per_token),
+        seconds_per_flop=float(cost.seconds_per_flop),
+        seconds_per_byte=float(cost.seconds_per_byte),
+        comm_seconds_per_token=float(cost.comm_seconds_per_token),
+        overhead_seconds=float(cost.overhead_seconds),
+    )
+
+
+def terms_iteration_seconds(
+    terms: IterationTerms, decode: float, prefill: float, kv: float, prefill_context: float
+) -> float:
+    """:func:`iteration_seconds` of one iteration on plain floats, bit for bit.
+
+    The same formula, term by term in the same order (the MoE weight share's power taken
+    on a float exponent, as numpy does). It is plain Python with no closure, so the request
+    DES's compiled kernel runs this very function (``accelsim.engines.des._serving_jit``).
+    Arguments as in :func:`iteration_seconds`: [count], [tokens], [tokens], [tokens]; [s].
+    """
+    n = decode + prefill
+    per_token = terms.flops_per_token * terms.seconds_per_flop
+    per_pair = terms.attention_flops_per_context_token * terms.seconds_per_flop
+    compute_s = (per_token * n + per_pair * kv) + (per_pair * prefill) * prefill_context
+    memory_bytes = (
+        terms.weight_bytes * (1.0 - terms.untouched_fraction ** float(n))
+        + terms.kv_bytes_per_token * kv
+    )
+    memory_s = memory_bytes * terms.seconds_per_byte
+    roofline = compute_s if compute_s >= memory_s else memory_s
+    return roofline + (terms.comm_seconds_per_token * n + terms.overhead_seconds)
+
+
 def scalar_iteration_seconds(cost: IterationCost) -> Callable[[float, float, float, float], float]:
     """:func:`iteration_seconds` of one run as a plain-float function, for the DES inner loop.
 
-    The same formula, term by term in the same order, on Python floats: it returns exactly
-    (bit for bit) what :func:`iteration_seconds` returns for the same inputs, in about a
-    twentieth of the time (no numpy call per iteration).
+    :func:`terms_iteration_seconds` bound to the run's :func:`iteration_terms`: it returns
+    exactly (bit for bit) what :func:`iteration_seconds` returns for the same inputs, in
+    about a twentieth of the time (no numpy call per iteration).
 
     Parameters
     ----------
@@ -238,28 +294,7 @@ def scalar_iteration_seconds(cost: IterationCost) -> Callable[[float, float, flo
     >>> scalar_iteration_seconds(c)(1.0, 0.0, 0.0, 0.0) == float(iteration_seconds(c, 1, 0, 0))
     True
     """
-    flops_per_token = float(cost.flops_per_token)
-    attention = float(cost.attention_flops_per_context_token)
-    untouched = 1.0 - float(cost.active_fraction)
-    weight = float(cost.weight_bytes)
-    kv_bytes = float(cost.kv_bytes_per_token)
-    s_flop = float(cost.seconds_per_flop)
-    s_byte = float(cost.seconds_per_byte)
-    comm = float(cost.comm_seconds_per_token)
-    overhead = float(cost.overhead_seconds)
-
-    per_token = flops_per_token * s_flop
-    per_pair = attention * s_flop
-
-    def seconds(decode: float, prefill: float, kv: float, prefill_context: float) -> float:
-        n = decode + prefill
-        compute_s = (per_token * n + per_pair * kv) + (per_pair * prefill) * prefill_context
-        memory_bytes = weight * (1.0 - untouched**n) + kv_bytes * kv
-        memory_s = memory_bytes * s_byte
-        roofline = compute_s if compute_s >= memory_s else memory_s
-        return roofline + (comm * n + overhead)
-
-    return seconds
+    return partial(terms_iteration_seconds, iteration_terms(cost))
 
 
 def _affine_sum(first: FloatArray, slope: FloatArray, lo: ArrayLike, hi: ArrayLike) -> FloatArray:

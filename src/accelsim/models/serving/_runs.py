@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
-from accelsim.models.serving._iteration import IterationCost
+from accelsim.models.serving._iteration import IterationCost, IterationTerms, iteration_terms
 
 IterationRun = tuple[float, float, float, float, int, float]
 """A run's prepared terms ``(first0, first1, then0, then1, leading, per_iteration)``: the
@@ -77,31 +78,31 @@ def scalar_iteration_run(
     >>> run_seconds(run, 100) == scalar_decode_stretch_seconds(c)(8, 800, 100)
     True
     """
-    flops_per_token = float(cost.flops_per_token)
-    attention = float(cost.attention_flops_per_context_token)
-    untouched = 1.0 - float(cost.active_fraction)
-    weight = float(cost.weight_bytes)
-    kv_bytes = float(cost.kv_bytes_per_token)
-    s_flop = float(cost.seconds_per_flop)
-    s_byte = float(cost.seconds_per_byte)
-    comm = float(cost.comm_seconds_per_token)
-    overhead = float(cost.overhead_seconds)
+    return partial(terms_iteration_run, iteration_terms(cost))
 
-    def run(decode: int, kv: int, prefill: int, context: float) -> IterationRun:
-        n = decode + prefill
-        compute0 = (flops_per_token * n + attention * (kv + prefill * context)) * s_flop
-        compute1 = attention * (decode + prefill * prefill) * s_flop
-        memory0 = (weight * (1.0 - untouched**n) + kv_bytes * kv) * s_byte
-        memory1 = kv_bytes * decode * s_byte
-        gap0, gap1 = compute0 - memory0, compute1 - memory1
-        if gap0 >= 0.0:  # compute-bound first, until the gap turns negative
-            leading = _NEVER if gap1 >= 0.0 else max(math.floor(-gap0 / gap1) + 1, 0)
-            return compute0, compute1, memory0, memory1, leading, comm * n + overhead
-        # memory-bound first, until the gap reaches 0
-        leading = _NEVER if gap1 <= 0.0 else max(math.ceil(-gap0 / gap1), 0)
-        return memory0, memory1, compute0, compute1, leading, comm * n + overhead
 
-    return run
+def terms_iteration_run(
+    terms: IterationTerms, decode: int, kv: int, prefill: int, context: float
+) -> IterationRun:
+    """The :class:`IterationRun` of a run (:func:`scalar_iteration_run`) from the plain
+    :func:`~accelsim.models.serving.iteration_terms` of its replica. Plain Python with no
+    closure, so the request DES's compiled kernel runs this very function."""
+    n = decode + prefill
+    s_flop, s_byte = terms.seconds_per_flop, terms.seconds_per_byte
+    attention, kv_bytes = terms.attention_flops_per_context_token, terms.kv_bytes_per_token
+    compute0 = (terms.flops_per_token * n + attention * (kv + prefill * context)) * s_flop
+    compute1 = attention * (decode + prefill * prefill) * s_flop
+    untouched = terms.untouched_fraction ** float(n)
+    memory0 = (terms.weight_bytes * (1.0 - untouched) + kv_bytes * kv) * s_byte
+    memory1 = kv_bytes * decode * s_byte
+    per_iteration = terms.comm_seconds_per_token * n + terms.overhead_seconds
+    gap0, gap1 = compute0 - memory0, compute1 - memory1
+    if gap0 >= 0.0:  # compute-bound first, until the gap turns negative
+        leading = _NEVER if gap1 >= 0.0 else max(math.floor(-gap0 / gap1) + 1, 0)
+        return compute0, compute1, memory0, memory1, leading, per_iteration
+    # memory-bound first, until the gap reaches 0
+    leading = _NEVER if gap1 <= 0.0 else max(math.ceil(-gap0 / gap1), 0)
+    return memory0, memory1, compute0, compute1, leading, per_iteration
 
 
 def run_seconds(run: IterationRun, iterations: int) -> float:
@@ -121,4 +122,4 @@ def run_seconds(run: IterationRun, iterations: int) -> float:
     return roofline + iterations * per_iteration
 
 
-__all__ = ["IterationRun", "run_seconds", "scalar_iteration_run"]
+__all__ = ["IterationRun", "run_seconds", "scalar_iteration_run", "terms_iteration_run"]
