@@ -12,9 +12,15 @@ hours, whose rounding (~2**-53 · 3600 s per step near 1 h) random-walks over ~1
 iterations to ~1e-12 s; 1e-9 bounds that with margin while any rule difference (an
 admission one iteration late) moves a TTFT by >= 1 ms.
 
+accelsim's state machine is compiled by numba (``accelsim.engines.des._serving_jit``) and
+cached on disk; the first call in a process loads it (~0.2 s; ~6 s to compile in a fresh
+install), which the best of ``ROUNDS`` leaves out, as it leaves out the bare reference's
+first-call costs.
+
 - 8 replicas at 70 % of their saturated request rate (``offline_tokens_per_s / output``):
   simulated requests per CPU-second, accelsim / bare >= 1x (asserted).
-- An hour of 50 requests/s on 8 replicas: CPU seconds printed against the issue's ~1 s.
+- An hour of 50 requests/s on 8 replicas: CPU seconds printed against the issue's ~1 s,
+  and the bare reference's on the same hour (asserted slower).
 - Long prompts (2,000-6,000 tokens in chunks of 256) on 8 replicas: requests per CPU-second,
   accelsim / bare (asserted >= 1x): a prompt's full chunks are one closed-form run.
 - The same hour on disaggregated pools (4 prefill + 4 decode replicas,
@@ -220,9 +226,13 @@ def test_seventy_percent_load_against_bare_simpy(
 def test_an_hour_of_fifty_requests_per_second(
     benchmark: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """An hour of 50 requests/s on 8 replicas: CPU seconds, against the issue's ~1 s."""
+    """An hour of 50 requests/s on 8 replicas: CPU seconds (best of ``ROUNDS``), against the
+    issue's ~1 s, and the bare-SimPy reference on the same hour in the same run."""
     requests = _requests("hour50", 50.0, 1.0)
-    seconds, _ = _best(accelsim_serving, requests, 1.0)
+    best = {"accelsim": np.inf, "bare SimPy": np.inf}
+    for _ in range(ROUNDS):
+        best["accelsim"] = min(best["accelsim"], _best(accelsim_serving, requests, 1.0)[0])
+    best["bare SimPy"] = _best(bare_simpy, requests, 1.0)[0]  # one round: seconds each
     benchmark.pedantic(accelsim_serving, args=(requests, 1.0), rounds=1, iterations=1)
     trace = simulate_serving(
         ReplicaModel(COST, CAPACITY, MAX_BATCH, CHUNK),
@@ -230,12 +240,16 @@ def test_an_hour_of_fifty_requests_per_second(
         ReplicaPlan(np.full(1, REPLICAS, dtype=np.int64)),
         1.0,
     )
+    seconds = best["accelsim"]
     with capsys.disabled():
         print(
             f"\nserving, an hour of 50 requests/s on 8 replicas: {requests.arrival_hours.size:,}"
-            f" requests, {trace.iterations:,} batch iterations, {seconds:.2f} s of CPU "
-            f"(issue target ~1 s; {seconds / trace.iterations * 1e6:.2f} us per iteration)"
+            f" requests, {trace.iterations:,} batch iterations, {seconds:.3f} s of CPU "
+            f"(issue target ~1 s; {seconds / trace.iterations * 1e9:.0f} ns per iteration); "
+            f"bare SimPy {best['bare SimPy']:.2f} s "
+            f"({best['bare SimPy'] / seconds:.1f}x accelsim's time)"
         )
+    assert best["bare SimPy"] >= seconds
 
 
 def test_long_prompts_against_bare_simpy(

@@ -37,7 +37,6 @@ import numpy as np
 
 from accelsim._typing import FloatArray, IntArray
 from accelsim.engines.des._serving import _check, fleet_peak, fleet_trace, play_fleet
-from accelsim.engines.des._serving_replica import _Counter
 from accelsim.engines.des._serving_types import (
     _SECONDS_PER_HOUR,
     DisaggregatedTrace,
@@ -138,41 +137,45 @@ def simulate_serving_disaggregated(
     inputs, outputs = requests.input_tokens, requests.output_tokens
     fits = inputs + outputs <= decode.kv_capacity_tokens
     first = np.flatnonzero(fits)
-    counter_p = _Counter(max_events)
     ones = np.ones(first.size, dtype=np.int64)
     stream_p = RequestStream(requests.arrival_hours[first], inputs[first], ones)
-    req_p, fleet_p = play_fleet(prefill, stream_p, plans[0], horizon_hours, router, counter_p)
-    pool_p = _scatter(fleet_trace(req_p, fleet_p, counter_p, horizon_hours), first, n)
+    played_p = play_fleet(prefill, stream_p, plans[0], horizon_hours, router, max_events)
+    pool_p = _scatter(fleet_trace(played_p, horizon_hours), first, n)
     pool_p = dataclasses.replace(pool_p, rejected=pool_p.rejected | ~fits)
 
     prefilled = np.full(n, -1.0)
-    prefilled[first] = np.asarray(req_p.done_hours, dtype=np.float64)
+    prefilled[first] = played_p.req["done"]
     handoff = prefilled + transfer / _SECONDS_PER_HOUR
     reached = (prefilled >= 0.0) & (handoff < horizon_hours)
     moved = np.flatnonzero(reached & (outputs >= 2))
     moved = moved[np.argsort(handoff[moved], kind="stable")]
-    counter_d = _Counter(max_events)
-    counter_d.events = counter_p.events  # one budget for both pools
     stream_d = _subset(requests, moved, handoff[moved])
-    req_d, fleet_d = play_fleet(decode, stream_d, plans[1], horizon_hours, router, counter_d)
-    pool_d = _scatter(fleet_trace(req_d, fleet_d, counter_d, horizon_hours), moved, n)
+    events_p = int(played_p.fleet["events"][0])  # one budget for both pools
+    played_d = play_fleet(
+        decode, stream_d, plans[1], horizon_hours, router, max_events, events_before=events_p
+    )
+    pool_d = _scatter(fleet_trace(played_d, horizon_hours), moved, n)
 
     done = np.where(reached & (outputs == 1), handoff, -1.0)
     decoded = np.full(n, -1.0)
-    decoded[moved] = np.asarray(req_d.done_hours, dtype=np.float64)
+    decoded[moved] = played_d.req["done"]
     done = np.where(decoded >= 0.0, decoded, done)
     generated = np.zeros(n, dtype=np.int64)
     # an admitted sequence's count includes its first token; a queued one holds just it
-    generated[moved] = np.maximum(np.asarray(req_d.generated, dtype=np.int64), 1)
+    generated[moved] = np.maximum(played_d.req["generated"], 1)
     trace = _joined(requests, handoff, reached, done, generated, pool_p.rejected)
-    both = fleet_p.replicas + fleet_d.replicas
+    both = [played.reps[: int(played.fleet["replicas"][0])] for played in (played_p, played_d)]
     trace = dataclasses.replace(
         trace,
         replica_hours=pool_p.replica_hours + pool_d.replica_hours,
         busy_replica_hours=pool_p.busy_replica_hours + pool_d.busy_replica_hours,
-        replicas_peak=fleet_peak(both, horizon_hours),
+        replicas_peak=fleet_peak(
+            np.concatenate([r["start"] for r in both]),
+            np.concatenate([r["stop"] for r in both]),
+            horizon_hours,
+        ),
         iterations=pool_p.iterations + pool_d.iterations,
-        output_tokens_total=int(reached.sum()) + counter_d.tokens,
+        output_tokens_total=int(reached.sum()) + int(played_d.fleet["tokens"][0]),
     )
     return DisaggregatedTrace(trace=trace, prefill=pool_p, decode=pool_d, transfer_s=transfer)
 

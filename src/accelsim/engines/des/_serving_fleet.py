@@ -1,183 +1,283 @@
 """The serving DES's router: the fleet of replicas, dispatch, the hourly plan, its process.
 
-One SimPy process (:func:`_route`) drives the plan hours and replicas coming up as events
-and the arrivals between them in order; :class:`_Fleet` holds the replicas and applies the
-*Queues* and *Fleet plan* rules of ``accelsim.engines.des._serving``.
+One SimPy process (:func:`route`) drives the plan hours and replicas coming up as events
+and, between them, hands the arrivals to the compiled kernel below (:func:`play_arrivals`),
+which dispatches them in order and plays the replicas' iterations (``_serving_replica``) by
+the *Queues* and *Fleet plan* rules of ``accelsim.engines.des._serving``.
+
+Every kernel function takes the state arrays of
+:meth:`~accelsim.engines.des._serving_state.FleetState.arrays` in order (``req, reps,
+fleet, hs, hr, serving, starting_at, starting``), then ``terms``.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Generator
-from operator import attrgetter
 from typing import Any
 
+import numpy as np
 import simpy
 
+from accelsim.engines.des._serving_jit import OverBudget, jit
 from accelsim.engines.des._serving_replica import (
-    _DRAINING,
-    _SERVING,
-    _STOPPED,
-    _Counter,
-    _Replica,
-    _Requests,
+    admits,
+    advance,
+    cut,
+    push_back,
+    wake,
 )
-from accelsim.engines.des._serving_types import ReplicaModel, Router
-from accelsim.models.serving import scalar_iteration_run, scalar_iteration_seconds
+from accelsim.engines.des._serving_state import (
+    DRAINING,
+    NONE,
+    SERVING,
+    STARTING,
+    STOPPED,
+    FleetState,
+)
+from accelsim.models.serving import IterationTerms
+
+Arr = np.ndarray
 
 
-class _Fleet:
-    """The router and the fleet plan: replicas by index, the serving ones, waiting requests."""
+@jit
+def advance_all(
+    req: Arr, reps: Arr, fleet: Arr, hs: Arr, hr: Arr, terms: IterationTerms, hours: float
+) -> None:
+    """Bring every replica's state to the instant ``hours`` (see ``advance``)."""
+    for r in range(fleet[0].replicas):
+        advance(req, reps, fleet, hs, hr, r, terms, hours)
 
-    def __init__(
-        self,
-        model: ReplicaModel,
-        req: _Requests,
-        counter: _Counter,
-        router: Router,
-        cold_start_hours: float,
-        horizon_hours: float,
-    ) -> None:
-        self.horizon_hours = horizon_hours
-        self.model, self.req, self.counter = model, req, counter
-        self.seconds = scalar_iteration_seconds(model.cost)
-        self.prepare = scalar_iteration_run(model.cost)
-        self.least_loaded = router == "least_loaded"
-        self.cold_start_hours = cold_start_hours
-        self.replicas: list[_Replica] = []  # every replica ever provisioned, by index
-        self.serving: list[_Replica] = []  # in index order
-        self.starting: deque[tuple[float, _Replica]] = deque()  # (serves at [h], replica)
-        self.waiting: deque[int] = deque()  # the router's queue: no replica serving
-        self.turn = 0  # round-robin position
 
-    def advance(self, hours: float) -> None:
-        """Bring every replica's state to the instant ``hours`` (see :meth:`_Replica.advance`)."""
-        for replica in self.replicas:
-            replica.advance(hours)
-
-    def arrive(self, first: int, hours: float) -> int:
-        """Dispatch the requests arriving at ``hours`` from index ``first``; return the next.
-
-        Only the replicas the router reads are brought to ``hours``: every serving one for
-        ``least_loaded`` (their loads), the chosen one for ``round_robin``; the others are
-        independent until the router's next instant, when :meth:`advance` catches them up.
-        """
-        req, capacity = self.req, self.model.kv_capacity_tokens
-        arrivals, contexts = req.arrival_hours, req.contexts
-        if self.least_loaded:
-            for replica in self.serving:
-                if replica.end < hours:  # most are mid-iteration: skip the call
-                    replica.advance(hours)
-        i, n = first, len(arrivals)
-        while i < n and arrivals[i] == hours:
-            if contexts[i] > capacity:
-                req.rejected[i] = True
+@jit
+def play_arrivals(
+    req: Arr,
+    reps: Arr,
+    fleet: Arr,
+    hs: Arr,
+    hr: Arr,
+    serving: Arr,
+    terms: IterationTerms,
+    first: int,
+    until: float,
+) -> int:
+    """Dispatch the arrivals before ``until`` from index ``first``, one event per arrival
+    instant; return the next request's index. Only the replicas the router reads are
+    brought to each instant: every serving one for ``least_loaded`` (their loads), the
+    chosen one for ``round_robin``; the others catch up at the router's next instant."""
+    fl = fleet[0]
+    i, n = first, req.shape[0]
+    while i < n and req[i].arrival < until:  # ties: the plan, then replicas up, arrivals
+        fl.events += 1
+        if fl.events > fl.max_events:
+            raise OverBudget()
+        hours = req[i].arrival
+        if fl.least_loaded:
+            for j in range(fl.serving):
+                if reps[serving[j]].end < hours:  # most are mid-iteration: skip the call
+                    advance(req, reps, fleet, hs, hr, serving[j], terms, hours)
+        while i < n and req[i].arrival == hours:
+            if req[i].context > fl.kv_capacity:
+                req[i].rejected = True
             else:
-                self.dispatch(i, hours)
+                dispatch(req, reps, fleet, hs, hr, serving, terms, i, hours)
             i += 1
-        return i
+    return i
 
-    def dispatch(self, request: int, hours: float) -> None:
-        """Send a request to a serving replica's queue (or the router's, if none serve)."""
-        serving = self.serving
-        if not serving:
-            self.waiting.append(request)
-            return
-        if self.least_loaded:
-            replica = min(serving, key=_LOAD)  # first minimum: the lowest index
+
+@jit
+def dispatch(
+    req: Arr,
+    reps: Arr,
+    fleet: Arr,
+    hs: Arr,
+    hr: Arr,
+    serving: Arr,
+    terms: IterationTerms,
+    k: int,
+    hours: float,
+) -> None:
+    """Send request ``k`` to a serving replica's queue (or the router's, if none serve):
+    ``least_loaded`` the fewest outstanding requests, ties to the lowest index."""
+    fl = fleet[0]
+    if fl.serving == 0:
+        req[k].next = NONE
+        if fl.waiting_head == NONE:
+            fl.waiting_head = k
         else:
-            replica = serving[self.turn % len(serving)]
-            self.turn += 1
-            replica.advance(hours)
-        queue = replica.queue
-        if not queue and replica.run_steps and replica.admits(request):
-            replica.cut(hours)
-        queue.append(request)
-        replica.load += 1
-        replica.wake(hours)
-
-    def activate(self, replica: _Replica, hours: float) -> None:
-        """A replica starts serving: it takes the router's waiting requests first."""
-        replica.state = _SERVING
-        self.serving.append(replica)  # newest replica has the highest index: order kept
-        replica.wake(hours)
-        waiting, self.waiting = self.waiting, deque()
-        for request in waiting:
-            self.dispatch(request, hours)
-
-    def scale(self, wanted: int, hours: float) -> None:
-        """Apply one hour's plan (see the module's *Fleet plan* rule)."""
-        change = wanted - len(self.serving) - len(self.starting)
-        warm = hours == 0.0 or self.cold_start_hours == 0.0
-        for _ in range(max(change, 0)):
-            replica = _Replica(
-                len(self.replicas),
-                self.model,
-                self.seconds,
-                self.prepare,
-                self.req,
-                self.counter,
-                hours,
-                self.horizon_hours,
-            )
-            self.replicas.append(replica)
-            if warm:
-                self.activate(replica, hours)
-            else:
-                self.starting.append((hours + self.cold_start_hours, replica))
-        excess = max(-change, 0)
-        while excess and self.starting:
-            replica = self.starting.pop()[1]
-            replica.state, replica.stop_hours = _STOPPED, hours
-            excess -= 1
-        if excess:
-            self._drain(self.serving[-excess:], hours)
-
-    def _drain(self, replicas: list[_Replica], hours: float) -> None:
-        """Stop routing to ``replicas``; hand their queues back to the router in order."""
-        returned: list[int] = []
-        for replica in replicas:
-            replica.state = _DRAINING
-            self.serving.remove(replica)
-            returned.extend(replica.queue)
-            replica.load -= len(replica.queue)
-            replica.queue.clear()
-            replica.wake(hours)  # an idle replica wakes to stop
-        for request in sorted(returned):
-            self.dispatch(request, hours)
+            req[fl.waiting_tail].next = k
+        fl.waiting_tail = k
+        return
+    if fl.least_loaded:
+        r = serving[0]
+        for j in range(1, fl.serving):
+            if reps[serving[j]].load < reps[r].load:
+                r = serving[j]
+    else:
+        r = serving[fl.turn % fl.serving]
+        fl.turn += 1
+        advance(req, reps, fleet, hs, hr, r, terms, hours)
+    rp = reps[r]
+    if rp.queue_head == NONE and rp.run_steps and admits(req, rp, fleet, k):
+        cut(rp, hours)
+    push_back(req, rp, 0, k)
+    rp.load += 1
+    wake(rp, hours)
 
 
-_LOAD = attrgetter("load")
+@jit
+def activate(
+    req: Arr,
+    reps: Arr,
+    fleet: Arr,
+    hs: Arr,
+    hr: Arr,
+    serving: Arr,
+    terms: IterationTerms,
+    r: int,
+    hours: float,
+) -> None:
+    """Replica ``r`` starts serving: it takes the router's waiting requests first."""
+    fl = fleet[0]
+    reps[r].state = SERVING
+    serving[fl.serving] = r  # the newest replica has the highest index: order kept
+    fl.serving += 1
+    wake(reps[r], hours)
+    k = fl.waiting_head
+    fl.waiting_head = fl.waiting_tail = NONE
+    while k != NONE:
+        following = req[k].next
+        dispatch(req, reps, fleet, hs, hr, serving, terms, k, hours)
+        k = following
 
 
-def _route(
-    env: simpy.Environment, fleet: _Fleet, plan: list[int], horizon_hours: float
+@jit
+def activate_next(
+    req: Arr,
+    reps: Arr,
+    fleet: Arr,
+    hs: Arr,
+    hr: Arr,
+    serving: Arr,
+    starting_at: Arr,
+    starting: Arr,
+    terms: IterationTerms,
+    hours: float,
+) -> None:
+    """The replica that has started longest comes up at ``hours``."""
+    fl = fleet[0]
+    r = starting[fl.starting_head]
+    fl.starting_head += 1
+    activate(req, reps, fleet, hs, hr, serving, terms, r, hours)
+
+
+@jit
+def scale(
+    req: Arr,
+    reps: Arr,
+    fleet: Arr,
+    hs: Arr,
+    hr: Arr,
+    serving: Arr,
+    starting_at: Arr,
+    starting: Arr,
+    terms: IterationTerms,
+    wanted: int,
+    hours: float,
+) -> None:
+    """Apply one hour's plan (the module's *Fleet plan* rule): provision new replicas
+    (warm at hour 0 or without a cold start), else cancel the newest still starting, then
+    drain the highest-index serving ones."""
+    fl = fleet[0]
+    change = wanted - fl.serving - (fl.starting_tail - fl.starting_head)
+    warm = hours == 0.0 or fl.cold_start == 0.0
+    for _ in range(max(change, 0)):
+        r = fl.replicas
+        fl.replicas += 1
+        rp = reps[r]
+        rp.state, rp.start, rp.stop, rp.end = STARTING, hours, math.inf, math.inf
+        rp.queue_head = rp.queue_tail = rp.prefill_head = rp.prefill_tail = NONE
+        rp.finish_head = rp.finish_tail = NONE
+        if warm:
+            activate(req, reps, fleet, hs, hr, serving, terms, r, hours)
+        else:
+            starting_at[fl.starting_tail] = hours + fl.cold_start
+            starting[fl.starting_tail] = r
+            fl.starting_tail += 1
+    excess = max(-change, 0)
+    while excess and fl.starting_tail > fl.starting_head:
+        fl.starting_tail -= 1
+        rp = reps[starting[fl.starting_tail]]
+        rp.state, rp.stop = STOPPED, hours
+        excess -= 1
+    if excess:
+        _drain(req, reps, fleet, hs, hr, serving, terms, excess, hours)
+
+
+@jit
+def _drain(
+    req: Arr,
+    reps: Arr,
+    fleet: Arr,
+    hs: Arr,
+    hr: Arr,
+    serving: Arr,
+    terms: IterationTerms,
+    excess: int,
+    hours: float,
+) -> None:
+    """Stop routing to the ``excess`` highest-index serving replicas; hand their queues
+    back to the router in arrival (index) order."""
+    fl = fleet[0]
+    fl.serving -= excess
+    queued = 0
+    for j in range(fl.serving, fl.serving + excess):
+        queued += reps[serving[j]].load - reps[serving[j]].admitted
+    returned = np.empty(queued, dtype=np.int64)
+    queued = 0
+    for j in range(fl.serving, fl.serving + excess):
+        rp = reps[serving[j]]
+        rp.state = DRAINING
+        k = rp.queue_head
+        while k != NONE:
+            returned[queued] = k
+            queued += 1
+            rp.load -= 1
+            k = req[k].next
+        rp.queue_head = rp.queue_tail = NONE
+        wake(rp, hours)  # an idle replica wakes to stop
+    for k in np.sort(returned):
+        dispatch(req, reps, fleet, hs, hr, serving, terms, k, hours)
+
+
+@jit
+def next_up(fleet: Arr, starting_at: Arr) -> float:
+    """When the replica that has started longest comes up; inf when none is starting."""
+    fl = fleet[0]
+    return starting_at[fl.starting_head] if fl.starting_tail > fl.starting_head else math.inf
+
+
+def route(
+    env: simpy.Environment, state: FleetState, plan: list[int], horizon_hours: float
 ) -> Generator[simpy.Event, Any, None]:
     """The router's process: plan hours and replicas coming up as SimPy events, the arrivals
     between them in order (no event each: replicas change only at the router's instants and
-    their own boundaries, which :meth:`_Replica.advance` plays in time order)."""
-    req, counter = fleet.req, fleet.counter
-    arrivals = req.arrival_hours
-    n = len(arrivals)
+    their own boundaries, which the kernel plays in time order)."""
+    arrays, terms = state.arrays(), state.terms
+    req, reps, fleet, hs, hr, serving, starting_at, _ = arrays
     i = hour = 0
     while True:
         next_hour = float(hour) if hour < len(plan) else math.inf
-        next_up = fleet.starting[0][0] if fleet.starting else math.inf
-        t = min(next_hour, next_up, horizon_hours)
-        while i < n and arrivals[i] < t:  # ties: the plan, then replicas up, then arrivals
-            counter.events += 1
-            if counter.events > counter.max_events:
-                raise counter.over()
-            i = fleet.arrive(i, arrivals[i])
+        t = min(next_hour, next_up(fleet, starting_at), horizon_hours)
+        i = play_arrivals(req, reps, fleet, hs, hr, serving, terms, i, t)
         if t >= horizon_hours:
             return
         if t > env.now:
-            counter.events += 1
+            fleet["events"][0] += 1
             yield env.timeout(t - env.now)
-        fleet.advance(t)
+        advance_all(req, reps, fleet, hs, hr, terms, t)
         if next_hour == t:
-            fleet.scale(plan[hour], t)
+            scale(*arrays, terms, plan[hour], t)
             hour += 1
         else:
-            fleet.activate(fleet.starting.popleft()[1], t)
+            activate_next(*arrays, terms, t)
