@@ -87,6 +87,20 @@ def test_long_outputs_still_decoding_at_the_horizon_are_served_not_dropped() -> 
     des = acs.simulate(s, runs=4, seed=1, engine="des")
     assert (des.samples("utilization") < 0.5).all()
     np.testing.assert_array_equal(des.samples("finished"), 1.0)
+    # and none counts as dropped (the token shortfall over the mean output read ~1 each)
+    np.testing.assert_array_equal(des.samples("requests_dropped"), 0.0)
+
+
+def test_requests_dropped_counts_requests_not_tokens_at_light_load() -> None:
+    """At 20 % load every request gets its first token; those still decoding at the
+    horizon were counted "dropped" as the token shortfall over the mean output (dozens per
+    run); now none is, while the per-token measure still counts only the tokens emitted."""
+    s = _scenario(rate_rps=5.0, input_tokens=500, output_tokens=400, horizon_days=0.5 / 24)
+    des = acs.simulate(s, runs=3, seed=1, engine="des")
+    np.testing.assert_array_equal(des.samples("requests_dropped"), 0.0)
+    np.testing.assert_array_equal(des.samples("finished"), 1.0)
+    tokens, demand = des.samples("output_tokens"), 5.0 * 1800
+    assert (tokens < 400 * demand * 1.1).all()  # Poisson noise: sd ~1 %
 
 
 def test_an_overloaded_des_replica_is_still_unfinished() -> None:
@@ -95,6 +109,10 @@ def test_an_overloaded_des_replica_is_still_unfinished() -> None:
     s = _scenario(rate_rps=200.0, output_tokens=200)
     des = acs.simulate(s, runs=2, seed=1, engine="des")
     np.testing.assert_array_equal(des.samples("finished"), 0.0)
+    # the requests left without a first token are dropped: most of the second half
+    dropped, demand = des.samples("requests_dropped"), 200.0 * 0.01 * 86_400
+    assert (dropped > 0.2 * demand).all()
+    assert (dropped < demand).all()
 
 
 def test_serving_energy_draws_the_serving_prior_under_its_own_name() -> None:
@@ -127,3 +145,23 @@ def test_one_token_outputs_have_no_tpot_on_disaggregated_pools_either() -> None:
     for res in (acs.simulate(s, runs=2, seed=1), acs.simulate(s, runs=2, seed=1, engine="des")):
         np.testing.assert_array_equal(res.samples("tpot_p99_ms"), 0.0)
         np.testing.assert_array_equal(res.samples("slo_attainment"), 1.0)
+
+
+def test_disaggregated_pools_count_dropped_requests_the_same_way() -> None:
+    """Light load on split pools: nothing dropped (long outputs still decoding at the
+    horizon counted as a token shortfall before); the fast path sheds nothing either."""
+    svc = acs.Serving(
+        model="llama-3.1-8b",
+        precision="fp8",
+        rate_rps=2.0,
+        input_tokens=500,
+        output_tokens=2000,
+        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+        horizon_days=0.25 / 24,
+        disaggregated=acs.Disaggregation(prefill_chips_per_replica=1, decode_chips_per_replica=1),
+    )
+    fleet = [acs.Pool(chip="h100-sxm", count=2, provider=None)] * 2
+    s = acs.Scenario(name="split", workload=svc, fleet=fleet)
+    for res in (acs.simulate(s, runs=2, seed=1), acs.simulate(s, runs=2, seed=1, engine="des")):
+        np.testing.assert_array_equal(res.samples("requests_dropped"), 0.0)
+        np.testing.assert_array_equal(res.samples("finished"), 1.0)

@@ -132,7 +132,7 @@ def _usage_metrics(
             capacity > 0.0, served / np.where(capacity > 0.0, capacity, 1.0), 0.0
         ),
         "requests_served": served,
-        "requests_dropped": np.maximum(demand - served, 0.0),
+        "requests_dropped": usage.dropped_requests,
         "output_tokens": served * setup.output_mean,
         "offline_tokens_per_s_per_chip": replica.saturated_rps * setup.output_mean / chips,
         "chips_per_replica": np.full(demand.shape, chips),

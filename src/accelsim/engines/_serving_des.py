@@ -81,31 +81,35 @@ def simulate_serving_block(
     burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
     slo_rps = latency_table(setup, replica).slo_load * replica.saturated_rps
     runs = draws.runs
-    cols = {k: np.zeros(runs) for k in ("demand", "served", "compliant", "hours", "peak")}
-    lat = np.zeros((runs, 4))
-    finished = np.zeros(runs, dtype=bool)
+    cols = {k: np.zeros(runs) for k in _ROW}
     for i in range(runs):
         demand = hourly_demand_rps(setup, float(rate[i]), float(growth[i]))
         rng = stream(root, "serving.requests", start + i)
-        out = _simulate_run(
+        row = _simulate_run(
             setup, replica, i, demand, slo_rps[i : i + 1], float(burst[i]), rng, max_events
         )
-        for key, value in zip(cols, out[:5], strict=True):
+        for key, value in row.items():
             cols[key][i] = value
-        lat[i], finished[i] = out[5], out[6]
     usage = ServingUsage(
         demand_requests=cols["demand"],
         served_requests=cols["served"],
+        dropped_requests=cols["dropped"],
         compliant_requests=cols["compliant"],
         replica_hours=cols["hours"],
         replicas_peak=cols["peak"],
-        ttft_p50_s=lat[:, 0],
-        ttft_p99_s=lat[:, 1],
-        tpot_p50_s=lat[:, 2],
-        tpot_p99_s=lat[:, 3],
-        finished=finished,
+        ttft_p50_s=cols["ttft_p50_s"],
+        ttft_p99_s=cols["ttft_p99_s"],
+        tpot_p50_s=cols["tpot_p50_s"],
+        tpot_p99_s=cols["tpot_p99_s"],
+        finished=cols["finished"] > 0.0,
     )
     return serving_metrics(setup, scenario, draws, replica, usage, priors, serving), draws
+
+
+_ROW = (
+    "demand", "served", "dropped", "compliant", "hours", "peak", "ttft_p50_s", "ttft_p99_s",
+    "tpot_p50_s", "tpot_p99_s", "finished",
+)  # fmt: skip
 
 
 def _simulate_run(
@@ -117,11 +121,11 @@ def _simulate_run(
     burstiness: float,
     rng: np.random.Generator,
     max_events: int,
-) -> tuple[float, float, float, float, float, tuple[float, float, float, float], bool]:
+) -> dict[str, float]:
     """Run ``i`` of the block: its replica plan for the hourly ``demand`` [1/s], its requests
-    and their DES. Returns (demanded, served, compliant requests, replica-hours, peak
-    replicas, (TTFT p50, p99, TPOT p50, p99) [s], all served); an infeasible replica serves
-    nothing but is provisioned by its plan."""
+    and their DES. Returns the run's row of :data:`_ROW` (requests [count], replica-hours
+    [h], latencies [s], ``finished`` 0 or 1); an infeasible replica serves nothing (every
+    request dropped) but is provisioned by its plan."""
     work = setup.work
     plan_rows = replicas_per_hour(setup, demand[None, :], slo_rps)
     plan = ReplicaPlan(
@@ -132,7 +136,7 @@ def _simulate_run(
     if not replica.feasible[i]:
         hours = plan.provisioned_hours(setup.horizon_hours)
         peak = float(plan.replicas_per_hour.max())
-        return demanded, 0.0, 0.0, hours, peak, (0.0, 0.0, 0.0, 0.0), False
+        return {"demand": demanded, "dropped": demanded, "hours": hours, "peak": peak}
     model = ReplicaModel(
         cost=run_cost(replica.cost, i),
         kv_capacity_tokens=float(replica.kv_capacity_tokens[i]),
@@ -142,9 +146,13 @@ def _simulate_run(
     trace = simulate_serving(
         model, requests, plan, setup.horizon_hours, router=work.router, max_events=max_events
     )
-    compliant, t50, t99, p50, p99, served, done = window_usage(setup, requests, trace)
-    hours, peak = trace.replica_hours, float(trace.replicas_peak)
-    return demanded, served, compliant, hours, peak, (t50, t99, p50, p99), done
+    used = window_usage(setup, requests, trace)
+    return used._asdict() | {
+        "demand": demanded,
+        "hours": trace.replica_hours,
+        "peak": float(trace.replicas_peak),
+        "finished": float(used.dropped == 0.0),
+    }
 
 
 __all__ = ["draw_requests", "hourly_demand_rps", "simulate_serving_block"]

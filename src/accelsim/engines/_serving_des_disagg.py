@@ -50,9 +50,9 @@ from accelsim.scenario import Scenario
 from accelsim.seeding import stream
 
 _USAGE = (
-    "demand", "served", "compliant", "peak", "prefill_hours", "decode_hours", "prefill_peak",
-    "decode_peak", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "kv_transfer_s",
-    "finished",
+    "demand", "served", "dropped", "compliant", "peak", "prefill_hours", "decode_hours",
+    "prefill_peak", "decode_peak", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
+    "kv_transfer_s", "finished",
 )  # fmt: skip
 
 
@@ -121,7 +121,8 @@ def _simulate_run(
     transfer = physics.kv_transfer_seconds(
         requests.input_tokens.astype(float), base.kv_bytes_per_token, link_gbps
     )
-    row = {"demand": float(len(requests.arrival_hours))}
+    demanded = float(len(requests.arrival_hours))
+    row = {"demand": demanded, "dropped": demanded}  # until served
     row["kv_transfer_s"] = float(transfer.mean()) if transfer.size else 0.0
     if not (stages[0].feasible[i] > 0 and stages[1].feasible[i] > 0):
         for role, plan in zip(("prefill", "decode"), plans, strict=True):
@@ -139,14 +140,16 @@ def _simulate_run(
         router=base.work.router,
         max_events=max_events,
     )
-    compliant, t50, t99, p50, p99, served, done = window_usage(base, requests, out.trace)
+    used = window_usage(base, requests, out.trace)
     return row | {
-        "served": served, "compliant": compliant, "peak": float(out.trace.replicas_peak),
+        "served": used.served, "dropped": used.dropped, "compliant": used.compliant,
+        "peak": float(out.trace.replicas_peak),
         "prefill_hours": out.prefill.replica_hours, "decode_hours": out.decode.replica_hours,
         "prefill_peak": float(out.prefill.replicas_peak),
         "decode_peak": float(out.decode.replicas_peak),
-        "ttft_p50_s": t50, "ttft_p99_s": t99, "tpot_p50_s": p50, "tpot_p99_s": p99,
-        "finished": float(done),
+        "ttft_p50_s": used.ttft_p50_s, "ttft_p99_s": used.ttft_p99_s,
+        "tpot_p50_s": used.tpot_p50_s, "tpot_p99_s": used.tpot_p99_s,
+        "finished": float(used.dropped == 0.0),
     }  # fmt: skip
 
 

@@ -308,6 +308,7 @@ def _latencies(
         out[f"{name}_p99_s"] = np.where(feasible, np.einsum("rk,rk->r", share, s.tail), 0.0)
     out["compliant"] = np.where(feasible, out["compliant"], 0.0)
     out["finished"] = feasible & all_served(out["served"], out["demand"])
+    out["dropped"] = np.maximum(out["demand"] - out["served"], 0.0)
 
 
 def simulate_serving_disaggregated(
@@ -376,7 +377,7 @@ def _usage_metrics(base: ServingSetup, usage: dict[str, FloatArray]) -> dict[str
             demand > 0.0, usage["compliant"] / np.where(demand > 0.0, demand, 1.0), 1.0
         ),
         "requests_served": served,
-        "requests_dropped": np.maximum(demand - served, 0.0),
+        "requests_dropped": usage["dropped"],
         "output_tokens": served * base.output_mean,
         "kv_transfer_ms": usage["kv_transfer_s"] * 1e3,
         "finished": usage["finished"].astype(float),

@@ -343,7 +343,13 @@ class ServingUsage:
     demand_requests: FloatArray
     """Requests that arrived within the horizon. [count]"""
     served_requests: FloatArray
-    """Requests served (fast path: not shed; DES: completed). [count]"""
+    """Requests served: fast path, those not shed; DES, the output tokens emitted over the
+    mean output length (the per-token prices' measure: a request decoding at the horizon
+    counts in part). [count]"""
+    dropped_requests: FloatArray
+    """Requests that got no service: fast path, those shed (demand less served); DES,
+    rejected or left without a first token (:class:`~accelsim.engines._serving_requests.
+    WindowUsage`). [count]"""
     compliant_requests: FloatArray
     """Requests that arrived in windows whose TTFT and TPOT percentiles met the SLO. [count]"""
     replica_hours: FloatArray

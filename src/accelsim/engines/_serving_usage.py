@@ -406,6 +406,7 @@ def usage_from_totals(replica: Replica, table: LatencyTable, totals: HourTotals)
     return ServingUsage(
         demand_requests=totals.demand_requests,
         served_requests=totals.served_requests,
+        dropped_requests=np.maximum(totals.demand_requests - totals.served_requests, 0.0),
         compliant_requests=np.where(replica.feasible, totals.compliant_requests, 0.0),
         replica_hours=totals.replica_hours,
         replicas_peak=totals.replicas_peak,
