@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 import accelsim as acs
 
@@ -165,3 +166,27 @@ def test_disaggregated_pools_count_dropped_requests_the_same_way() -> None:
     for res in (acs.simulate(s, runs=2, seed=1), acs.simulate(s, runs=2, seed=1, engine="des")):
         np.testing.assert_array_equal(res.samples("requests_dropped"), 0.0)
         np.testing.assert_array_equal(res.samples("finished"), 1.0)
+
+
+def test_a_study_over_the_des_event_budget_names_the_knobs_a_study_has() -> None:
+    """``simulate(engine="des")`` cannot raise the DES function's ``max_events``: its error
+    names the horizon and the fast path instead (it advised raising max_events)."""
+    from accelsim import catalog
+    from accelsim.engines._serving_des import simulate_serving_block
+    from accelsim.engines.des import EventBudgetError
+
+    split = acs.Disaggregation(prefill_chips_per_replica=1, decode_chips_per_replica=1)
+    colocated = _scenario(output_tokens=50)
+    work = colocated.workload.model_copy(update={"chips_per_replica": None})
+    apart = acs.Scenario(
+        name="split",
+        workload=acs.Serving(**(work.model_dump() | {"disaggregated": split})),
+        fleet=colocated.fleet * 2,
+    )
+    for s in (colocated, apart):
+        with pytest.raises(RuntimeError, match="engine='analytic'") as caught:
+            simulate_serving_block(
+                s, np.random.SeedSequence(1), 0, 1, cat=catalog.builtin_catalog(), max_events=50
+            )
+        assert "raise max_events" not in str(caught.value)
+        assert isinstance(caught.value.__cause__, EventBudgetError)

@@ -33,6 +33,7 @@ from accelsim.engines._serving import serving_metrics
 from accelsim.engines._serving_des_disagg import simulate_disaggregated_block
 from accelsim.engines._serving_layout import planned_setup
 from accelsim.engines._serving_requests import (
+    budget_error,
     draw_requests,
     hourly_demand_rps,
     run_cost,
@@ -46,6 +47,7 @@ from accelsim.engines._serving_setup import (
 )
 from accelsim.engines._serving_usage import latency_table, replicas_per_hour
 from accelsim.engines.des import (
+    EventBudgetError,
     ReplicaModel,
     ReplicaPlan,
     simulate_serving,
@@ -143,9 +145,12 @@ def _simulate_run(
         max_batch=int(replica.max_batch[i]),
         prefill_chunk_tokens=int(replica.prefill_chunk_tokens[i]),
     )
-    trace = simulate_serving(
-        model, requests, plan, setup.horizon_hours, router=work.router, max_events=max_events
-    )
+    try:
+        trace = simulate_serving(
+            model, requests, plan, setup.horizon_hours, router=work.router, max_events=max_events
+        )
+    except EventBudgetError as err:
+        raise budget_error(err, setup, demanded) from err
     used = window_usage(setup, requests, trace)
     return used._asdict() | {
         "demand": demanded,

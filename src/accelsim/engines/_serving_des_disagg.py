@@ -32,6 +32,7 @@ from accelsim.engines._serving_disagg import (
     kv_link_gbps,
 )
 from accelsim.engines._serving_requests import (
+    budget_error,
     draw_requests,
     hourly_demand_rps,
     run_cost,
@@ -40,6 +41,7 @@ from accelsim.engines._serving_requests import (
 from accelsim.engines._serving_setup import ServingSetup
 from accelsim.engines._serving_usage import replicas_per_hour
 from accelsim.engines.des import (
+    EventBudgetError,
     ReplicaModel,
     ReplicaPlan,
     RequestStream,
@@ -130,16 +132,19 @@ def _simulate_run(
             row[f"{role}_peak"] = float(plan.replicas_per_hour.max())
         total = plans[0].replicas_per_hour + plans[1].replicas_per_hour
         return row | {"peak": float(total.max())}
-    out = simulate_serving_disaggregated(
-        _model(stages[0], i, decode_only=False),
-        _model(stages[1], i, decode_only=True),
-        requests,
-        transfer,
-        plans,
-        base.horizon_hours,
-        router=base.work.router,
-        max_events=max_events,
-    )
+    try:
+        out = simulate_serving_disaggregated(
+            _model(stages[0], i, decode_only=False),
+            _model(stages[1], i, decode_only=True),
+            requests,
+            transfer,
+            plans,
+            base.horizon_hours,
+            router=base.work.router,
+            max_events=max_events,
+        )
+    except EventBudgetError as err:
+        raise budget_error(err, base, demanded) from err
     used = window_usage(base, requests, out.trace)
     return row | {
         "served": used.served, "dropped": used.dropped, "compliant": used.compliant,

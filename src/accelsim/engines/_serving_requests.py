@@ -17,7 +17,7 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.dists import as_dist
 from accelsim.engines._serving_setup import SECONDS_PER_HOUR, ServingSetup, token_lengths
-from accelsim.engines.des import RequestStream, ServingTrace
+from accelsim.engines.des import EventBudgetError, RequestStream, ServingTrace
 from accelsim.models import serving as physics
 
 
@@ -56,6 +56,18 @@ def draw_requests(
 def run_cost(c: physics.IterationCost, i: int) -> physics.IterationCost:
     return physics.IterationCost(
         *(np.asarray(np.asarray(getattr(c, f.name))[i]) for f in dataclasses.fields(c))
+    )
+
+
+def budget_error(err: EventBudgetError, setup: ServingSetup, demanded: float) -> RuntimeError:
+    """A study's words for a request-DES run over its event budget: the knobs a study has
+    (its horizon, its engine), not the DES function's ``max_events``."""
+    return RuntimeError(
+        f"the request DES (engine='des') stopped after {err.max_events:,} events in one run: "
+        f"{demanded:,.0f} requests over {setup.horizon_hours:g} h ({err.iterations:,} batch "
+        "iterations played). Shorten horizon_days for the DES, which plays every batch "
+        "iteration, or use engine='analytic': the fast path prices months of hourly demand "
+        "without simulating each request"
     )
 
 
@@ -127,4 +139,11 @@ def window_usage(setup: ServingSetup, requests: RequestStream, trace: ServingTra
     return WindowUsage(compliant, t50, t99, p50, p99, served, float(np.count_nonzero(unserved)))
 
 
-__all__ = ["WindowUsage", "draw_requests", "hourly_demand_rps", "run_cost", "window_usage"]
+__all__ = [
+    "WindowUsage",
+    "budget_error",
+    "draw_requests",
+    "hourly_demand_rps",
+    "run_cost",
+    "window_usage",
+]

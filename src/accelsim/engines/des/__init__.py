@@ -33,6 +33,7 @@ from accelsim.engines.des._serving import simulate_serving
 from accelsim.engines.des._serving_disagg import simulate_serving_disaggregated
 from accelsim.engines.des._serving_types import (
     DisaggregatedTrace,
+    EventBudgetError,
     ReplicaModel,
     ReplicaPlan,
     RequestStream,
@@ -211,6 +212,7 @@ __all__ = [
     "TRACE_COLUMNS",
     "DesResult",
     "DisaggregatedTrace",
+    "EventBudgetError",
     "EventRecord",
     "Holdings",
     "JobRecord",

@@ -95,6 +95,7 @@ from accelsim.engines.des._serving_state import FleetState, new_state
 from accelsim.engines.des._serving_types import (
     _ROUTERS,
     _SECONDS_PER_HOUR,
+    EventBudgetError,
     ReplicaModel,
     ReplicaPlan,
     RequestStream,
@@ -178,8 +179,10 @@ def simulate_serving(
     ValueError
         Inputs outside the contract (unsorted arrivals, tokens < 1, a plan of the wrong
         length, ...), naming the field.
+    EventBudgetError
+        More than ``max_events`` events (a ``RuntimeError``).
     RuntimeError
-        More than ``max_events`` events, or an iteration time that is not > 0.
+        An iteration time that is not > 0.
 
     Notes
     -----
@@ -247,12 +250,7 @@ def play_fleet(
         env.run(until=horizon_hours)
         close_all(*state.arrays()[:5], state.terms, horizon_hours)
     except OverBudget:
-        fl = state.fleet[0]
-        raise RuntimeError(
-            f"serving DES stopped after max_events={max_events:,} events "
-            f"({int(fl['iterations']):,} batch iterations): the horizon holds more "
-            "iterations and arrivals than allowed; raise max_events or shorten the horizon"
-        ) from None
+        raise EventBudgetError(max_events, int(state.fleet["iterations"][0])) from None
     except BadIteration:
         fl = state.fleet[0]
         raise RuntimeError(

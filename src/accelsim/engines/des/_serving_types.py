@@ -20,6 +20,18 @@ _ROUTERS = ("least_loaded", "round_robin")
 Router = Literal["least_loaded", "round_robin"]
 
 
+class EventBudgetError(RuntimeError):
+    """A serving DES run needed more than its ``max_events`` events (a ``RuntimeError``)."""
+
+    def __init__(self, max_events: int, iterations: int) -> None:
+        self.max_events, self.iterations = max_events, iterations
+        super().__init__(
+            f"serving DES stopped after max_events={max_events:,} events ({iterations:,} "
+            "batch iterations): the horizon holds more iterations and arrivals than allowed; "
+            "raise max_events or shorten the horizon"
+        )
+
+
 @dataclass(frozen=True)
 class ReplicaModel:
     """What one replica is: iteration coefficients, KV capacity, scheduler limits."""
