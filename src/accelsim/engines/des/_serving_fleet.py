@@ -21,6 +21,7 @@ import simpy
 
 from accelsim.engines.des._serving_jit import OverBudget, jit
 from accelsim.engines.des._serving_replica import (
+    QUEUE,
     admits,
     advance,
     cut,
@@ -120,7 +121,7 @@ def dispatch(
     rp = reps[r]
     if rp.queue_head == NONE and rp.run_steps and admits(req, rp, fleet, k):
         cut(rp, hours)
-    push_back(req, rp, 0, k)
+    push_back(req, rp, QUEUE, k)
     rp.load += 1
     wake(rp, hours)
 

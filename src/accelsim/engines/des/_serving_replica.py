@@ -16,8 +16,10 @@ Its terms are prepared once at its start (:func:`~accelsim.models.serving.
 terms_iteration_run`) and it is one state change, cut short at a boundary when an
 admissible request arrives (:func:`cut`).
 
-Every function takes the state arrays in one order: ``req, reps, fleet, heap_steps,
-heap_requests`` (``fleet`` the one-record array), then the replica ``r`` and ``terms``.
+Functions take what they touch, in one order: ``req`` (the requests' records), ``reps``
+(every replica's) or ``rp`` (one replica's record), ``fleet`` (the one-record array),
+``hs``/``hr`` (the heaps' steps and requests, a row per replica), the replica's index
+``r``, ``terms`` (the iteration formula's coefficients), then times [h].
 """
 
 from __future__ import annotations
@@ -39,9 +41,12 @@ from accelsim.engines.des._serving_state import DRAINING, NONE, SERVING, STOPPED
 from accelsim.engines.des._serving_types import _SECONDS_PER_HOUR
 from accelsim.models.serving import IterationTerms
 
-# Shortest run timed in closed form: from 2 iterations on, one run costs less than playing
-# them one by one.
+# Shortest run timed in closed form: any two or more iterations in which nothing joins or
+# leaves (one iteration is timed by the iteration formula itself).
 _MIN_RUN = 2
+# A replica's request lists (push_back): dispatched and waiting for admission; admitted,
+# prompt being prefilled; prompt prefilled by the iteration in progress.
+QUEUE, PREFILL, FINISHING = 0, 1, 2
 Arr = np.ndarray
 Rec = Any  # one record of a state array (numba: a Record, read and written in place)
 
@@ -82,15 +87,16 @@ def heap_pop(steps: Arr, requests: Arr, size: int) -> int:
 
 @jit
 def push_back(req: Arr, rp: Rec, which: int, k: int) -> None:
-    """Append request ``k`` to the replica's queue (0), prefill (1) or finishing (2) list."""
+    """Append request ``k`` to the replica's list ``which`` (``QUEUE``, ``PREFILL`` or
+    ``FINISHING``), linked through the requests' ``next``."""
     req[k].next = NONE
-    if which == 0:
+    if which == QUEUE:
         if rp.queue_head == NONE:
             rp.queue_head = k
         else:
             req[rp.queue_tail].next = k
         rp.queue_tail = k
-    elif which == 1:
+    elif which == PREFILL:
         if rp.prefill_head == NONE:
             rp.prefill_head = k
         else:
@@ -228,7 +234,7 @@ def _admit(req: Arr, rp: Rec, fleet: Arr, hs: Arr, hr: Arr, r: int, now: float) 
             join(req, rp, hs, hr, r, k)
         else:
             req[k].prefilled = 0
-            push_back(req, rp, 1, k)
+            push_back(req, rp, PREFILL, k)
 
 
 @jit
@@ -311,7 +317,7 @@ def _start_iteration(req: Arr, rp: Rec, fleet: Arr, terms: IterationTerms, now: 
             size = req[k].input
             prefill += size
             pairs += size * (size / 2.0)
-            push_back(req, rp, 2, k)
+            push_back(req, rp, FINISHING, k)
             k = following
         rp.prefill_head = rp.prefill_tail = NONE
     budget = chunk - decode  # one token of the budget per decoding sequence first
@@ -327,7 +333,7 @@ def _start_iteration(req: Arr, rp: Rec, fleet: Arr, terms: IterationTerms, now: 
             rp.prefill_head = req[k].next
             if rp.prefill_head == NONE:
                 rp.prefill_tail = NONE
-            push_back(req, rp, 2, k)
+            push_back(req, rp, FINISHING, k)
         else:
             req[k].prefilled = done + take
     rp.iteration_decode = decode
