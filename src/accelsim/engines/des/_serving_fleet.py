@@ -5,9 +5,9 @@ and, between them, hands the arrivals to the compiled kernel below (:func:`play_
 which dispatches them in order and plays the replicas' iterations (``_serving_replica``) by
 the *Queues* and *Fleet plan* rules of ``accelsim.engines.des._serving``.
 
-Every kernel function takes the state arrays of
-:meth:`~accelsim.engines.des._serving_state.FleetState.arrays` in order (``req, reps,
-fleet, hs, hr, serving, starting_at, starting``), then ``terms``.
+The router's kernel functions take ``st``, the tuple of state arrays of
+:meth:`~accelsim.engines.des._serving_state.FleetState.arrays` (``req, reps, fleet, hs, hr,
+serving, starting_at, starting``), then ``terms``; each unpacks what it touches.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from accelsim.engines.des._serving_state import (
     SERVING,
     STARTING,
     STOPPED,
+    FleetArrays,
     FleetState,
 )
 from accelsim.models.serving import IterationTerms
@@ -51,21 +52,12 @@ def advance_all(
 
 
 @jit
-def play_arrivals(
-    req: Arr,
-    reps: Arr,
-    fleet: Arr,
-    hs: Arr,
-    hr: Arr,
-    serving: Arr,
-    terms: IterationTerms,
-    first: int,
-    until: float,
-) -> int:
+def play_arrivals(st: FleetArrays, terms: IterationTerms, first: int, until: float) -> int:
     """Dispatch the arrivals before ``until`` from index ``first``, one event per arrival
     instant; return the next request's index. Only the replicas the router reads are
     brought to each instant: every serving one for ``least_loaded`` (their loads), the
     chosen one for ``round_robin``; the others catch up at the router's next instant."""
+    req, reps, fleet, hs, hr, serving = st[:6]
     fl = fleet[0]
     i, n = first, req.shape[0]
     while i < n and req[i].arrival < until:  # ties: the plan, then replicas up, arrivals
@@ -81,25 +73,16 @@ def play_arrivals(
             if req[i].context > fl.kv_capacity:
                 req[i].rejected = True
             else:
-                dispatch(req, reps, fleet, hs, hr, serving, terms, i, hours)
+                dispatch(st, terms, i, hours)
             i += 1
     return i
 
 
 @jit
-def dispatch(
-    req: Arr,
-    reps: Arr,
-    fleet: Arr,
-    hs: Arr,
-    hr: Arr,
-    serving: Arr,
-    terms: IterationTerms,
-    k: int,
-    hours: float,
-) -> None:
+def dispatch(st: FleetArrays, terms: IterationTerms, k: int, hours: float) -> None:
     """Send request ``k`` to a serving replica's queue (or the router's, if none serve):
     ``least_loaded`` the fewest outstanding requests, ties to the lowest index."""
+    req, reps, fleet, hs, hr, serving = st[:6]
     fl = fleet[0]
     if fl.serving == 0:
         req[k].next = NONE
@@ -127,18 +110,9 @@ def dispatch(
 
 
 @jit
-def activate(
-    req: Arr,
-    reps: Arr,
-    fleet: Arr,
-    hs: Arr,
-    hr: Arr,
-    serving: Arr,
-    terms: IterationTerms,
-    r: int,
-    hours: float,
-) -> None:
+def activate(st: FleetArrays, terms: IterationTerms, r: int, hours: float) -> None:
     """Replica ``r`` starts serving: it takes the router's waiting requests first."""
+    req, reps, fleet, serving = st[0], st[1], st[2], st[5]
     fl = fleet[0]
     reps[r].state = SERVING
     serving[fl.serving] = r  # the newest replica has the highest index: order kept
@@ -148,47 +122,26 @@ def activate(
     fl.waiting_head = fl.waiting_tail = NONE
     while k != NONE:
         following = req[k].next
-        dispatch(req, reps, fleet, hs, hr, serving, terms, k, hours)
+        dispatch(st, terms, k, hours)
         k = following
 
 
 @jit
-def activate_next(
-    req: Arr,
-    reps: Arr,
-    fleet: Arr,
-    hs: Arr,
-    hr: Arr,
-    serving: Arr,
-    starting_at: Arr,
-    starting: Arr,
-    terms: IterationTerms,
-    hours: float,
-) -> None:
+def activate_next(st: FleetArrays, terms: IterationTerms, hours: float) -> None:
     """The replica that has started longest comes up at ``hours``."""
+    fleet, starting = st[2], st[7]
     fl = fleet[0]
     r = starting[fl.starting_head]
     fl.starting_head += 1
-    activate(req, reps, fleet, hs, hr, serving, terms, r, hours)
+    activate(st, terms, r, hours)
 
 
 @jit
-def scale(
-    req: Arr,
-    reps: Arr,
-    fleet: Arr,
-    hs: Arr,
-    hr: Arr,
-    serving: Arr,
-    starting_at: Arr,
-    starting: Arr,
-    terms: IterationTerms,
-    wanted: int,
-    hours: float,
-) -> None:
+def scale(st: FleetArrays, terms: IterationTerms, wanted: int, hours: float) -> None:
     """Apply one hour's plan (the module's *Fleet plan* rule): provision new replicas
     (warm at hour 0 or without a cold start), else cancel the newest still starting, then
     drain the highest-index serving ones."""
+    reps, fleet, starting_at, starting = st[1], st[2], st[6], st[7]
     fl = fleet[0]
     change = wanted - fl.serving - (fl.starting_tail - fl.starting_head)
     warm = hours == 0.0 or fl.cold_start == 0.0
@@ -200,7 +153,7 @@ def scale(
         rp.queue_head = rp.queue_tail = rp.prefill_head = rp.prefill_tail = NONE
         rp.finish_head = rp.finish_tail = NONE
         if warm:
-            activate(req, reps, fleet, hs, hr, serving, terms, r, hours)
+            activate(st, terms, r, hours)
         else:
             starting_at[fl.starting_tail] = hours + fl.cold_start
             starting[fl.starting_tail] = r
@@ -212,23 +165,14 @@ def scale(
         rp.state, rp.stop = STOPPED, hours
         excess -= 1
     if excess:
-        _drain(req, reps, fleet, hs, hr, serving, terms, excess, hours)
+        _drain(st, terms, excess, hours)
 
 
 @jit
-def _drain(
-    req: Arr,
-    reps: Arr,
-    fleet: Arr,
-    hs: Arr,
-    hr: Arr,
-    serving: Arr,
-    terms: IterationTerms,
-    excess: int,
-    hours: float,
-) -> None:
+def _drain(st: FleetArrays, terms: IterationTerms, excess: int, hours: float) -> None:
     """Stop routing to the ``excess`` highest-index serving replicas; hand their queues
     back to the router in arrival (index) order."""
+    req, reps, fleet, serving = st[0], st[1], st[2], st[5]
     fl = fleet[0]
     fl.serving -= excess
     queued = 0
@@ -248,7 +192,7 @@ def _drain(
         rp.queue_head = rp.queue_tail = NONE
         wake(rp, hours)  # an idle replica wakes to stop
     for k in np.sort(returned):
-        dispatch(req, reps, fleet, hs, hr, serving, terms, k, hours)
+        dispatch(st, terms, k, hours)
 
 
 @jit
@@ -264,13 +208,13 @@ def route(
     """The router's process: plan hours and replicas coming up as SimPy events, the arrivals
     between them in order (no event each: replicas change only at the router's instants and
     their own boundaries, which the kernel plays in time order)."""
-    arrays, terms = state.arrays(), state.terms
-    req, reps, fleet, hs, hr, serving, starting_at, _ = arrays
+    st, terms = state.arrays(), state.terms
+    req, reps, fleet, hs, hr, _, starting_at, _ = st
     i = hour = 0
     while True:
         next_hour = float(hour) if hour < len(plan) else math.inf
         t = min(next_hour, next_up(fleet, starting_at), horizon_hours)
-        i = play_arrivals(req, reps, fleet, hs, hr, serving, terms, i, t)
+        i = play_arrivals(st, terms, i, t)
         if t >= horizon_hours:
             return
         if t > env.now:
@@ -278,7 +222,7 @@ def route(
             yield env.timeout(t - env.now)
         advance_all(req, reps, fleet, hs, hr, terms, t)
         if next_hour == t:
-            scale(*arrays, terms, plan[hour], t)
+            scale(st, terms, plan[hour], t)
             hour += 1
         else:
-            activate_next(*arrays, terms, t)
+            activate_next(st, terms, t)
