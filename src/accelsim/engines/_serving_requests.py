@@ -130,9 +130,8 @@ def window_usage(setup: ServingSetup, requests: RequestStream, trace: ServingTra
     served = float(trace.output_tokens_total) / setup.output_mean
     # Dropped: rejected, or arrived before the last window and never given a first token
     # (an overloaded replica's queue). A request still decoding at the horizon, or one of
-    # the last window still queued, is being served: a long output at light load is no
-    # shortfall. Counting the token shortfall instead read dozens of requests "dropped"
-    # at light load.
+    # the last window still queued, is being served, not dropped: a long output at light
+    # load is no shortfall, though its tokens fall short of the mean output.
     cutoff = setup.horizon_hours - 1.0 / setup.windows_per_hour
     unserved = trace.rejected | (~trace.first_token & (arrival < cutoff))
     t50, t99, p50, p99 = (float(v) for v in means)
