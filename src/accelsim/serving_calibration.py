@@ -288,10 +288,24 @@ def _evaluate(
     effs = _draws([math.log(implied[i][1]) for i in pool], rng, _SLO_DRAWS)
     overhead, share = _nuisance(rng, _SLO_DRAWS)
     # The submitter picks the replica's size for the latency bounds by the engines' rule
-    # (serving.replica_sizes, serving.best_replica_size) at saturation, with no demand to
-    # follow: the highest median per-chip rate, its draws the row's prediction.
-    layouts = serving.replica_sizes(case.chips, case.largest)
+    # (serving.smallest_safe_size, replica_sizes, best_replica_size) at saturation, with no
+    # demand to follow: the highest median per-chip rate, its draws the row's prediction. A
+    # size below the memory rule must meet the bounds in the SLO percentile's share of the
+    # draws, as the engines vet it over a sample of the inputs.
+    low_share = np.array(serving_priors().memory_share.dist().ppf(serving.NEAR_WORST_QUANTILE))
+    context = case.input_tokens + case.output_tokens
+
+    def holds(chips: int) -> bool:
+        return bool(_capacity(replace(case, chips=chips), low_share) >= context)
+
+    layouts = serving.replica_sizes(serving.smallest_safe_size(case.chips, holds), case.largest)
     rates = [_slo_per_chip(replace(case, chips=t), effs, overhead, share, limits) for t in layouts]
+    vetted = [
+        t >= case.chips or float(np.mean(r > 0.0)) >= 0.99
+        for t, r in zip(layouts, rates, strict=True)
+    ]
+    rates = [r for r, ok in zip(rates, vetted, strict=True) if ok]
+    layouts = [t for t, ok in zip(layouts, vetted, strict=True) if ok]
     best = serving.best_replica_size(layouts, [float(np.median(r)) for r in rates])
     p5, p50, p95 = (float(v) for v in np.quantile(rates[layouts.index(best)], [0.05, 0.5, 0.95]))
     return RowResult(row_id, "slo_rate", "compared", "", published, p5, p50, p95, best, tuple(pool))

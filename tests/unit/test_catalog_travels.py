@@ -151,8 +151,9 @@ def test_a_serving_study_prices_with_the_users_sheet_on_processes(
 
 def test_a_serving_study_reads_its_layout_rule_and_model_from_its_catalog() -> None:
     """The automatic replica size and the model's weights come from the study's catalog,
-    not the shipped one: a lower ``replica_weight_share_max`` doubles the replica of a 70B
-    FP8 model on H100 (TP2 to TP4), and a preset the catalog changes is the one served."""
+    not the shipped one: a ``memory_share`` of 0.4 doubles the replica of a 70B FP8 model
+    on H100 (TP2 to TP4: the memory rule's size, and no smaller one holds the weights), and
+    a preset the catalog changes is the one served."""
     from dataclasses import replace
 
     from accelsim.dists import Fixed
@@ -172,8 +173,8 @@ def test_a_serving_study_reads_its_layout_rule_and_model_from_its_catalog() -> N
     )
     shipped = catalog.builtin_catalog()
     sp = shipped.serving_priors
-    low = sp.replica_weight_share_max.model_copy(update={"value": Fixed(value=0.3)})
-    tight = replace(shipped, serving_priors=sp.model_copy(update={"replica_weight_share_max": low}))
+    low = sp.memory_share.model_copy(update={"value": Fixed(value=0.4)})
+    tight = replace(shipped, serving_priors=sp.model_copy(update={"memory_share": low}))
     assert serving_setup(s, shipped).chips_per_replica == 2
     assert serving_setup(s, tight).chips_per_replica == 4
     assert acs.simulate(s, runs=2, seed=1).quantile("replicas_peak", 0.5) == 4

@@ -17,9 +17,14 @@ from hypothesis import strategies as st
 
 import accelsim as acs
 from accelsim import catalog
-from accelsim.engines._serving_layout import layout_outcomes, planned_setup
+from accelsim.engines._serving_layout import (
+    candidate_sizes,
+    layout_outcomes,
+    planned_setup,
+    vetting_draws,
+)
 from accelsim.engines._serving_setup import serving_setup
-from accelsim.models.serving import best_replica_size, replica_sizes
+from accelsim.models.serving import best_replica_size, replica_sizes, smallest_safe_size
 
 CAT = catalog.builtin_catalog()
 
@@ -228,3 +233,61 @@ def test_a_pool_no_power_of_two_divides_keeps_a_power_of_two() -> None:
     does not divide the model's 64 attention heads)."""
     s = _scenario(*LONG_PROMPTS_70B, count=5, rate_rps=0.2)
     assert planned_setup(s, CAT).chips_per_replica == 1
+
+
+@given(
+    start_log2=st.integers(0, 12),
+    fits_log2=st.integers(0, 13),
+)
+def test_smallest_safe_size_halves_while_the_replica_holds(start_log2: int, fits_log2: int) -> None:
+    """Feasibility grows with the size: the rule stops at the last size that holds, and
+    never goes above ``start`` (the memory rule's size, kept even when it does not hold)."""
+    start, fits = 2**start_log2, 2**fits_log2
+    calls: list[int] = []
+
+    def holds(chips: int) -> bool:
+        calls.append(chips)
+        return chips >= fits
+
+    got = smallest_safe_size(start, holds)
+    assert got == (max(fits, 1) if fits <= start else start)
+    assert all(chips < start for chips in calls)  # only halvings are asked
+
+
+def test_a_mixture_of_experts_with_a_small_cache_serves_on_fewer_chips() -> None:
+    """gpt-oss-120b FP8 on H100 at 5 requests/s following the demand: the memory rule says
+    TP4 (117 GB of weights over 0.6 of two chips' usable memory), but two chips leave
+    ~1,700 mean-length sequences of cache, and TP2 meets the SLO over the vetting sample on
+    about half the chip-hours."""
+    s = _scenario(
+        "gpt-oss-120b", "fp8", "h100-sxm", 1000, 200, 2000, 100,
+        count=16, rate_rps=5.0, scaling="follow_demand",
+    )  # fmt: skip
+    setup = serving_setup(s, CAT)
+    assert setup.chips_per_replica == 4  # the memory rule
+    assert candidate_sizes(setup, s, CAT)[:2] == [2, 4]
+    assert planned_setup(s, CAT).chips_per_replica == 2
+    tp2, tp4 = layout_outcomes(setup, s, CAT, [2, 4], vetting_draws())
+    assert tp2.compliant_share >= 0.99
+    assert tp2.chip_hours < 0.6 * tp4.chip_hours  # 51 against 96 over the sample
+    res = acs.simulate(s, runs=64, seed=3)
+    np.testing.assert_array_equal(res.samples("chips_per_replica"), 2.0)
+    assert res.quantile("slo_attainment", 0.05) >= 0.99
+
+
+def test_a_size_below_the_memory_rule_that_fails_in_some_runs_is_not_served() -> None:
+    """Llama 3.1 70B FP8 on one H100 holds a sequence even with the memory share low (2.6 GB
+    of cache) and meets the 100 ms TPOT at the medians, so the medians alone would pick it
+    for a small demand (half the chip-hours of TP2); over the vetting sample it misses the
+    SLO in the runs of low efficiency, so the engines keep TP2."""
+    s = _scenario(
+        "llama-3.1-70b", "fp8", "h100-sxm", 1000, 200, 2000, 100,
+        rate_rps=0.2, scaling="follow_demand",
+    )  # fmt: skip
+    setup = serving_setup(s, CAT)
+    assert candidate_sizes(setup, s, CAT)[0] == 1
+    (median,) = layout_outcomes(setup, s, CAT, [1])
+    (vetted,) = layout_outcomes(setup, s, CAT, [1], vetting_draws())
+    assert median.compliant_share >= 0.99
+    assert vetted.compliant_share < 0.99
+    assert planned_setup(s, CAT).chips_per_replica == 2

@@ -44,7 +44,12 @@ from accelsim.models.serving._iteration import (
     scalar_iteration_seconds,
     terms_iteration_seconds,
 )
-from accelsim.models.serving._layout import best_replica_size, replica_sizes
+from accelsim.models.serving._layout import (
+    NEAR_WORST_QUANTILE,
+    best_replica_size,
+    replica_sizes,
+    smallest_safe_size,
+)
 from accelsim.models.serving._load import (
     LoadLatency,
     SloCapacity,
@@ -70,6 +75,7 @@ from accelsim.models.serving._runs import (
 )
 
 __all__ = [
+    "NEAR_WORST_QUANTILE",
     "DecodeLatency",
     "IterationCost",
     "IterationRun",
@@ -101,6 +107,7 @@ __all__ = [
     "scalar_iteration_run",
     "scalar_iteration_seconds",
     "slo_capacity_rps",
+    "smallest_safe_size",
     "terms_iteration_run",
     "terms_iteration_seconds",
     "throughput_at_batch",

@@ -7,7 +7,7 @@ calibration), so both choose by one rule.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 
 def replica_sizes(smallest: int, most: int, pool: int | None = None) -> list[int]:
@@ -33,6 +33,36 @@ def replica_sizes(smallest: int, most: int, pool: int | None = None) -> list[int
             sizes.append(size)
         size *= 2
     return sizes
+
+
+NEAR_WORST_QUANTILE = 0.001
+"""The quantile at which a size below the memory rule must still hold a sequence
+(:func:`smallest_safe_size`): with the memory share there, about 1 run in 1,000 or fewer
+could find the replica unable to."""
+
+
+def smallest_safe_size(start: int, holds: Callable[[int], bool]) -> int:
+    """The smallest of ``start`` and its halvings whose replica still ``holds`` its model
+    in (nearly) every run. [chips]
+
+    ``start`` is the memory rule's size (:meth:`accelsim.catalog.ServingPriors.
+    auto_replica_chips`), which leaves the KV cache a fixed share of memory: a model with a
+    small cache per token (a mixture of experts, grouped-query attention) can serve from
+    fewer chips, and often more per chip. ``holds(chips)`` is the caller's feasibility rule
+    (weights plus one mean-length sequence in the usable memory) taken at the uncertain
+    inputs' near-worst quantile, so a size below the rule is tried only where no plausible
+    run finds it unable to hold a sequence. Feasibility grows with the size, so halving
+    stops at the first size that fails.
+
+    Examples
+    --------
+    >>> smallest_safe_size(8, lambda chips: chips >= 2), smallest_safe_size(4, lambda c: False)
+    (2, 4)
+    """
+    size = start
+    while size % 2 == 0 and holds(size // 2):
+        size //= 2
+    return size
 
 
 def best_replica_size(
@@ -118,4 +148,4 @@ def best_replica_size(
     return sizes[min(range(n), key=key)]
 
 
-__all__ = ["best_replica_size", "replica_sizes"]
+__all__ = ["NEAR_WORST_QUANTILE", "best_replica_size", "replica_sizes", "smallest_safe_size"]
