@@ -140,7 +140,7 @@ def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         vetted = layout_outcomes(setup, scenario, cat, below, vetting_draws())
         attainment = setup.work.slo.attainment
         failed = {o.chips for o in vetted if o.compliant_share < attainment}
-        sizes = [chips for chips in sizes if chips not in failed]
+        sizes = [chips for chips in sizes if chips not in failed] or sizes
     if sizes == [setup.chips_per_replica]:
         return setup
     outcomes = layout_outcomes(setup, scenario, cat, sizes)
