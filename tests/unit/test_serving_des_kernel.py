@@ -10,6 +10,7 @@ errors raised from inside the kernel, and the guard against a stale on-disk cach
 from __future__ import annotations
 
 import heapq
+import math
 from pathlib import Path
 
 import numpy as np
@@ -159,3 +160,13 @@ def test_the_kernel_sources_include_the_formulas_it_compiles() -> None:
     names = {path.name for path in kernel_sources()}
     assert {"_iteration.py", "_runs.py", "_serving_replica.py", "_serving_jit.py"} <= names
     assert all(path.is_file() for path in kernel_sources())
+
+
+def test_an_unbounded_kv_capacity_is_simulated_not_an_error() -> None:
+    """``kv_capacity_tokens=inf`` (the batch limit alone binds) sized the heaps by
+    ``inf // tokens``, a nan, and failed; the pure-Python DES accepted it."""
+    stream = RequestStream(np.array([0.0, 0.1]), np.array([100, 100]), np.array([5, 5]))
+    for capacity in (math.inf, 1e300):
+        model = ReplicaModel(_cost(), capacity, max_batch=8, prefill_chunk_tokens=0)
+        trace = simulate_serving(model, stream, ReplicaPlan(np.array([1])), 1.0)
+        assert trace.completed.all()

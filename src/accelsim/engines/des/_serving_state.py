@@ -174,7 +174,8 @@ def new_state(
     count = provisioned_bound(replicas_per_hour)
     reps = np.zeros(count, dtype=REPLICA)
     shortest = int(req["context"].min()) if n else 1
-    width = max(1, min(model.max_batch, n, int(model.kv_capacity_tokens // shortest)))
+    # (an unbounded KV capacity, inf, leaves the other two: int() of min() floors)
+    width = max(1, int(min(model.max_batch, n, model.kv_capacity_tokens / shortest)))
     fleet = np.zeros(1, dtype=FLEET)
     fleet["max_events"] = max_events
     fleet["starting_head"] = fleet["starting_tail"] = 0
