@@ -29,6 +29,24 @@ def _scenario(**changes: Any) -> acs.Scenario:
     return acs.Scenario(name="des", workload=acs.Serving(**fields), fleet=[acs.Pool(**pool)])
 
 
+def _split(**changes: Any) -> acs.Scenario:
+    """Llama 3.1 8B FP8 on one H100 prefill and one H100 decode replica (2-chip pools)."""
+    fields: dict[str, Any] = {
+        "model": "llama-3.1-8b",
+        "precision": "fp8",
+        "rate_rps": 2.0,
+        "input_tokens": 500,
+        "output_tokens": 50,
+        "slo": acs.SLO(ttft_ms=2000, tpot_ms=100),
+        "horizon_days": 0.1 / 24,
+        "disaggregated": acs.Disaggregation(
+            prefill_chips_per_replica=1, decode_chips_per_replica=1
+        ),
+    }
+    pool = acs.Pool(chip="h100-sxm", count=2, provider=None)
+    return acs.Scenario(name="split", workload=acs.Serving(**fields | changes), fleet=[pool] * 2)
+
+
 def test_one_token_outputs_report_their_first_token_time() -> None:
     """Every request ends at its first token: TTFT is its prefill (it read 0, the windows'
     TTFT being averaged only where some request had a token gap); TPOT has no gap to time."""
@@ -64,19 +82,7 @@ def test_an_infeasible_replica_is_paid_for_the_horizon_only() -> None:
 
 
 def test_the_disaggregated_des_pays_an_infeasible_fleet_for_the_horizon_only() -> None:
-    svc = acs.Serving(
-        model="llama-3.1-8b",
-        precision="fp8",
-        rate_rps=2.0,
-        input_tokens=500,
-        output_tokens=50,
-        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
-        horizon_days=0.1 / 24,
-        kv_share=1e-6,
-        disaggregated=acs.Disaggregation(prefill_chips_per_replica=1, decode_chips_per_replica=1),
-    )
-    fleet = [acs.Pool(chip="h100-sxm", count=2, provider=None)] * 2
-    s = acs.Scenario(name="split", workload=svc, fleet=fleet)
+    s = _split(kv_share=1e-6)
     des = acs.simulate(s, runs=2, seed=1, engine="des")
     np.testing.assert_allclose(des.samples("chip_hours"), 4 * 0.1, rtol=1e-9)
 
@@ -131,18 +137,7 @@ def test_serving_energy_draws_the_serving_prior_under_its_own_name() -> None:
 def test_one_token_outputs_have_no_tpot_on_disaggregated_pools_either() -> None:
     """The disaggregated fast path gave them the decode iteration (8 ms against a 3 ms
     bound: attainment 0 where the DES has 1)."""
-    svc = acs.Serving(
-        model="llama-3.1-8b",
-        precision="fp8",
-        rate_rps=2.0,
-        input_tokens=500,
-        output_tokens=1,
-        slo=acs.SLO(ttft_ms=2000, tpot_ms=3),
-        horizon_days=0.1 / 24,
-        disaggregated=acs.Disaggregation(prefill_chips_per_replica=1, decode_chips_per_replica=1),
-    )
-    fleet = [acs.Pool(chip="h100-sxm", count=2, provider=None)] * 2
-    s = acs.Scenario(name="split", workload=svc, fleet=fleet)
+    s = _split(output_tokens=1, slo=acs.SLO(ttft_ms=2000, tpot_ms=3))
     for res in (acs.simulate(s, runs=2, seed=1), acs.simulate(s, runs=2, seed=1, engine="des")):
         np.testing.assert_array_equal(res.samples("tpot_p99_ms"), 0.0)
         np.testing.assert_array_equal(res.samples("slo_attainment"), 1.0)
@@ -151,18 +146,7 @@ def test_one_token_outputs_have_no_tpot_on_disaggregated_pools_either() -> None:
 def test_disaggregated_pools_count_dropped_requests_the_same_way() -> None:
     """Light load on split pools: nothing dropped (long outputs still decoding at the
     horizon counted as a token shortfall before); the fast path sheds nothing either."""
-    svc = acs.Serving(
-        model="llama-3.1-8b",
-        precision="fp8",
-        rate_rps=2.0,
-        input_tokens=500,
-        output_tokens=2000,
-        slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
-        horizon_days=0.25 / 24,
-        disaggregated=acs.Disaggregation(prefill_chips_per_replica=1, decode_chips_per_replica=1),
-    )
-    fleet = [acs.Pool(chip="h100-sxm", count=2, provider=None)] * 2
-    s = acs.Scenario(name="split", workload=svc, fleet=fleet)
+    s = _split(output_tokens=2000, horizon_days=0.25 / 24)
     for res in (acs.simulate(s, runs=2, seed=1), acs.simulate(s, runs=2, seed=1, engine="des")):
         np.testing.assert_array_equal(res.samples("requests_dropped"), 0.0)
         np.testing.assert_array_equal(res.samples("finished"), 1.0)
@@ -175,15 +159,7 @@ def test_a_study_over_the_des_event_budget_names_the_knobs_a_study_has() -> None
     from accelsim.engines._serving_des import simulate_serving_block
     from accelsim.engines.des import EventBudgetError
 
-    split = acs.Disaggregation(prefill_chips_per_replica=1, decode_chips_per_replica=1)
-    colocated = _scenario(output_tokens=50)
-    work = colocated.workload.model_copy(update={"chips_per_replica": None})
-    apart = acs.Scenario(
-        name="split",
-        workload=acs.Serving(**(work.model_dump() | {"disaggregated": split})),
-        fleet=colocated.fleet * 2,
-    )
-    for s in (colocated, apart):
+    for s in (_scenario(output_tokens=50), _split(horizon_days=0.01)):
         with pytest.raises(RuntimeError, match="engine='analytic'") as caught:
             simulate_serving_block(
                 s, np.random.SeedSequence(1), 0, 1, cat=catalog.builtin_catalog(), max_events=50
