@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.serving_costs import llama_8b_fp8_h100
 
 from accelsim.engines.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
 from accelsim.engines.des._serving import play_fleet
@@ -30,31 +31,11 @@ from accelsim.engines.des._serving_jit import (
 from accelsim.engines.des._serving_replica import heap_pop, heap_push
 from accelsim.engines.des._serving_state import provisioned_bound
 from accelsim.models.serving import (
-    IterationCost,
-    iteration_cost,
     iteration_terms,
     run_seconds,
     terms_iteration_run,
     terms_iteration_seconds,
 )
-
-
-def _cost(active: float = 8e9, overhead: float = 0.005) -> IterationCost:
-    return iteration_cost(
-        active_params=active,
-        total_params=8e9,
-        layers=32,
-        d_model=4096,
-        weight_bytes=16e9,
-        kv_bytes_per_token=131072.0,
-        chips=1,
-        peak_tflops=989,
-        hbm_tbps=3.35,
-        interconnect_gbps=900,
-        efficiency=0.5,
-        overhead_seconds=overhead,
-    )
-
 
 _OPS = st.lists(
     st.one_of(st.integers(0, 2**62), st.sampled_from([0, 1, 2**62]), st.none()),
@@ -97,7 +78,7 @@ def test_a_plan_provisions_exactly_the_replicas_its_bound_counts(
     stream = RequestStream(
         np.sort(rng.uniform(0.0, hours, n)), rng.integers(1, 400, n), rng.integers(1, 50, n)
     )
-    model = ReplicaModel(_cost(), 5_000.0, max_batch=4, prefill_chunk_tokens=8)
+    model = ReplicaModel(llama_8b_fp8_h100(), 5_000.0, max_batch=4, prefill_chunk_tokens=8)
     replica_plan = ReplicaPlan(np.array(plan, dtype=np.int64), cold_start_hours=cold)
     played = play_fleet(model, stream, replica_plan, hours, "least_loaded", 10**7)
     assert int(played.fleet["replicas"][0]) == provisioned_bound(replica_plan.replicas_per_hour)
@@ -120,7 +101,7 @@ def test_the_compiled_formulas_give_the_plain_python_bits(
     """The kernel runs the model's plain-float formulas compiled: bit for bit the same
     numbers, a mixture of experts' power of a float included (numba's power of an integer
     exponent would differ in the last bits)."""
-    terms = iteration_terms(_cost(active))
+    terms = iteration_terms(llama_8b_fp8_h100(active_params=active))
     assert seconds(terms, decode, prefill, kv, context) == terms_iteration_seconds(
         terms, decode, prefill, kv, context
     )
@@ -132,7 +113,9 @@ def test_the_compiled_formulas_give_the_plain_python_bits(
 
 
 def test_an_iteration_time_that_is_not_positive_is_a_clear_error() -> None:
-    model = ReplicaModel(_cost(overhead=-1.0), 10_000.0, max_batch=1, prefill_chunk_tokens=0)
+    model = ReplicaModel(
+        llama_8b_fp8_h100(overhead_seconds=-1.0), 10_000.0, max_batch=1, prefill_chunk_tokens=0
+    )
     stream = RequestStream(np.zeros(1), np.array([10]), np.array([2]))
     with pytest.raises(RuntimeError, match=r"iteration time must be > 0 s, got -0\.99"):
         simulate_serving(model, stream, ReplicaPlan(np.array([1])), 1.0)
@@ -167,6 +150,6 @@ def test_an_unbounded_kv_capacity_is_simulated_not_an_error() -> None:
     ``inf // tokens``, a nan, and failed; the pure-Python DES accepted it."""
     stream = RequestStream(np.array([0.0, 0.1]), np.array([100, 100]), np.array([5, 5]))
     for capacity in (math.inf, 1e300):
-        model = ReplicaModel(_cost(), capacity, max_batch=8, prefill_chunk_tokens=0)
+        model = ReplicaModel(llama_8b_fp8_h100(), capacity, max_batch=8, prefill_chunk_tokens=0)
         trace = simulate_serving(model, stream, ReplicaPlan(np.array([1])), 1.0)
         assert trace.completed.all()
