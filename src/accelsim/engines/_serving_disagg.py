@@ -58,6 +58,7 @@ from accelsim.engines._serving_usage import (
     burst_multipliers,
     node_weights,
     replicas_per_hour,
+    shed,
     slo_load_from_margin,
 )
 from accelsim.models import cost, engineering
@@ -308,7 +309,7 @@ def _latencies(
         out[f"{name}_p99_s"] = np.where(feasible, np.einsum("rk,rk->r", share, s.tail), 0.0)
     out["compliant"] = np.where(feasible, out["compliant"], 0.0)
     out["finished"] = feasible & all_served(out["served"], out["demand"])
-    out["dropped"] = np.maximum(out["demand"] - out["served"], 0.0)
+    out["dropped"] = shed(out["served"], out["demand"])
 
 
 def simulate_serving_disaggregated(

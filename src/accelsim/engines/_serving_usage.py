@@ -406,7 +406,7 @@ def usage_from_totals(replica: Replica, table: LatencyTable, totals: HourTotals)
     return ServingUsage(
         demand_requests=totals.demand_requests,
         served_requests=totals.served_requests,
-        dropped_requests=np.maximum(totals.demand_requests - totals.served_requests, 0.0),
+        dropped_requests=shed(totals.served_requests, totals.demand_requests),
         compliant_requests=np.where(replica.feasible, totals.compliant_requests, 0.0),
         replica_hours=totals.replica_hours,
         replicas_peak=totals.replicas_peak,
@@ -416,6 +416,13 @@ def usage_from_totals(replica: Replica, table: LatencyTable, totals: HourTotals)
         tpot_p99_s=mean_over_requests(table.tpot_p99_s),
         finished=replica.feasible & all_served(totals.served_requests, totals.demand_requests),
     )
+
+
+def shed(served: FloatArray, demand: FloatArray) -> FloatArray:
+    """The fast path's dropped requests: the demand it does not serve [requests], for both
+    layouts (the request DES counts its own, :class:`~accelsim.engines._serving_requests.
+    WindowUsage`)."""
+    return np.maximum(demand - served, 0.0)
 
 
 def all_served(served: FloatArray, demand: FloatArray) -> BoolArray:
@@ -438,6 +445,7 @@ __all__ = [
     "latency_table",
     "node_weights",
     "replicas_per_hour",
+    "shed",
     "slo_load_from_margin",
     "usage_fast",
     "usage_from_totals",
