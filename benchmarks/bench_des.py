@@ -7,9 +7,9 @@ at hand. Every implementation reports its mean wait too: they simulate the same 
 the means must agree (the heapq loop and accelsim exactly; bare SimPy too, as a
 ``Container`` serves gets strictly in order, which is FIFO with head-of-line blocking).
 
-- accelsim: ``des.run``, which takes the FIFO recursion on these cases (strict FIFO, one
-  reliable pool: ``engines/des/_fifo.py``); "events only": the same run forced through
-  the SimPy event loop (``des._event_loop``), the path of every other case.
+- accelsim: ``des.run``, the SimPy event loop every case takes (the FIFO start-time
+  recursion that once served strict FIFO on one reliable pool is a test oracle now, in
+  ``tests/oracles/fifo_recursion.py``: no default study took it).
 - bare SimPy: ``simpy.Resource`` (or a ``Container`` of chips for gang jobs) and one
   generator process per customer, the textbook model.
 - heapq loop: arrivals and completions on one heap, a FIFO deque: the floor for pure Python.
@@ -48,9 +48,7 @@ import numpy as np
 import pytest
 import simpy
 
-from accelsim.engines import des
-from accelsim.engines.des import JobSpec, PoolSpec, poisson_stream, run
-from accelsim.engines.des._schedulers import resolve_scheduler
+from accelsim.engines.cluster.des import JobSpec, PoolSpec, poisson_stream, run
 from accelsim.seeding import as_seed_sequence, child, stream
 
 pytestmark = pytest.mark.bench
@@ -97,22 +95,6 @@ def accelsim_fifo(w: Workload) -> float:
         scheduler="fifo",
         horizon_hours=w.horizon,
         seed_seq=ROOT,
-    )
-    return res.mean_wait_hours
-
-
-def accelsim_events(w: Workload) -> float:
-    """The same run forced through the event loop (what ``run`` did before the recursion)."""
-    res = des._event_loop(
-        [PoolSpec("pool", chips=w.capacity)],
-        w.jobs(),
-        resolve_scheduler("fifo"),
-        horizon_hours=w.horizon,
-        warmup_hours=0.0,
-        seed_seq=ROOT,
-        keep_jobs=False,
-        keep_events=False,
-        utilization_resolution_hours=None,
     )
     return res.mean_wait_hours
 
@@ -197,7 +179,6 @@ def ciw_mmc(w: Workload) -> float:
 
 IMPLEMENTATIONS: dict[str, Callable[[Workload], float]] = {
     "accelsim": accelsim_fifo,
-    "events only": accelsim_events,
     "bare SimPy": bare_simpy,
     "heapq loop": heapq_loop,
     "Ciw": ciw_mmc,
@@ -232,14 +213,8 @@ def _compare(benchmark: Any, w: Workload, capsys: pytest.CaptureFixture[str]) ->
             f"  accelsim / bare SimPy = {rates['accelsim'] / rates['bare SimPy']:.2f}x; "
             f"accelsim / heapq loop = {rates['accelsim'] / rates['heapq loop']:.2f}x"
         )
-        print(
-            f"  event loop alone / bare SimPy = {rates['events only'] / rates['bare SimPy']:.2f}x"
-        )
         if "Ciw" in rates:
-            print(
-                f"  accelsim / Ciw = {rates['accelsim'] / rates['Ciw']:.2f}x; "
-                f"event loop alone / Ciw = {rates['events only'] / rates['Ciw']:.2f}x"
-            )
+            print(f"  accelsim / Ciw = {rates['accelsim'] / rates['Ciw']:.2f}x")
         else:
             print(f"  {ciw_note}")
 
@@ -314,7 +289,7 @@ def _research_fleet(chips: int, days: float, failures: bool) -> tuple[float, Any
 
     Jobs of 1-256 chips (half single-chip), lognormal work (mean 4 h, sigma 1.5), Poisson
     arrivals at offered load 0.85, strict FIFO. With ``failures``, every chip fails at
-    2e-5 per hour and is down 4 h (so the event loop runs); without, the recursion does.
+    2e-5 per hour and is down 4 h; without, the pool is reliable.
     """
     sizes = np.array([1, 2, 4, 8, 16, 64, 256])
     p = np.array([0.5, 0.1, 0.1, 0.2, 0.05, 0.04, 0.01])
@@ -366,7 +341,7 @@ def test_research_fleet_4096_chips_90_days(
     """
     lines = []
     for failures in (False, True):
-        label = "chip failures (event loop)" if failures else "reliable (FIFO recursion)"
+        label = "chip failures" if failures else "reliable"
         seconds, res = _best(4096, 90.0, failures)
         by_size = [(c, _best(c, 90.0, failures)[0]) for c in (1024, 2048)]
         by_size.append((4096, seconds))

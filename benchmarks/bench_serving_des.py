@@ -12,7 +12,7 @@ hours, whose rounding (~2**-53 · 3600 s per step near 1 h) random-walks over ~1
 iterations to ~1e-12 s; 1e-9 bounds that with margin while any rule difference (an
 admission one iteration late) moves a TTFT by >= 1 ms.
 
-accelsim's state machine is compiled by numba (``accelsim.engines.des._serving_jit``) and
+accelsim's state machine is compiled by numba (``accelsim.engines.serving.des._jit``) and
 cached on disk; the first call in a process loads it (~0.2 s; ~6 s to compile in a fresh
 install), which the best of ``ROUNDS`` leaves out, as it leaves out the bare reference's
 first-call costs.
@@ -40,7 +40,7 @@ import numpy as np
 import pytest
 import simpy
 
-from accelsim.engines.des import (
+from accelsim.engines.serving.des import (
     ReplicaModel,
     ReplicaPlan,
     RequestStream,

@@ -37,7 +37,7 @@ sys.path.insert(0, %(benchmarks)r)
 import accelsim
 import bench_serving_des as b
 import numpy as np
-from accelsim.engines.des import RequestStream
+from accelsim.engines.serving.des import RequestStream
 
 hours = %(hours)r
 requests = b._requests("hour50", 50.0, 1.0)

@@ -39,7 +39,7 @@ from accelsim.results import Comparison, Result, format_value, unit_of
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from accelsim.engines.des import TimeSeries
+    from accelsim.engines.cluster.des import TimeSeries
 
 Results = Comparison | Mapping[str, Result] | Result
 """What the plots of several options accept: a comparison, options by name, or one result."""

@@ -68,7 +68,7 @@ def test_the_slo_rate_at_the_median_draw() -> None:
     up to 0.45 requests/s (exact bisection, ``slo_capacity_rps``; 5 % for later model
     changes the page must then follow)."""
     from accelsim.engines._inputs import InputDraws
-    from accelsim.engines._serving_setup import draw_replica, serving_setup
+    from accelsim.engines.serving._setup import draw_replica, serving_setup
     from accelsim.models import serving as sv
 
     s = _distserve(1.0)

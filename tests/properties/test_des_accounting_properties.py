@@ -20,7 +20,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from tests.properties.test_des_properties import HORIZON_HOURS, scenarios
 
-from accelsim.engines.des import SCHEDULERS, JobSpec, PoolSpec, run
+from accelsim.engines.cluster.des import SCHEDULERS, JobSpec, PoolSpec, run
 from accelsim.seeding import as_seed_sequence
 
 

@@ -14,7 +14,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from tests.properties.test_des_properties import HORIZON_HOURS, fleets, scenarios, workloads
 
-from accelsim.engines.des import SCHEDULERS, Holdings, JobSpec, PoolSpec, run
+from accelsim.engines.cluster.des import SCHEDULERS, Holdings, JobSpec, PoolSpec, run
 from accelsim.seeding import as_seed_sequence
 
 TINY = 1e-9

@@ -18,11 +18,12 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.oracles import fifo_recursion as _fifo
+from tests.oracles.fifo_recursion import simulate_fifo
 
-from accelsim.engines import des
-from accelsim.engines.des import DesResult, JobSpec, PoolSpec, _fifo
-from accelsim.engines.des._fifo import simulate_fifo
-from accelsim.engines.des._schedulers import resolve_scheduler
+from accelsim.engines.cluster import des
+from accelsim.engines.cluster.des import DesResult, JobSpec, PoolSpec
+from accelsim.engines.cluster.des._schedulers import resolve_scheduler
 
 BLOCK = _fifo.BLOCK
 GRID = st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0])

@@ -15,8 +15,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from tests.properties.test_des_properties import HORIZON_HOURS, fleets, scenarios, workloads
 
-from accelsim.engines.des import SCHEDULERS, DesResult, JobSpec, PoolSpec, run
-from accelsim.engines.des._records import JobRecord
+from accelsim.engines.cluster.des import SCHEDULERS, DesResult, JobSpec, PoolSpec, run
+from accelsim.engines.cluster.des._records import JobRecord
 from accelsim.seeding import as_seed_sequence
 
 NON_EVICTING = ["fifo", "backfill", "smallest_first", "priority"]

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from accelsim._typing import FloatArray
-from accelsim.engines.des import SCHEDULERS, DesResult, JobSpec, PoolSpec, run
-from accelsim.engines.des._schedulers import (
+from accelsim.engines.cluster.des import SCHEDULERS, DesResult, JobSpec, PoolSpec, run
+from accelsim.engines.cluster.des._schedulers import (
     Decision,
     QueueSnapshot,
     Reservation,

@@ -24,7 +24,7 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accelsim.engines.des._schedulers import (
+from accelsim.engines.cluster.des._schedulers import (
     SCHEDULERS,
     Evict,
     Fit,

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from accelsim.engines.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
+from accelsim.engines.serving.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
 from accelsim.models.serving import IterationCost
 
 # Slow iterations (tens of seconds) so that a few requests in a few hours queue and overlap.

@@ -1,4 +1,4 @@
-"""Trace files (``engines/des/_trace.py``) over generated rows, and their replay (hypothesis).
+"""Trace files (``engines/cluster/des/_trace.py``) over generated rows, and their replay.
 
 Oracle: the reading rule its docstring states, applied by hand to the rows written: jobs
 sorted by submission (file order among equal times), times from the first submission,
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accelsim.engines.des import JobSpec, PoolSpec, TraceError, read_trace, run
+from accelsim.engines.cluster.des import JobSpec, PoolSpec, TraceError, read_trace, run
 from accelsim.seeding import as_seed_sequence
 
 HOURS = {"s": 1 / 3600, "min": 1 / 60, "h": 1.0}

@@ -157,7 +157,7 @@ def test_a_serving_study_reads_its_layout_rule_and_model_from_its_catalog() -> N
     from dataclasses import replace
 
     from accelsim.dists import Fixed
-    from accelsim.engines._serving_setup import serving_setup
+    from accelsim.engines.serving._setup import serving_setup
 
     svc = acs.Serving(
         model="llama-3.1-70b",

@@ -22,8 +22,8 @@ import accelsim as acs
 from accelsim import catalog
 from accelsim.catalog import ServingPriors
 from accelsim.engines._inputs import InputDraws
-from accelsim.engines._serving_setup import Replica, ServingSetup, draw_replica, serving_setup
-from accelsim.engines._serving_usage import (
+from accelsim.engines.serving._setup import Replica, ServingSetup, draw_replica, serving_setup
+from accelsim.engines.serving._usage import (
     LOAD_NODES,
     METRIC_PERCENTILE,
     LatencyTable,

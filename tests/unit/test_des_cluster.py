@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 import simpy
 
-from accelsim.engines.des import JobSpec, PoolSpec, run
-from accelsim.engines.des._attempts import attempt_hours, progress, segments
-from accelsim.engines.des._cluster import Cluster, wakeup
-from accelsim.engines.des._processes import Arrivals
-from accelsim.engines.des._records import EventRecord, Recorder
-from accelsim.engines.des._schedulers import resolve_scheduler
+from accelsim.engines.cluster.des import JobSpec, PoolSpec, run
+from accelsim.engines.cluster.des._attempts import attempt_hours, progress, segments
+from accelsim.engines.cluster.des._cluster import Cluster, wakeup
+from accelsim.engines.cluster.des._processes import Arrivals
+from accelsim.engines.cluster.des._records import EventRecord, Recorder
+from accelsim.engines.cluster.des._schedulers import resolve_scheduler
 from accelsim.models import reliability
 
 SEED = np.random.SeedSequence(2024)

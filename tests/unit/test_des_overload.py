@@ -9,7 +9,7 @@ import pytest
 
 import accelsim as acs
 from accelsim.engines import OverloadWarning
-from accelsim.engines.des import JobSpec, PoolSpec, poisson_stream, run
+from accelsim.engines.cluster.des import JobSpec, PoolSpec, poisson_stream, run
 from accelsim.errors import AccelsimError
 
 SEED = np.random.SeedSequence(15)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from accelsim._typing import FloatArray
-from accelsim.engines.des import DesResult, JobSpec, PoolSpec, poisson_stream, run
+from accelsim.engines.cluster.des import DesResult, JobSpec, PoolSpec, poisson_stream, run
 from accelsim.models import reliability
 from accelsim.seeding import as_seed_sequence
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from accelsim.engines.des._schedulers import (
+from accelsim.engines.cluster.des._schedulers import (
     SCHEDULERS,
     Evict,
     Fit,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from accelsim._typing import FloatArray
-from accelsim.engines.des import JobSpec, poisson_stream
+from accelsim.engines.cluster.des import JobSpec, poisson_stream
 from accelsim.seeding import as_seed_sequence
 
 

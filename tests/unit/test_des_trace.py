@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from accelsim.engines.des import JobSpec, PoolSpec, run
-from accelsim.engines.des._trace import TRACE_COLUMNS, TraceError, read_trace
+from accelsim.engines.cluster.des import JobSpec, PoolSpec, run
+from accelsim.engines.cluster.des._trace import TRACE_COLUMNS, TraceError, read_trace
 
 DATA = Path(__file__).parent / "data"
 

@@ -2,7 +2,7 @@
 
 A code line is one that is not blank, not a comment and not part of the docstring. The
 engines read as named steps (inputs, model calls, pricing; the serving replica's boundary
-loop as the rules of ``accelsim.engines.des._serving``), and this keeps them so.
+loop as the rules of ``accelsim.engines.serving.des._run``), and this keeps them so.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_code_lines_counts_only_code() -> None:
 
 def test_the_engine_modules_are_found() -> None:
     names = {path.name for path in ENGINE_MODULES}
-    assert {"_analytic.py", "_pricing.py", "_serving_replica.py", "_cluster.py"} <= names
+    assert {"_analytic.py", "_pricing.py", "_replica.py", "_cluster.py"} <= names
 
 
 @pytest.mark.parametrize("path", ENGINE_MODULES, ids=lambda path: path.name)

@@ -12,7 +12,7 @@ holds it to the models, so a new field must be placed): where it is read, or the
 refuses it where it is not.
 
 ``repair_hours`` and ``spot_return_hours`` on a training run are read by its recovery
-(:mod:`accelsim.engines._recovery`): the return time on a spot pool, the repair time with
+(:mod:`accelsim.engines.training._recovery`): the return time on a spot pool, the repair time with
 ``Pool.spare_hosts`` (refused on a lone run without spares, by the scenario's recovery
 rules); the table lists them as read by training, and the engine-side test below skips
 them (the stream DES samples them without recording them).

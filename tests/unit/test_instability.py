@@ -195,8 +195,8 @@ def test_the_engines_rollbacks_do_not_depend_on_the_chunking() -> None:
     events (the normal limit, its own stream)."""
     from types import SimpleNamespace
 
-    from accelsim.engines._analytic import _instability_hours
     from accelsim.engines._inputs import InputDraws
+    from accelsim.engines.training._analytic import _instability_hours
 
     root = np.random.SeedSequence(9)
     n = 5000

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import accelsim as acs
-from accelsim.engines._des_mixed_parts import chargeback
+from accelsim.engines.cluster._mixed_parts import chargeback
 
 DAYS = 3
 HOURS = 24.0 * DAYS
@@ -129,7 +129,7 @@ def test_chargebacks_add_up_to_the_pools_and_teams_to_their_workload(
 
 
 def test_holdings_count_chip_hours_per_pool() -> None:
-    from accelsim.engines.des import Holdings
+    from accelsim.engines.cluster.des import Holdings
 
     h = Holdings(lambda job: job % 2, 2, pools=2)
     h.start(0, 4, 0.0, 1)

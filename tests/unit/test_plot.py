@@ -29,8 +29,8 @@ from matplotlib.patches import PathPatch, StepPatch
 import accelsim as acs
 from accelsim import plot
 from accelsim._typing import FloatArray
-from accelsim.engines.des import PoolSpec, poisson_stream, run
-from accelsim.engines.des._metrics import TimeSeries
+from accelsim.engines.cluster.des import PoolSpec, poisson_stream, run
+from accelsim.engines.cluster.des._metrics import TimeSeries
 from accelsim.results._result import Result
 from accelsim.seeding import as_seed_sequence
 

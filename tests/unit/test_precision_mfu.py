@@ -15,7 +15,7 @@ import pytest
 import accelsim as acs
 from accelsim.catalog import builtin_catalog
 from accelsim.dists import Fixed
-from accelsim.engines._training_inputs import precision_mfu_factor
+from accelsim.engines.training._inputs import precision_mfu_factor
 
 GAIN = "priors.mfu_precision_gain.fp8"
 

@@ -1,4 +1,4 @@
-"""Unit tests of the serving DES (engines/des/_serving*.py) and its scalar iteration formula.
+"""Unit tests of the serving DES (engines/serving/des) and its scalar iteration formula.
 
 Tiny scenarios with hand-computed answers: every iteration's length comes from
 :func:`iteration_seconds`, so the expected latencies are sums of calls to it. The DES sums a
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from accelsim.engines.des import (
+from accelsim.engines.serving.des import (
     ReplicaModel,
     ReplicaPlan,
     RequestStream,

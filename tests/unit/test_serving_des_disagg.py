@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import accelsim as acs
-from accelsim.engines.des import (
+from accelsim.engines.serving.des import (
     DisaggregatedTrace,
     ReplicaModel,
     ReplicaPlan,

@@ -19,17 +19,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.serving_costs import llama_8b_fp8_h100
 
-from accelsim.engines.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
-from accelsim.engines.des._serving import play_fleet
-from accelsim.engines.des._serving_jit import (
+from accelsim.engines.serving.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
+from accelsim.engines.serving.des._jit import (
     clear_stale_cache,
     kernel_sources,
     prepare,
     run_time,
     seconds,
 )
-from accelsim.engines.des._serving_replica import heap_pop, heap_push
-from accelsim.engines.des._serving_state import provisioned_bound
+from accelsim.engines.serving.des._replica import heap_pop, heap_push
+from accelsim.engines.serving.des._run import play_fleet
+from accelsim.engines.serving.des._state import provisioned_bound
 from accelsim.models.serving import (
     iteration_terms,
     run_seconds,
@@ -141,7 +141,7 @@ def test_a_changed_source_clears_the_compiled_cache(tmp_path: Path) -> None:
 
 def test_the_kernel_sources_include_the_formulas_it_compiles() -> None:
     names = {path.name for path in kernel_sources()}
-    assert {"_iteration.py", "_runs.py", "_serving_replica.py", "_serving_jit.py"} <= names
+    assert {"_iteration.py", "_runs.py", "_replica.py", "_jit.py"} <= names
     assert all(path.is_file() for path in kernel_sources())
 
 

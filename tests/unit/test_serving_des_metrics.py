@@ -156,8 +156,8 @@ def test_a_study_over_the_des_event_budget_names_the_knobs_a_study_has() -> None
     """``simulate(engine="des")`` cannot raise the DES function's ``max_events``: its error
     names the horizon and the fast path instead (it advised raising max_events)."""
     from accelsim import catalog
-    from accelsim.engines._serving_des import simulate_serving_block
-    from accelsim.engines.des import EventBudgetError
+    from accelsim.engines.serving._blocks import simulate_serving_block
+    from accelsim.engines.serving.des import EventBudgetError
 
     for s in (_scenario(output_tokens=50), _split(horizon_days=0.01)):
         with pytest.raises(RuntimeError, match="engine='analytic'") as caught:

@@ -22,7 +22,7 @@ import simpy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accelsim.engines.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
+from accelsim.engines.serving.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
 from accelsim.models.serving import IterationCost, scalar_iteration_seconds
 
 H = 3600.0

@@ -1,7 +1,7 @@
 """The replica size of an endpoint that leaves ``chips_per_replica`` unset.
 
 The pure rule (``models.serving.replica_sizes``, ``best_replica_size``) over its whole input
-space, and the engines' use of it (``engines._serving_layout.planned_setup``): the cases of
+space, and the engines' use of it (``engines.serving._layout.planned_setup``): the cases of
 ``docs/serving.md``, a small demand that follows the load, the bounds that restrict the
 candidates, and one layout whatever the seed, the engine or the entry point.
 """
@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 
 import accelsim as acs
 from accelsim import catalog
-from accelsim.engines._serving_layout import (
+from accelsim.engines.serving._layout import (
     candidate_sizes,
     layout_outcomes,
     planned_setup,
     vetting_draws,
 )
-from accelsim.engines._serving_setup import serving_setup
+from accelsim.engines.serving._setup import serving_setup
 from accelsim.models.serving import best_replica_size, replica_sizes, smallest_safe_size
 
 CAT = catalog.builtin_catalog()

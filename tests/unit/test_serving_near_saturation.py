@@ -16,8 +16,8 @@ import pytest
 import accelsim as acs
 from accelsim import catalog
 from accelsim.engines import InputPlan
-from accelsim.engines._serving_setup import draw_replica, serving_setup
-from accelsim.engines._serving_usage import latency_table
+from accelsim.engines.serving._setup import draw_replica, serving_setup
+from accelsim.engines.serving._usage import latency_table
 
 CAT = catalog.builtin_catalog()
 

@@ -1,4 +1,4 @@
-"""The prompt-length law's nodes (``engines/_serving_setup.node_edges``/``length_nodes``): the
+"""The prompt-length law's nodes (``engines/serving/_setup.node_edges``/``length_nodes``): the
 one rule both serving fast paths take TTFT over, and the convergence of the TTFT p50/p99 it
 gives to those over 4,096 equiprobable cells of the same law.
 
@@ -30,7 +30,7 @@ from tests.serving_costs import llama_8b_fp8_h100
 
 import accelsim as acs
 from accelsim.dists import as_dist
-from accelsim.engines._serving_setup import (
+from accelsim.engines.serving._setup import (
     _LENGTH_GRID,
     length_nodes,
     node_edges,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from accelsim.engines._serving_usage import LOAD_NODES, _sustained
+from accelsim.engines.serving._usage import LOAD_NODES, _sustained
 
 
 def test_the_sustained_load_is_the_last_node_before_the_first_saturated_one() -> None:

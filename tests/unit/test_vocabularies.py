@@ -14,7 +14,7 @@ import accelsim.catalog as catalog
 import accelsim.scenario as scenario
 from accelsim import strategies
 from accelsim.catalog import _priors, _schema
-from accelsim.engines import des
+from accelsim.engines.cluster import des
 
 
 def test_scheduler_names_are_the_des_registry() -> None:

@@ -1,12 +1,12 @@
-"""The FIFO recursion (``engines/des/_fifo.py``) against the event loop, run for run.
+"""The event loop against an independent FIFO recursion (``tests/oracles``), run for run.
 
 Oracle: the engine's own SimPy event loop (``des._event_loop``) on the same jobs, which
 tests/validation/test_des_queueing.py holds to Erlang C, Pollaczek-Khinchine and an
 independent Kiefer-Wolfowitz recursion. The recursion uses the event loop's arithmetic
-(module docstring of ``_fifo``), so with continuous draws (no two events at one instant)
-every field of the result must be *equal*, not close: per-job starts and ends, waits in
-order, counts, every level integral and sum. Tolerance 0: any difference is a bug in one
-of the two. Ties are the hypothesis property's business (tests/properties).
+(docstring of ``tests/oracles/fifo_recursion.py``), so with continuous draws (no two events
+at one instant) every field of the result must be *equal*, not close: per-job starts and
+ends, waits in order, counts, every level integral and sum. Tolerance 0: any difference is a
+bug in one of the two. Ties are the hypothesis property's business (tests/properties).
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from accelsim.engines import des
-from accelsim.engines.des import DesResult, JobSpec, PoolSpec, _fifo, run
-from accelsim.engines.des._fifo import (
-    fifo_recursion_applies,
+from tests.oracles import fifo_recursion as _fifo
+from tests.oracles.fifo_recursion import (
     gang_fifo_starts,
     kiefer_wolfowitz_starts,
     simulate_fifo,
 )
-from accelsim.engines.des._schedulers import resolve_scheduler
+
+from accelsim.engines.cluster import des
+from accelsim.engines.cluster.des import DesResult, JobSpec, PoolSpec, run
+from accelsim.engines.cluster.des._schedulers import resolve_scheduler
 from accelsim.seeding import as_seed_sequence, stream
 
 ROOT = as_seed_sequence(20_250_117)
@@ -168,54 +168,24 @@ def test_waits_by_hand() -> None:
     assert starts == [0.0, 2.0, 2.0, 3.0]
 
 
-def test_dispatch_takes_the_recursion_exactly_when_it_applies(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``run`` calls the recursion for the qualifying case only, and each way gives the same."""
-    calls: list[int] = []
-    real = simulate_fifo
-
-    def counting(*args: Any, **kw: Any) -> Any:
-        calls.append(1)
-        return real(*args, **kw)
-
-    monkeypatch.setattr(des, "simulate_fifo", counting)
+def test_queue_order_and_reused_ids_as_in_the_oracle() -> None:
+    """Batches of equal submission times queue by id, ids out of order: ``run`` equals the
+    recursion; an id reused while its job is in the system is refused by both."""
     jobs = _jobs(7, 300, 16, [1, 2, 4], 0.8)
     base = PoolSpec("p", chips=16)
-    cases: list[tuple[list[PoolSpec], str, bool, bool]] = [
-        ([base], "fifo", False, True),
-        ([base], "backfill", False, False),
-        ([base], "priority", False, False),
-        ([base], "fifo", True, False),  # keep_events
-        ([dataclasses.replace(base, failure_rate_per_chip_hour=1e-3)], "fifo", False, False),
-        ([dataclasses.replace(base, preemptions_per_chip_hour=1e-3)], "fifo", False, False),
-        ([dataclasses.replace(base, lead_time_hours=1.0)], "fifo", False, False),
-        ([base, PoolSpec("q", chips=8)], "fifo", False, False),
-    ]
-    for pools, scheduler, keep_events, expected in cases:
-        policy = resolve_scheduler(scheduler)
-        assert fifo_recursion_applies(pools, policy, keep_events=keep_events) is expected
-        calls.clear()
-        run(pools, jobs, scheduler=scheduler, horizon_hours=200.0, seed_seq=ROOT,
-            keep_events=keep_events)  # fmt: skip
-        assert bool(calls) is expected, (scheduler, keep_events, pools)
-    # ids out of order (batches of equal submission times queue by id): same result.
     shuffled = [
         j._replace(job_id=(37 * j.job_id) % 301, submit_hours=round(j.submit_hours)) for j in jobs
     ]
     got = run([base], shuffled, scheduler="fifo", horizon_hours=200.0, seed_seq=ROOT)
-    want = des._event_loop([base], shuffled, resolve_scheduler("fifo"), horizon_hours=200.0,
-                           warmup_hours=0.0, seed_seq=ROOT, keep_jobs=False, keep_events=False,
-                           utilization_resolution_hours=None)  # fmt: skip
-    assert_same_result(got, want)
-    # an id reused while its job is in the system: the event loop's error, either way
+    want = simulate_fifo([base], iter(shuffled), horizon_hours=200.0, warmup_hours=0.0,
+                         keep_jobs=False, utilization_resolution_hours=None)  # fmt: skip
+    assert_same_result(want, got)
     reused = [*jobs[:10], jobs[10]._replace(job_id=9)]
     with pytest.raises(ValueError, match="already in the system"):
         run([base], reused, scheduler="fifo", horizon_hours=200.0, seed_seq=ROOT)
     with pytest.raises(ValueError, match="already in the system"):
-        des._event_loop([base], reused, resolve_scheduler("fifo"), horizon_hours=200.0,
-                        warmup_hours=0.0, seed_seq=ROOT, keep_jobs=False, keep_events=False,
-                        utilization_resolution_hours=None)  # fmt: skip
+        simulate_fifo([base], iter(reused), horizon_hours=200.0, warmup_hours=0.0,
+                      keep_jobs=False, utilization_resolution_hours=None)  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 
 from accelsim._typing import FloatArray
-from accelsim.engines.des import JobSpec, PoolSpec, run
+from accelsim.engines.cluster.des import JobSpec, PoolSpec, run
 from accelsim.seeding import as_seed_sequence, stream
 
 ROOT = as_seed_sequence(20_261_129)

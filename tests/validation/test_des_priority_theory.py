@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from accelsim.engines.des import JobSpec, PoolSpec, run
+from accelsim.engines.cluster.des import JobSpec, PoolSpec, run
 from accelsim.seeding import as_seed_sequence, stream
 
 ROOT = as_seed_sequence(20_261_128)

@@ -1,10 +1,10 @@
-"""Recovery after interruptions (models/recovery.py, engines/_recovery.py) against oracles.
+"""Recovery after interruptions (models/recovery.py, engines/training/_recovery.py) against oracles.
 
 Oracles: Erlang's loss formula as an explicit sum; a brute-force event simulation of failures,
 spare hosts and exponential repairs (the long-run mean wait per failure, within 5 batch-means
 standard errors); and a brute-force event simulation of a whole spot run, segment by segment,
 with preemptions, waits for capacity and the fallback to on-demand, against the sampler the
-engines run (:func:`accelsim.engines._recovery.recover` on top of
+engines run (:func:`accelsim.engines.training._recovery.recover` on top of
 :func:`accelsim.models.reliability.sample_completion_hours`).
 
 The run-level tolerance is 5 standard errors of the difference of the two means plus one
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from accelsim.engines._inputs import InputPlan
-from accelsim.engines._recovery import RecoveryInputs, recover
+from accelsim.engines.training._recovery import RecoveryInputs, recover
 from accelsim.models import recovery, reliability
 
 

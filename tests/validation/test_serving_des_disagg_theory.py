@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from accelsim.engines.des import (
+from accelsim.engines.serving.des import (
     ReplicaModel,
     ReplicaPlan,
     RequestStream,

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from accelsim.engines.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
+from accelsim.engines.serving.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
 from accelsim.models.serving import (
     IterationCost,
     iteration_cost,

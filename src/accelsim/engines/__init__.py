@@ -1,26 +1,24 @@
 """Engines turn a chunk of runs' input draws into usage: calendar phases, chip-hours, kWh.
 
-Every engine function takes the study's :class:`~accelsim.catalog.Catalog` and its
-:class:`InputPlan` as arguments (no engine reads process state). Inputs are drawn once per
-chunk (:class:`InputDraws`), a pipeline of :mod:`accelsim.models`
-calls turns them into usage, and :func:`price_training` / the pool pricers turn usage into
-cost. Two engines, one model:
+One subpackage per workload kind, each with its package face:
 
-- the analytic engine (vectorised numpy, every run of a chunk at once) for one training run
-  on a dedicated pool: :func:`simulate_training`;
-- the discrete-event engine (:mod:`accelsim.engines.des`, SimPy) for anything with
-  contention: :func:`simulate_block` (job streams and traces on shared pools) and
+- :mod:`.training`: one training run on a dedicated fleet, vectorised numpy
+  (:func:`simulate_training`);
+- :mod:`.serving`: LLM endpoints, the fast path (:func:`simulate_serving_fast`) and the
+  request DES (:func:`simulate_serving_block`, :mod:`accelsim.engines.serving.des`);
+- :mod:`.cluster`: anything with contention, the SimPy DES (:mod:`accelsim.engines.cluster.des`):
+  :func:`simulate_block` (job streams and traces on shared pools),
   :func:`simulate_training_block` (a training run sharing its fleet with a background),
   :func:`simulate_mixed_block` (several workloads on one fleet, ``Scenario.workloads``).
 
-Both must agree in distribution on the cases both can run (tests/agreement).
+What they share stays here: the inputs drawn once per chunk (:class:`InputDraws`,
+:mod:`._inputs`), the offers a pool uses (:mod:`._offers`) and the pricing of usage
+(:func:`price_training` and the pool pricers, :mod:`._pricing`). Every engine function takes
+the study's :class:`~accelsim.catalog.Catalog` and its :class:`InputPlan` as arguments (no
+engine reads process state). Engines that can run the same case must agree in distribution
+on it (tests/agreement).
 """
 
-from accelsim.engines._analytic import simulate_training
-from accelsim.engines._des_checks import OverloadWarning, check_runnable
-from accelsim.engines._des_hero import simulate_training_block
-from accelsim.engines._des_mixed import simulate_mixed_block
-from accelsim.engines._des_streams_run import JOB_DTYPE, DesOptions, merge_kept, simulate_block
 from accelsim.engines._inputs import (
     BLOCK_RUNS,
     Design,
@@ -30,10 +28,23 @@ from accelsim.engines._inputs import (
     check_design_runs,
 )
 from accelsim.engines._pricing import price_training, prices_used
-from accelsim.engines._serving import replica_capacity, simulate_serving_fast
-from accelsim.engines._serving_des import simulate_serving_block
-from accelsim.engines._serving_pair import pair_capacity
-from accelsim.engines._training_inputs import run_info
+from accelsim.engines.cluster import (
+    JOB_DTYPE,
+    DesOptions,
+    OverloadWarning,
+    check_runnable,
+    merge_kept,
+    simulate_block,
+    simulate_mixed_block,
+    simulate_training_block,
+)
+from accelsim.engines.serving import (
+    pair_capacity,
+    replica_capacity,
+    simulate_serving_block,
+    simulate_serving_fast,
+)
+from accelsim.engines.training import run_info, simulate_training
 
 __all__ = [
     "BLOCK_RUNS",

@@ -35,7 +35,7 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog, Prior, Priors, active
 from accelsim.engines._inputs import InputDraws, constant
-from accelsim.engines._recovery import host_chips, on_demand_pool
+from accelsim.engines.training._recovery import host_chips, on_demand_pool
 from accelsim.models import cost
 from accelsim.scenario import Pool, Scenario
 

@@ -200,7 +200,7 @@ def checkpoint_segments(
     most ``1e-12 W``: a quotient within 1e-12, relative, of an integer counts as that
     integer, so float rounding never adds a near-empty last segment (and a whole
     checkpoint write). Used by :func:`expected_completion_hours`,
-    :func:`sample_completion_hours` and the DES (``engines/des/_attempts.py``).
+    :func:`sample_completion_hours` and the DES (``engines/cluster/des/_attempts.py``).
 
     Examples
     --------

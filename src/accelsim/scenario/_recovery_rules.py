@@ -1,6 +1,6 @@
 """Where spare hosts, a fallback to on-demand and ``repair_hours`` apply (errors otherwise).
 
-A training run's recovery (:mod:`accelsim.engines._recovery`) reads ``Pool.spare_hosts``,
+A training run's recovery (:mod:`accelsim.engines.training._recovery`) reads ``Pool.spare_hosts``,
 ``Pool.fallback_after_preemptions`` and ``Pool.fallback_after_days`` of the run's own pool,
 the first; nothing else reads them. ``Assumptions.repair_hours`` is read for a lone training
 run only when its pool keeps spares (else a failed host is replaced from outside within

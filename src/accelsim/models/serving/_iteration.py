@@ -251,7 +251,7 @@ def terms_iteration_seconds(
 
     The same formula, term by term in the same order (the MoE weight share's power taken
     on a float exponent, as numpy does). It is plain Python with no closure, so the request
-    DES's compiled kernel runs this very function (``accelsim.engines.des._serving_jit``).
+    DES's compiled kernel runs this very function (``accelsim.engines.serving.des._jit``).
     Arguments as in :func:`iteration_seconds`: [count], [tokens], [tokens], [tokens]; [s].
     """
     n = decode + prefill

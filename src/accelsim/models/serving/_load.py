@@ -969,7 +969,7 @@ def slo_capacity_rps(
     hi_rate = np.maximum(saturated_rps, 1e-300)
     feasible = meets(hi_rate * 1e-6) & (limit >= 1.0)
     # The model's latency need not rise with the rate all the way to λ_sat (beyond ~0.9 of
-    # it a prompt's interference falls as the averaged batch grows: _serving_usage._rising),
+    # it a prompt's interference falls as the averaged batch grows: engines.serving._usage._rising),
     # so the search stops at the first failing share of a scan, as the fast path's SLO load
     # does at its first failing load node: no rate above a failing one counts.
     lo = hi_rate * 1e-6

@@ -1,0 +1,287 @@
+"""The serving fast path: months of hourly demand priced without simulating every request.
+
+For a chunk of runs, every uncertain input is drawn once (:class:`InputDraws`): the serving
+efficiency, iteration overhead and memory share (catalog serving priors), the mean rate,
+burstiness and growth (the workload). From them, per run and in one vectorised pass:
+
+1. **One replica** (:mod:`accelsim.models.serving`): its iteration coefficients, KV
+   capacity, batch limit and saturated request rate ``λ_sat`` (MLPerf Offline).
+2. **A latency table**: :func:`~accelsim.models.serving.latency_under_load` at the loads
+   ``u·λ_sat`` for the fixed nodes ``u`` of
+   :data:`~accelsim.engines.serving._usage.LOAD_NODES`, at the 99th percentile (the
+   metrics) and the SLO's. The replica's **SLO capacity** is the largest node load
+   meeting both bounds, refined by linear interpolation of the margin to the next node.
+3. **Hours**: the demand of hour ``h`` is ``rate · profile[h mod 24] · (1 + g)^(h/730.5)``;
+   the replicas are fixed (the pool's count // chips per replica) or follow the demand,
+   ``clip(ceil(demand / (target · SLO capacity)), min, max)``, decided at the start of each
+   hour, a new replica serving ``cold_start`` later (billed from the decision, as in the
+   request DES). Within an hour, each burst window's rate is the hour's times a gamma
+   multiplier of mean 1 and variance ``burstiness − 1`` (integrated by
+   :data:`~accelsim.engines.serving._usage.BURST_POINTS` equiprobable quantiles, rescaled
+   to mean 1 exactly).
+4. **Per load** ``x`` (per-replica rate over ``λ_sat``): a window is *compliant* when
+   ``x`` is at most the SLO capacity (its TTFT and TPOT percentiles are within the
+   bounds); requests beyond saturation (``x > 1``) are not served (shed, never queued into
+   later hours). Latency percentiles of the served requests are read off the table by
+   linear interpolation in ``x`` (clipped to the nodes); since interpolation is linear in
+   the node values, every metric is the table dotted with per-run node weights summed
+   over the hours, never a per-hour table lookup.
+
+Metrics: see :func:`serving_metrics`. Usage is priced by :mod:`accelsim.engines._pricing`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from accelsim._typing import FloatArray
+from accelsim.catalog import Catalog, Priors, ServingPriors
+from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
+from accelsim.engines._offers import lead_time_days
+from accelsim.engines._pricing import (
+    add_serving_costs,
+    pool_billing,
+    pool_energy_kwh,
+    price_pool,
+)
+from accelsim.engines.serving._disagg import simulate_serving_disaggregated
+from accelsim.engines.serving._layout import planned_setup
+from accelsim.engines.serving._setup import (
+    SECONDS_PER_HOUR,
+    Replica,
+    ServingSetup,
+    ServingUsage,
+    draw_replica,
+)
+from accelsim.engines.serving._usage import usage_fast
+from accelsim.models import cost, engineering
+from accelsim.models import serving as physics
+from accelsim.scenario import Scenario, Serving
+
+
+def serving_metrics(
+    setup: ServingSetup,
+    scenario: Scenario,
+    draws: InputDraws,
+    replica: Replica,
+    usage: ServingUsage,
+    priors: Priors,
+    serving: ServingPriors,
+) -> dict[str, FloatArray]:
+    """Metrics of a serving study from either engine's usage: the one definition of each.
+
+    - ``chips_per_replica``: the replica size served, the user's or the automatic layout's
+      (``accelsim.engines.serving._layout``).
+    - ``chip_hours``: provisioned replica-hours x chips per replica; ``replicas_mean``:
+      replica-hours / horizon; ``replicas_peak``: most replicas provisioned at once.
+    - ``slo_attainment``: compliant requests / requests that arrived (1 with no demand).
+    - ``utilization``: served requests / (replica-hours x 3600 x ``λ_sat``): the share of
+      the provisioned replicas' saturated throughput that served traffic.
+    - latency percentiles [ms]: each window's percentile averaged over the served requests.
+    - ``usd_per_million_output_tokens`` (``..._tokens``: input + output): TCO per million
+      output (all) tokens of the served requests; where nothing is served (an infeasible
+      replica, ``finished`` = 0) the whole TCO is charged to one token, never infinity.
+    - ``tco_usd`` = hardware + energy + engineering (porting the serving stack to the chip's
+      software stack) + delay (the days to launch, the longer of capacity lead time and
+      porting, at ``delay_usd_per_day``).
+    """
+    pool, runs = scenario.fleet[0], draws.runs
+    chip_hours = usage.replica_hours * float(setup.chips_per_replica)
+    metrics = _usage_metrics(setup, replica, usage)
+    porting_h, launch_days = _launch(setup, scenario, draws, priors)
+    metrics["engineering_hours"] = np.asarray(porting_h, dtype=float)
+    metrics["launch_days"] = launch_days
+    # Energy at the serving draw of the chips (decode is memory-bound: below training's).
+    serving_power = ("priors.serving.power_fraction_of_tdp", serving.power_fraction_of_tdp)
+    kwh = pool_energy_kwh(
+        pool, draws, scenario, priors, chip_hours, cat=setup.cat, chip_power=serving_power
+    )
+    a = scenario.assumptions
+    factor = draws.get(
+        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
+    )
+    metrics["energy_kwh"] = kwh
+    metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
+    if pool.provider is None:
+        return metrics
+    _price(setup, scenario, draws, metrics, (chip_hours, kwh), (porting_h, launch_days))
+    return {k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()}
+
+
+def _usage_metrics(
+    setup: ServingSetup, replica: Replica, usage: ServingUsage
+) -> dict[str, FloatArray]:
+    """The endpoint's replicas, chip-hours, latencies [ms], SLO attainment, utilisation,
+    requests and tokens served and offline output tokens/s per chip (serving_metrics)."""
+    chips = float(setup.chips_per_replica)
+    demand = usage.demand_requests
+    served = usage.served_requests
+    capacity = usage.replica_hours * SECONDS_PER_HOUR * replica.saturated_rps
+    return {
+        "replicas_peak": usage.replicas_peak,
+        "replicas_mean": usage.replica_hours / setup.horizon_hours,
+        "chip_hours": usage.replica_hours * chips,
+        "ttft_p50_ms": usage.ttft_p50_s * 1e3,
+        "ttft_p99_ms": usage.ttft_p99_s * 1e3,
+        "tpot_p50_ms": usage.tpot_p50_s * 1e3,
+        "tpot_p99_ms": usage.tpot_p99_s * 1e3,
+        "slo_attainment": np.where(
+            demand > 0.0, usage.compliant_requests / np.where(demand > 0.0, demand, 1.0), 1.0
+        ),
+        "utilization": np.where(
+            capacity > 0.0, served / np.where(capacity > 0.0, capacity, 1.0), 0.0
+        ),
+        "requests_served": served,
+        "requests_dropped": usage.dropped_requests,
+        "output_tokens": served * setup.output_mean,
+        "offline_tokens_per_s_per_chip": replica.saturated_rps * setup.output_mean / chips,
+        "chips_per_replica": np.full(demand.shape, chips),
+        "finished": usage.finished.astype(float),
+    }
+
+
+def _launch(
+    setup: ServingSetup, scenario: Scenario, draws: InputDraws, priors: Priors
+) -> tuple[FloatArray, FloatArray]:
+    """Porting the serving stack's code to the chip's software stack [engineer-hours] and
+    the days to launch: the longer of the capacity lead time and the porting. [days]"""
+    a, pool = scenario.assumptions, scenario.fleet[0]
+    fit = priors.framework_fit.fit(setup.work.framework, setup.chip.software_stack)
+    porting_h = draws.get(
+        f"assumptions.porting_hours.{fit}", a.porting_hours, priors.porting_hours[fit].value
+    )
+    engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
+    week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
+    lead_days = lead_time_days(setup.cat, pool, a.lead_time_days, draws)
+    launch_days = np.maximum(lead_days, engineering.calendar_days(porting_h, engineers, week_h))
+    return porting_h, launch_days
+
+
+def _price(
+    setup: ServingSetup,
+    scenario: Scenario,
+    draws: InputDraws,
+    metrics: dict[str, FloatArray],
+    usage: tuple[FloatArray, FloatArray],
+    launch: tuple[FloatArray, FloatArray],
+) -> None:
+    """Adds the pool's prices, engineering, delay and credits, the TCO and the cost per
+    million (output) tokens to ``metrics``, from the ``(chip-hours, kWh)`` used and the
+    ``(porting engineer-hours, launch days)``. [USD]"""
+    pool, runs = scenario.fleet[0], draws.runs
+    chip_hours, kwh = usage
+    porting_h, launch_days = launch
+    priced = price_pool(
+        pool,
+        draws,
+        scenario,
+        chip_hours=chip_hours,
+        held_hours=constant(setup.horizon_hours, runs),
+        kwh=kwh,
+        cat=setup.cat,
+    )
+    metrics |= priced
+    bills = (
+        [pool_billing(pool, metrics["hardware_cost_usd"], setup.horizon_hours)]
+        if scenario.credits
+        else []
+    )
+    add_serving_costs(
+        metrics,
+        scenario,
+        setup.cat,
+        draws,
+        porting_hours=porting_h,
+        launch_days=launch_days,
+        bills=bills,
+        served=metrics["requests_served"],
+        tokens_per_request=(setup.input_mean, setup.output_mean),
+    )
+
+
+def simulate_serving_fast(
+    scenario: Scenario,
+    root: InputPlan | np.random.SeedSequence,
+    start: int,
+    stop: int,
+    *,
+    cat: Catalog,
+) -> tuple[dict[str, FloatArray], InputDraws]:
+    """Metrics of the runs ``[start, stop)`` of a serving scenario by the fast path.
+
+    ``root`` is the study's :class:`~accelsim.engines.InputPlan` (a design, or designed
+    uniforms of a sensitivity analysis) or a root seed (plain Monte Carlo). Chips, prices
+    and priors come from ``cat``, the study's catalog. Returns the metric arrays by name
+    and the input draws.
+    """
+    work = scenario.workload
+    if isinstance(work, Serving) and work.disaggregated is not None:
+        return simulate_serving_disaggregated(scenario, root, start, stop, cat=cat)
+    priors, serving = cat.priors, cat.serving_priors
+    setup = planned_setup(scenario, cat)
+    draws = as_plan(root).draws(start, stop)
+    replica = draw_replica(setup, scenario, draws, serving)
+    usage = usage_fast(setup, scenario, draws, replica)
+    return serving_metrics(setup, scenario, draws, replica, usage, priors, serving), draws
+
+
+def replica_capacity(
+    scenario: Scenario,
+    root: InputPlan | np.random.SeedSequence,
+    start: int,
+    stop: int,
+    *,
+    cat: Catalog,
+) -> tuple[dict[str, FloatArray], InputDraws]:
+    """One replica's capacity per run: saturated and within the SLO (exact bisection).
+
+    Metrics: ``offline_tokens_per_s_per_chip`` (output tokens/s per chip at the batch limit,
+    no latency bound), ``slo_tokens_per_s_per_chip`` (at the largest Poisson rate meeting
+    the SLO, :func:`~accelsim.models.serving.slo_capacity_rps`), the request rates of one
+    replica (``offline_rps_per_replica``, ``slo_rps_per_replica``), ``batch_limit`` and
+    ``feasible`` (1: the SLO is met at some rate; 0: the model or one sequence does not fit,
+    or no rate meets the SLO, and the SLO figures are 0).
+    """
+    work = scenario.workload
+    if isinstance(work, Serving) and work.disaggregated is not None:
+        raise ValueError(
+            f"serving_capacity reports one colocated replica; scenario {scenario.name!r} "
+            f"serves on disaggregated prefill and decode pools: simulate it and read "
+            f"offline_tokens_per_s_per_chip and the prefill_/decode_ replica metrics"
+        )
+    serving = cat.serving_priors
+    setup = planned_setup(scenario, cat)
+    draws = as_plan(root).draws(start, stop)
+    replica = draw_replica(setup, scenario, draws, serving)
+    slo = physics.slo_capacity_rps(
+        replica.cost,
+        setup.input_mean,
+        setup.output_mean,
+        replica.kv_capacity_tokens,
+        replica.max_batch,
+        setup.ttft_s,
+        setup.tpot_s,
+        setup.percentile,
+        prefill_chunk_tokens=replica.prefill_chunk_tokens,
+        input_variance=setup.input_variance,
+        input_third_moment=setup.input_third_moment,
+        input_fourth_moment=setup.input_fourth_moment,
+        input_nodes=setup.input_nodes,
+        input_weights=setup.input_weights,
+    )
+    per_chip = setup.output_mean / setup.chips_per_replica
+    runs = draws.runs
+    metrics = {
+        "offline_tokens_per_s_per_chip": replica.saturated_rps * per_chip,
+        "slo_tokens_per_s_per_chip": slo.rate_rps * per_chip,
+        "offline_rps_per_replica": replica.saturated_rps,
+        "slo_rps_per_replica": slo.rate_rps,
+        "batch_limit": replica.batch_limit,
+        "feasible": np.asarray(slo.feasible, dtype=float),
+    }
+    return {
+        k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()
+    }, draws
+
+
+__all__ = ["replica_capacity", "serving_metrics", "simulate_serving_fast"]

@@ -1,0 +1,148 @@
+"""The serving request DES's per-run inputs and its per-window reading of a trace.
+
+Shared by the colocated (``accelsim.engines.serving._blocks``) and the disaggregated
+(``accelsim.engines.serving._blocks_disagg``) request DES paths, whose module docstrings state
+the rules: the requests of a run (doubly stochastic Poisson arrivals, lengths), and the
+window compliance, latency percentiles and served requests read off a trace with the fast
+path's definitions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+
+from accelsim._typing import FloatArray
+from accelsim.dists import as_dist
+from accelsim.engines.serving._setup import SECONDS_PER_HOUR, ServingSetup, token_lengths
+from accelsim.engines.serving.des import EventBudgetError, RequestStream, ServingTrace
+from accelsim.models import serving as physics
+
+
+def hourly_demand_rps(setup: ServingSetup, rate_rps: float, growth: float) -> FloatArray:
+    """Mean request rate of each hour of the horizon. [1/s]"""
+    h = np.arange(setup.hours, dtype=float)
+    return np.asarray(
+        rate_rps * setup.profile[np.arange(setup.hours) % 24] * (1.0 + growth) ** (h / 730.5),
+        dtype=float,
+    )
+
+
+def draw_requests(
+    setup: ServingSetup, demand_rps: FloatArray, burstiness: float, rng: np.random.Generator
+) -> RequestStream:
+    """One run's requests: gamma-mixed Poisson counts per burst window, uniform times."""
+    per_hour = setup.windows_per_hour
+    window_h = 1.0 / per_hour
+    starts = np.arange(setup.hours * per_hour) * window_h
+    starts = starts[starts < setup.horizon_hours]
+    lengths = np.minimum(starts + window_h, setup.horizon_hours) - starts
+    rate = demand_rps[(starts + 1e-12).astype(np.int64)]
+    if burstiness > 1.0:
+        var = burstiness - 1.0
+        rate = rate * rng.gamma(1.0 / var, var, size=len(starts))
+    counts = rng.poisson(rate * lengths * SECONDS_PER_HOUR)
+    total = int(counts.sum())
+    arrivals = np.repeat(starts, counts) + rng.random(total) * np.repeat(lengths, counts)
+    arrivals = np.sort(np.minimum(arrivals, np.nextafter(setup.horizon_hours, 0.0)))
+    work = setup.work
+    inp = token_lengths(as_dist(work.input_tokens), rng.random(total), setup.max_tokens)
+    out = token_lengths(as_dist(work.output_tokens), rng.random(total), setup.max_tokens)
+    return RequestStream(arrivals, inp.astype(np.int64), out.astype(np.int64))
+
+
+def run_cost(c: physics.IterationCost, i: int) -> physics.IterationCost:
+    return physics.IterationCost(
+        *(np.asarray(np.asarray(getattr(c, f.name))[i]) for f in dataclasses.fields(c))
+    )
+
+
+def budget_error(err: EventBudgetError, setup: ServingSetup, demanded: float) -> RuntimeError:
+    """A study's words for a request-DES run over its event budget: the knobs a study has
+    (its horizon, its engine), not the DES function's ``max_events``."""
+    return RuntimeError(
+        f"the request DES (engine='des') stopped after {err.max_events:,} events in one run: "
+        f"{demanded:,.0f} requests over {setup.horizon_hours:g} h ({err.iterations:,} batch "
+        "iterations played). Shorten horizon_days for the DES, which plays every batch "
+        "iteration, or use engine='analytic': the fast path prices months of hourly demand "
+        "without simulating each request"
+    )
+
+
+class WindowUsage(NamedTuple):
+    """One request-DES run's usage, by :func:`window_usage`."""
+
+    compliant: float
+    """Requests in burst windows whose TTFT and TPOT percentiles met the SLO. [count]"""
+    ttft_p50_s: float
+    ttft_p99_s: float
+    tpot_p50_s: float
+    tpot_p99_s: float
+    served: float
+    """Output tokens emitted over the mean output length, the per-token prices' measure (a
+    request still decoding at the horizon counts in part). [count]"""
+    dropped: float
+    """Requests that got no service: rejected (never fit a replica), or arrived before the
+    last burst window and never got a first token (a request of the last window still
+    waiting is in progress, not dropped). [count]"""
+
+
+def window_usage(setup: ServingSetup, requests: RequestStream, trace: ServingTrace) -> WindowUsage:
+    """The SLO-compliant requests, the latency percentiles [s] averaged over the served
+    requests, and the requests served and dropped, of one run (:class:`WindowUsage`)."""
+    arrival = requests.arrival_hours
+    window = np.floor(arrival * setup.windows_per_hour).astype(np.int64)
+    late = arrival * SECONDS_PER_HOUR > setup.horizon_hours * SECONDS_PER_HOUR - setup.ttft_s
+    ttft = np.where(trace.first_token, trace.ttft_s, np.where(late, np.nan, np.inf))
+    multi = requests.output_tokens > 1
+    tpot = np.where(trace.completed & multi, trace.tpot_s, np.nan)
+    compliant = 0.0
+    sums = np.zeros(4)
+    weights = np.zeros(4)
+    q = setup.percentile
+    # arrivals are sorted, so each window's requests are one slice: O(n) to cut them,
+    # where a mask per window cost O(n) each
+    cuts = np.flatnonzero(window[1:] != window[:-1]) + 1
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, window.size], strict=True):
+        if hi == lo:
+            continue  # no requests at all
+        t_w, p_w = ttft[lo:hi], tpot[lo:hi]
+        judged_t = t_w[~np.isnan(t_w)]
+        judged_p = p_w[~np.isnan(p_w)]
+        ok_t = judged_t.size == 0 or np.quantile(judged_t, q, method="inverted_cdf") <= setup.ttft_s
+        ok_p = judged_p.size == 0 or np.quantile(judged_p, q, method="inverted_cdf") <= setup.tpot_s
+        if ok_t and ok_p:
+            compliant += float(hi - lo)
+        # Each window's percentiles, weighted by its requests with a first token (as the
+        # fast path weighs its windows by the requests served); TPOT over the windows with
+        # a token gap to time (none where every output is one token: TPOT is then 0, as on
+        # the fast path, while TTFT still counts).
+        got_t = t_w[np.isfinite(t_w)]
+        if got_t.size:
+            sums[:2] += got_t.size * np.quantile(got_t, [0.5, 0.99])
+            weights[:2] += got_t.size
+            if judged_p.size:
+                sums[2:] += got_t.size * np.quantile(judged_p, [0.5, 0.99])
+                weights[2:] += got_t.size
+    means = np.divide(sums, weights, out=np.zeros(4), where=weights > 0)
+    served = float(trace.output_tokens_total) / setup.output_mean
+    # Dropped: rejected, or arrived before the last window and never given a first token
+    # (an overloaded replica's queue). A request still decoding at the horizon, or one of
+    # the last window still queued, is being served, not dropped: a long output at light
+    # load is no shortfall, though its tokens fall short of the mean output.
+    cutoff = setup.horizon_hours - 1.0 / setup.windows_per_hour
+    unserved = trace.rejected | (~trace.first_token & (arrival < cutoff))
+    t50, t99, p50, p99 = (float(v) for v in means)
+    return WindowUsage(compliant, t50, t99, p50, p99, served, float(np.count_nonzero(unserved)))
+
+
+__all__ = [
+    "WindowUsage",
+    "budget_error",
+    "draw_requests",
+    "hourly_demand_rps",
+    "run_cost",
+    "window_usage",
+]

@@ -1,0 +1,452 @@
+"""Serving fast path, usage: the latency table and every hour of demand summed per run.
+
+Steps 2 to 4 of the fast path described in ``accelsim.engines.serving._fast``: the latency
+table at :data:`LOAD_NODES`, the replicas per hour, the gamma burst windows, and the
+per-run totals they give (:func:`usage_fast`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from accelsim._typing import BoolArray, FloatArray
+from accelsim.engines._inputs import InputDraws
+from accelsim.engines.serving._setup import (
+    HOURS_PER_MONTH,
+    SECONDS_PER_HOUR,
+    Replica,
+    ServingSetup,
+    ServingUsage,
+)
+from accelsim.models import serving as physics
+from accelsim.scenario import Scenario
+
+LOAD_NODES = np.array([0.002, 0.015, 0.04, 0.1, 0.2, 0.35, 0.55, 0.7, 0.8, 0.88, 0.94, 0.98])
+"""Per-replica loads, as shares of the saturated rate, where the latency table is evaluated:
+denser towards saturation, where latency bends upwards, and at light load, where TTFT
+rises steeply as the replica goes from idle (no iteration in progress at an arrival) to
+always busy (0.04: a batch of a few sequences), and where a mixture-of-experts model's
+TPOT climbs steeply as a growing batch touches more experts (0.015: between 0.002 and
+0.04 a straight line overstated Qwen3-Coder 480B's TPOT p50 by up to 45 % against the
+request DES; with it, by at most 21 %, tests/agreement/test_serving_moe_light_load_agree.py;
+one node costs ~5-10 % of the fast path's time). The first node stands for a vanishing
+load (the SLO is infeasible when it fails there)."""
+BURST_POINTS = 8
+"""Equiprobable quantiles of the gamma burst multiplier integrated per hour (burstiness > 1)."""
+METRIC_PERCENTILE = 0.99
+"""The tail reported as ``*_p99_ms``."""
+
+
+_SUB_RUNS = 256
+"""Runs per pass of the hourly arrays: (runs, hours) blocks of ~1.5 MB at 30 days."""
+RUN_BLOCK = 512
+"""Runs per pass of the latency model (:func:`latency_table`): its (runs, 11 loads, 39
+prompt nodes) float64 temporaries are ~1.8 MB."""
+
+
+def _column(c: physics.IterationCost) -> physics.IterationCost:
+    """The coefficients as (runs, 1) columns, to broadcast against the load nodes."""
+    return physics.IterationCost(
+        *(np.asarray(getattr(c, f.name)).reshape(-1, 1) for f in dataclasses.fields(c))
+    )
+
+
+@dataclass(frozen=True)
+class LatencyTable:
+    """Latency of one replica at the loads ``LOAD_NODES · λ_sat``, per run: (runs, nodes)."""
+
+    ttft_p50_s: FloatArray
+    ttft_p99_s: FloatArray
+    tpot_p50_s: FloatArray
+    tpot_p99_s: FloatArray
+    slo_load: FloatArray
+    """SLO capacity as a share of ``λ_sat`` (0: the SLO fails at any load). (runs,) [fraction]"""
+    sustained_load: FloatArray
+    """The highest load node (share of ``λ_sat``) with a steady state, 1 where every node
+    has one: beyond it the prefill queue or the batch limit overflows (the model says
+    saturated), so the fast path sheds the load above it rather than read latencies off
+    an unbounded queue. (runs,) [fraction]"""
+
+
+def slo_load_from_margin(margin: FloatArray) -> FloatArray:
+    """SLO capacity as a share of ``λ_sat`` from the SLO margin at :data:`LOAD_NODES`.
+
+    ``margin`` (runs, nodes) is ``1 − latency / bound`` (negative: missed). Latency rises
+    with the load: the capacity lies between the last node meeting the SLO and the first
+    one missing it, where the margin's linear interpolation crosses zero; 0 where the first
+    node misses it.
+    """
+    ok = margin >= 0.0
+    first_fail = np.where(ok.all(axis=1), len(LOAD_NODES), np.argmin(ok, axis=1))
+    last_ok = np.maximum(first_fail - 1, 0)
+    nxt = np.minimum(first_fail, len(LOAD_NODES) - 1)
+    rows = np.arange(margin.shape[0])
+    m0, m1 = margin[rows, last_ok], margin[rows, nxt]
+    step = np.where(m0 > m1, m0 / np.where(m0 > m1, m0 - m1, 1.0), 0.0)
+    crossing = LOAD_NODES[last_ok] + (LOAD_NODES[nxt] - LOAD_NODES[last_ok]) * step
+    return np.asarray(np.where(first_fail == 0, 0.0, crossing), dtype=float)
+
+
+def node_weights(x: FloatArray, served: FloatArray) -> FloatArray:
+    """Served requests attributed to the load nodes (runs, nodes) by linear interpolation.
+
+    ``x`` and ``served`` are (runs, periods): each period's load as a share of ``λ_sat``
+    (clipped to the nodes) and its served requests; a metric read off the latency table by
+    linear interpolation in ``x`` is then the table dotted with these weights.
+    """
+    k = len(LOAD_NODES)
+    runs = x.shape[0]
+    idx = np.clip(np.searchsorted(LOAD_NODES, x, side="right") - 1, 0, k - 2)
+    lo = LOAD_NODES[idx]
+    alpha = np.clip((x - lo) / (LOAD_NODES[idx + 1] - lo), 0.0, 1.0)
+    cells = (np.arange(runs)[:, None] * k + idx).ravel()
+    weights = np.bincount(cells, (served * (1.0 - alpha)).ravel(), minlength=runs * k)
+    weights += np.bincount(cells + 1, (served * alpha).ravel(), minlength=runs * k)
+    return np.asarray(weights[: runs * k].reshape(runs, k), dtype=float)
+
+
+def latency_table(setup: ServingSetup, replica: Replica) -> LatencyTable:
+    """The latency table and the SLO capacity of each run's replica.
+
+    Taken ``RUN_BLOCK`` runs at a time: the model's (runs, loads, prompt nodes) temporaries
+    then stay in cache, and each run's row is the same whatever its block.
+    """
+    sat = np.where(replica.feasible, replica.saturated_rps, 1.0)
+    loads = sat[:, None] * LOAD_NODES
+    cost_col = _column(replica.cost)
+    limit = np.maximum(replica.batch_limit, 1.0)[:, None]
+    chunk = replica.prefill_chunk_tokens[:, None]
+    blocks = []
+    for lo in range(0, loads.shape[0], RUN_BLOCK):
+        rows = slice(lo, lo + RUN_BLOCK)
+        cost = physics.IterationCost(
+            *(getattr(cost_col, f.name)[rows] for f in dataclasses.fields(cost_col))
+        )
+        blocks.append(_table_rows(setup, cost, loads[rows], limit[rows], chunk[rows]))
+    table = {
+        f.name: np.concatenate([getattr(b, f.name) for b in blocks])
+        for f in dataclasses.fields(LatencyTable)
+    }
+    table["slo_load"] = np.where(replica.feasible, table["slo_load"], 0.0)
+    return LatencyTable(**table)
+
+
+def _sustained(saturated: BoolArray) -> FloatArray:
+    """The highest load node before the first saturated one (runs, nodes) -> (runs,); 1 where
+    none saturates, 0 where even the lightest load does."""
+    k = len(LOAD_NODES)
+    first = np.where(saturated.any(axis=1), np.argmax(saturated, axis=1), k)
+    below = LOAD_NODES[np.maximum(first - 1, 0)]
+    return np.asarray(np.where(first == k, 1.0, np.where(first > 0, below, 0.0)), dtype=float)
+
+
+def _rising(lat: physics.LoadLatency) -> physics.LoadLatency:
+    """``lat`` with each latency the highest at its load node or any lighter one.
+
+    Beyond ~0.9 of ``λ_sat`` the model's TTFT and TPOT can dip as the load rises: a prompt's
+    interference ``x``, a chunk's roofline step over a decode iteration of the averaged
+    fixed point's batch, falls faster than the rate grows (Llama 3.1 8B on one H100,
+    2,000/200 tokens: ``x`` 33 ms at 0.5 of ``λ_sat``, 8 ms at 0.99; TPOT p99 158 ms at
+    0.87, 26 ms at 0.99; the request DES ~135 ms near 0.95). Why ``x`` falls so far is not
+    settled (taking it again at the solution's batch moved only loads above 0.97). A replica
+    under more load is never faster, so the table keeps the running maximum over the nodes
+    (the last axis), as the SLO capacity keeps the first failing node."""
+    return dataclasses.replace(
+        lat,
+        ttft_p50_s=np.maximum.accumulate(lat.ttft_p50_s, axis=-1),
+        ttft_tail_s=np.maximum.accumulate(lat.ttft_tail_s, axis=-1),
+        tpot_p50_s=np.maximum.accumulate(lat.tpot_p50_s, axis=-1),
+        tpot_tail_s=np.maximum.accumulate(lat.tpot_tail_s, axis=-1),
+    )
+
+
+def _table_rows(
+    setup: ServingSetup,
+    cost: physics.IterationCost,
+    loads: FloatArray,
+    limit: FloatArray,
+    chunk: FloatArray,
+) -> LatencyTable:
+    """:func:`latency_table` of some runs (rows), before the infeasible ones are zeroed."""
+    inp, out = setup.input_mean, setup.output_mean
+    prompts: dict[str, float | FloatArray] = {
+        "prefill_chunk_tokens": chunk,
+        "input_variance": setup.input_variance,
+        "input_third_moment": setup.input_third_moment,
+        "input_fourth_moment": setup.input_fourth_moment,
+        "input_nodes": setup.input_nodes,
+        "input_weights": setup.input_weights,
+    }
+    tail = _rising(
+        physics.latency_under_load(cost, loads, inp, out, limit, METRIC_PERCENTILE, **prompts)
+    )
+    slo = (
+        tail
+        if setup.percentile == METRIC_PERCENTILE
+        else _rising(
+            physics.latency_under_load(cost, loads, inp, out, limit, setup.percentile, **prompts)
+        )
+    )
+    margin = np.minimum(1.0 - slo.ttft_tail_s / setup.ttft_s, 1.0 - slo.tpot_tail_s / setup.tpot_s)
+    sustained = _sustained(tail.saturated)
+    return LatencyTable(
+        ttft_p50_s=tail.ttft_p50_s,
+        ttft_p99_s=tail.ttft_tail_s,
+        tpot_p50_s=tail.tpot_p50_s,
+        tpot_p99_s=tail.tpot_tail_s,
+        slo_load=np.minimum(slo_load_from_margin(np.where(slo.saturated, -1.0, margin)), sustained),
+        sustained_load=sustained,
+    )
+
+
+def burst_multipliers(burstiness: float) -> FloatArray:
+    """Equiprobable gamma quantiles of mean 1 and variance ``burstiness − 1`` (``[1.0]``
+    for a Poisson stream), rescaled so their mean is exactly 1."""
+    if burstiness <= 1.0:
+        return np.ones(1)
+    var = burstiness - 1.0
+    u = (np.arange(BURST_POINTS) + 0.5) / BURST_POINTS
+    m = np.asarray(stats.gamma.ppf(u, 1.0 / var, scale=var), dtype=float)
+    return np.asarray(m / m.mean(), dtype=float)
+
+
+@dataclass
+class HourTotals:
+    """Per-run totals over the horizon, what the metrics are made of."""
+
+    demand_requests: FloatArray
+    served_requests: FloatArray
+    compliant_requests: FloatArray
+    replica_hours: FloatArray
+    replicas_peak: FloatArray
+    node_weights: FloatArray
+    """Served requests attributed to each load node (runs, nodes). [count]"""
+
+
+def replicas_per_hour(
+    setup: ServingSetup, demand_rps: FloatArray, slo_rps: FloatArray
+) -> FloatArray:
+    """Replicas serving in each hour (runs, hours): fixed, or following the demand."""
+    work = setup.work
+    if work.scaling == "fixed":
+        return np.full(demand_rps.shape, float(setup.replicas_pool))
+    most = float(work.max_replicas or setup.replicas_pool)
+    per_replica = work.target_utilization * slo_rps[:, None]
+    positive = per_replica > 0.0
+    wanted = np.ceil(
+        np.divide(demand_rps, per_replica, out=np.full(demand_rps.shape, most), where=positive)
+    )
+    return np.asarray(np.clip(wanted, float(work.min_replicas), most), dtype=float)
+
+
+def demand_rps(
+    setup: ServingSetup, rate_rps: FloatArray, growth: FloatArray, hours: FloatArray
+) -> FloatArray:
+    """Mean request rate of each run in each hour ``hours`` (from 0): ``rate ·
+    profile[h mod 24] · (1 + g)^(h / 730.5)``, shape (runs, hours). [1/s]"""
+    shape = setup.profile[hours.astype(np.int64) % 24]
+    growth_factor = np.exp(np.outer(np.log1p(growth), hours / HOURS_PER_MONTH))
+    return np.asarray(rate_rps[:, None] * shape * growth_factor, dtype=float)
+
+
+def held_totals(
+    setup: ServingSetup,
+    demand: FloatArray,
+    serving_replicas: FloatArray,
+    burstiness: FloatArray,
+    replica: Replica,
+    table: LatencyTable,
+) -> HourTotals:
+    """The totals of :func:`hour_totals` for replicas given per hour rather than planned.
+
+    ``serving_replicas`` (runs, hours) are the replicas that actually served each hour, on
+    time average (a shared fleet may grant fewer than the plan asked for); the windows'
+    attainment, shedding and latency follow from them by the same per-window function.
+    """
+    runs, k = demand.shape[0], len(LOAD_NODES)
+    out = HourTotals(
+        demand_requests=np.zeros(runs),
+        served_requests=np.zeros(runs),
+        compliant_requests=np.zeros(runs),
+        replica_hours=np.zeros(runs),
+        replicas_peak=np.zeros(runs),
+        node_weights=np.zeros((runs, k)),
+    )
+    hours = np.arange(demand.shape[1], dtype=float)
+    duration = np.minimum(setup.horizon_hours - hours, 1.0)
+    out.replica_hours[:] = serving_replicas @ duration
+    out.replicas_peak[:] = serving_replicas.max(axis=1)
+    periods = [(np.broadcast_to(duration, demand.shape), serving_replicas)]
+    _accumulate(out, slice(0, runs), demand, periods, burstiness, replica, table)
+    return out
+
+
+def hour_totals(
+    setup: ServingSetup,
+    rate_rps: FloatArray,
+    growth: FloatArray,
+    burstiness: FloatArray,
+    replica: Replica,
+    table: LatencyTable,
+) -> HourTotals:
+    """Sum every hour (and burst quantile) of the horizon into per-run totals."""
+    runs, k = len(rate_rps), len(LOAD_NODES)
+    out = HourTotals(
+        demand_requests=np.zeros(runs),
+        served_requests=np.zeros(runs),
+        compliant_requests=np.zeros(runs),
+        replica_hours=np.zeros(runs),
+        replicas_peak=np.zeros(runs),
+        node_weights=np.zeros((runs, k)),
+    )
+    h = np.arange(setup.hours, dtype=float)
+    duration = np.minimum(setup.horizon_hours - h, 1.0)
+    if setup.hours > 48 and not np.any(growth):
+        # Without growth the demand repeats every day, and so do the replicas (a function of
+        # the demand): the first day (warm start) and one generic day, each hour weighted by
+        # the time it stands for, give the same sums as every hour. Exact, ~15x less work.
+        cell = np.where(h < 24, h, 24 + h % 24).astype(np.int64)
+        duration = np.bincount(cell, duration, minlength=48)
+        h = np.arange(48, dtype=float)
+    cold = min(setup.work.cold_start_minutes / 60.0, 1.0)
+    sat = replica.saturated_rps
+    slo_rps = table.slo_load * sat
+    for a in range(0, runs, _SUB_RUNS):
+        b = min(a + _SUB_RUNS, runs)
+        sl = slice(a, b)
+        demand = demand_rps(setup, rate_rps[sl], growth[sl], h)  # (runs, hours) [1/s]
+        replicas = replicas_per_hour(setup, demand, slo_rps[sl])
+        out.replica_hours[sl] = replicas @ duration
+        out.replicas_peak[sl] = replicas.max(axis=1)
+        # (share of the hour, replicas serving it): the whole hour at this hour's replicas,
+        # except that after a scale-up the first cold-start share runs on the previous ones.
+        periods = [(np.broadcast_to(duration, demand.shape), replicas)]
+        if cold > 0.0 and setup.work.scaling == "follow_demand":
+            before = np.concatenate([replicas[:, :1], replicas[:, :-1]], axis=1)
+            rising = replicas > before
+            periods = [
+                (duration * np.where(rising, 1.0 - cold, 1.0), replicas),
+                (duration * np.where(rising, cold, 0.0), before),
+            ]
+        _accumulate(out, sl, demand, periods, burstiness, replica, table)
+    return out
+
+
+def _accumulate(
+    out: HourTotals,
+    sl: slice,
+    demand: FloatArray,
+    periods: list[tuple[FloatArray, FloatArray]],
+    burstiness: FloatArray,
+    replica: Replica,
+    table: LatencyTable,
+) -> None:
+    """Add the runs ``sl``'s windows to ``out``: a window's load ``x`` (share of the
+    replicas' ``λ_sat``) is served up to the sustained load (the rest shed), compliant
+    within the SLO capacity, and read off the latency table at ``min(x, sustained)``."""
+    sat = replica.saturated_rps[sl]
+    slo_load, most = table.slo_load[sl], table.sustained_load[sl]
+    bursts = burstiness[sl]
+    for value in np.unique(bursts):
+        mask = bursts == value
+        rows = slice(None) if mask.all() else mask
+        for m in burst_multipliers(float(value)):
+            weight = 1.0 / (BURST_POINTS if value > 1.0 else 1)
+            for hours, replicas in periods:
+                requests = demand[rows] * (SECONDS_PER_HOUR * m * weight) * hours[rows]
+                capacity = replicas[rows] * sat[rows, None]
+                x = np.divide(
+                    demand[rows] * m,
+                    capacity,
+                    out=np.full(requests.shape, np.inf),
+                    where=capacity > 0.0,
+                )
+                held = most[rows, None]
+                served = requests * np.minimum(1.0, held / np.maximum(x, 1e-300))
+                compliant = requests * (x <= slo_load[rows, None])
+                sub = (
+                    np.flatnonzero(mask) + sl.start
+                    if not mask.all()
+                    else np.arange(sl.start, sl.stop)
+                )
+                out.node_weights[sub] += node_weights(np.minimum(x, held), served)
+                out.demand_requests[sub] += requests.sum(axis=1)
+                out.served_requests[sub] += served.sum(axis=1)
+                out.compliant_requests[sub] += compliant.sum(axis=1)
+
+
+def usage_fast(
+    setup: ServingSetup, scenario: Scenario, draws: InputDraws, replica: Replica
+) -> ServingUsage:
+    """The fast path's usage: latency table, then every hour summed (module docstring)."""
+    work = setup.work
+    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
+    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
+    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
+    table = latency_table(setup, replica)
+    return usage_from_totals(
+        replica, table, hour_totals(setup, rate, growth, burst, replica, table)
+    )
+
+
+def usage_from_totals(replica: Replica, table: LatencyTable, totals: HourTotals) -> ServingUsage:
+    """The usage record of the hours' totals: latency percentiles averaged over the served
+    requests, attainment, and ``finished`` (feasible, every request served)."""
+    served = totals.node_weights.sum(axis=1)
+    share = totals.node_weights / np.where(served > 0.0, served, 1.0)[:, None]
+
+    def mean_over_requests(values: FloatArray) -> FloatArray:
+        # nothing served (an infeasible replica): 0, flagged by finished = 0
+        return np.where(replica.feasible, np.einsum("rk,rk->r", share, values), 0.0)
+
+    return ServingUsage(
+        demand_requests=totals.demand_requests,
+        served_requests=totals.served_requests,
+        dropped_requests=shed(totals.served_requests, totals.demand_requests),
+        compliant_requests=np.where(replica.feasible, totals.compliant_requests, 0.0),
+        replica_hours=totals.replica_hours,
+        replicas_peak=totals.replicas_peak,
+        ttft_p50_s=mean_over_requests(table.ttft_p50_s),
+        ttft_p99_s=mean_over_requests(table.ttft_p99_s),
+        tpot_p50_s=mean_over_requests(table.tpot_p50_s),
+        tpot_p99_s=mean_over_requests(table.tpot_p99_s),
+        finished=replica.feasible & all_served(totals.served_requests, totals.demand_requests),
+    )
+
+
+def shed(served: FloatArray, demand: FloatArray) -> FloatArray:
+    """The fast path's dropped requests: the demand it does not serve [requests], for both
+    layouts (the request DES counts its own, :class:`~accelsim.engines.serving._requests.
+    WindowUsage`)."""
+    return np.maximum(demand - served, 0.0)
+
+
+def all_served(served: FloatArray, demand: FloatArray) -> BoolArray:
+    """Whether a run served its whole demand [requests], up to the rounding of the hourly
+    sums (relative 1e-9): the serving half of ``finished``, for both layouts."""
+    return np.asarray(served >= demand * (1.0 - 1e-9), dtype=np.bool_)
+
+
+__all__ = [
+    "BURST_POINTS",
+    "LOAD_NODES",
+    "METRIC_PERCENTILE",
+    "HourTotals",
+    "LatencyTable",
+    "all_served",
+    "burst_multipliers",
+    "demand_rps",
+    "held_totals",
+    "hour_totals",
+    "latency_table",
+    "node_weights",
+    "replicas_per_hour",
+    "shed",
+    "slo_load_from_margin",
+    "usage_fast",
+    "usage_from_totals",
+]

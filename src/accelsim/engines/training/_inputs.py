@@ -1,0 +1,340 @@
+"""The analytic engine's input table: every uncertain input of a training run, drawn once.
+
+:func:`draw_training_inputs` draws, for one chunk of runs, each input of a training run on a
+dedicated fleet (the user's value if set, else its prior in the catalog) into one
+:class:`TrainingInputs`: engineering hours, the MFU learning curve (:class:`MfuInputs`,
+carried to the run's precision), lead time, failures, preemptions, checkpoints and
+instability. :class:`RunInfo` holds the option's fixed facts the draws depend on;
+:mod:`accelsim.engines.training._analytic` turns the table into usage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from accelsim._typing import FloatArray
+from accelsim.catalog import Catalog, Fit, Kind, Pricing, Stack
+from accelsim.dists import LogNormal
+from accelsim.engines._inputs import InputDraws, constant
+from accelsim.engines._offers import lead_time_days, spot_preemption_prior
+from accelsim.models import engineering, perf
+from accelsim.scenario import Framework, Pool, Scenario, Stage, TrainingRun
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Facts about the option that the recommendation reasons with (not uncertain)."""
+
+    chip: str
+    kind: Kind
+    vendor: str
+    provider: str | None
+    pricing: Pricing
+    chips: int
+    framework: Framework
+    stack: Stack
+    fit: Fit
+    stage: Stage
+
+
+def run_info(scenario: Scenario, cat: Catalog) -> RunInfo:
+    """The fixed facts of a training scenario's first pool, in catalog ``cat``."""
+    work = scenario.training
+    pool = scenario.fleet[0]
+    chip = cat.chip(pool.chip)
+    fit = cat.priors.framework_fit.table[work.framework][chip.software_stack]
+    return RunInfo(
+        chip=chip.id,
+        kind=chip.kind,
+        vendor=chip.vendor,
+        provider=pool.provider,
+        pricing=pool.pricing,
+        chips=pool.count,
+        framework=work.framework,
+        stack=chip.software_stack,
+        fit=fit,
+        stage=work.stage,
+    )
+
+
+@dataclass(frozen=True)
+class MfuInputs:
+    """Draws behind the MFU: the user's MFU, or the learning curve and its reference scale."""
+
+    user_mfu: FloatArray | None
+    """The user's MFU at the run's own scale (then the fields below are unused)."""
+    ceiling: FloatArray | None = None
+    """MFU ceiling at the reference scale. [fraction]"""
+    start_fraction: FloatArray | None = None
+    """Share of the ceiling reached before optimisation. [fraction]"""
+    hours_scale: FloatArray | None = None
+    """Optimisation hours per e-fold of the remaining gap. [h]"""
+    global_batch_tokens: FloatArray | None = None
+    """Global batch. [tokens]"""
+    reference_chips: FloatArray | None = None
+    """Scale of the published runs behind the ceiling. [chips]"""
+
+
+@dataclass(frozen=True)
+class TrainingInputs:
+    """One chunk's draws of every uncertain input of a training run: one array per input."""
+
+    porting_hours: FloatArray
+    optimization_hours: FloatArray
+    mfu: MfuInputs
+    architecture_changes: FloatArray | None
+    """Prototype only (else ``None``), with ``reoptimization_hours_per_change``."""
+    reoptimization_hours_per_change: FloatArray | None
+    engineers: FloatArray
+    engineer_hours_per_week: FloatArray
+    lead_time_days: FloatArray
+    failure_rate_per_chip_hour: FloatArray
+    preemptions_per_chip_hour: FloatArray
+    checkpoint_write_hours: FloatArray
+    restart_hours: FloatArray
+    checkpoint_interval_hours: FloatArray | None
+    """The user's interval, or ``None`` for Daly's optimum."""
+    badput_fraction: FloatArray
+    spot_unit_chips: float = 1.0
+    """Chips per spot preemption unit (VM or TPU host); 1 off spot. [chips]"""
+    spot_correlated_share: FloatArray | float = 0.0
+    """Share of a unit's preemptions in bursts that take all the job's units. [fraction]"""
+    instability_events_per_day: FloatArray | float = 0.0
+    """Loss-spike and divergence rollbacks per day of training; 0: none. [1/d]"""
+    instability_event_days: tuple[float, float] = (1.0, 1.0)
+    """5 % and 95 % quantiles of one rollback's cost, a log-normal over events. [d]"""
+
+
+def spot_unit_chips(cat: Catalog, pool: Pool) -> float:
+    """Chips per spot preemption unit of ``pool`` (``priors.spot_unit_chips`` by chip kind);
+    1 off spot or without the prior. [chips]"""
+    units = cat.priors.spot_unit_chips
+    if pool.pricing != "spot" or not units:
+        return 1.0
+    return float(units[cat.chip(pool.chip).kind].value)  # type: ignore[arg-type]
+
+
+def _draw_mfu(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo
+) -> tuple[MfuInputs, FloatArray]:
+    """The MFU draws and the optimisation hours invested."""
+    a, work, p = scenario.assumptions, scenario.training, cat.priors
+    if a.mfu is not None:
+        # The user's MFU is the run's own, at its own scale: used as is, and it replaces the
+        # learning curve, so optimisation hours count only if the user states them too.
+        mfu = draws.get("assumptions.mfu", a.mfu, a.mfu)
+        if a.optimization_hours is None:
+            return MfuInputs(mfu), draws.fixed("assumptions.optimization_hours", 0.0)
+        return MfuInputs(mfu), draws.get(
+            "assumptions.optimization_hours", a.optimization_hours, 0.0
+        )
+    by_chip = p.mfu_ceiling_by_chip.get(info.chip)
+    if work.total_params is not None and p.mfu_ceiling_moe is not None:
+        # A mixture of experts: routing, all-to-all and small expert matmuls keep its MFU
+        # (on active parameters) well below a dense model's. On every chip kind: keeping a
+        # dense ceiling for chips without published MoE figures would favour them unfairly.
+        ceiling = draws.get("priors.mfu_ceiling_moe", None, p.mfu_ceiling_moe.value)
+    elif by_chip is not None:
+        ceiling = draws.get(f"priors.mfu_ceiling_by_chip.{info.chip}", None, by_chip.value)
+    else:
+        ceiling = draws.get(f"priors.mfu_ceiling.{info.kind}", None, p.mfu_ceiling[info.kind].value)
+    # The ceilings are BF16 figures: carried to the run's precision's peak.
+    ceiling = ceiling * _precision_factor(scenario, cat, draws, info)
+    start = draws.get(f"priors.start_fraction.{info.fit}", None, p.start_fraction[info.fit].value)
+    scale = draws.get(
+        f"priors.optimization_hours_scale.{info.fit}",
+        None,
+        p.optimization_hours_scale[info.fit].value,
+    )
+    hours = draws.get(
+        "assumptions.optimization_hours", a.optimization_hours, p.optimization_hours.value
+    )
+    batch = draws.get(
+        "workload.global_batch_tokens", work.global_batch_tokens, p.global_batch_tokens.value
+    )
+    chips_ref = draws.get("priors.mfu_reference_chips", None, p.mfu_reference_chips.value)
+    if a.optimization_hours is None:
+        hours = _hours_at_stake(scenario, cat, draws, info, ceiling * start, hours)
+    return MfuInputs(None, ceiling, start, scale, batch, chips_ref), hours
+
+
+def precision_mfu_factor(gain: FloatArray | float, peak_ratio: float) -> FloatArray | float:
+    """MFU over a precision's peak as a multiple of the BF16 MFU. [dimensionless]
+
+    A run at a precision whose peak is ``peak_ratio`` = R times the BF16 one trains
+    ``1 + gain (R - 1)`` times as fast as in BF16 (``gain``: the share of the peak gain it
+    realises, ``priors.mfu_precision_gain``), so its MFU over its own peak is the BF16 one
+    times ``(1 + gain (R - 1)) / R``; exactly 1 at R = 1 (a chip listing FP8 equal to BF16).
+
+    Examples
+    --------
+    >>> precision_mfu_factor(0.3, 2.0)  # H100 FP8: 1.3x the BF16 speed on twice the peak
+    0.65
+    >>> precision_mfu_factor(0.3, 1.0)  # TPU v5p FP8 = BF16 peak
+    1.0
+    """
+    return (1.0 + gain * (peak_ratio - 1.0)) / peak_ratio
+
+
+def _precision_factor(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo
+) -> FloatArray | float:
+    """:func:`precision_mfu_factor` of the run's precision on its chip; 1 (nothing drawn)
+    where the precision's peak is the BF16 one or the priors have no precision gains."""
+    precision = scenario.training.precision
+    gains = cat.priors.mfu_precision_gain
+    chip = cat.chip(info.chip)
+    ratio = chip.peak_tflops(precision) / chip.bf16_tflops
+    if ratio == 1.0 or not gains:
+        return 1.0
+    gain = draws.get(f"priors.mfu_precision_gain.{precision}", None, gains[precision].value)
+    return precision_mfu_factor(gain, ratio)
+
+
+def _hours_at_stake(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, mfu: FloatArray,
+    hours: FloatArray,
+) -> FloatArray:  # fmt: skip
+    """The prior's optimisation hours scaled to the chip-hours the run puts at stake.
+
+    The stake is the failure-free chip-hours at the un-optimised MFU ``mfu`` (the chip count
+    cancels); :func:`accelsim.models.engineering.effort_at_stake` does the rest. A priors
+    file without the stake priors keeps the hours as drawn.
+    """
+    p = cat.priors
+    ref = p.optimization_reference_chip_hours
+    eps, floor = p.optimization_stake_elasticity, p.optimization_threshold_chip_hours
+    if ref is None or eps is None or floor is None:
+        return hours
+    peak = cat.chip(info.chip).peak_tflops(scenario.training.precision) * 1e12
+    stake = training_flops(scenario.training, draws.runs) / (peak * mfu * 3600.0)
+    return engineering.effort_at_stake(
+        hours,
+        stake,
+        reference_chip_hours=draws.get("priors.optimization_reference_chip_hours", None, ref.value),
+        elasticity=draws.get("priors.optimization_stake_elasticity", None, eps.value),
+        threshold_chip_hours=draws.get(
+            "priors.optimization_threshold_chip_hours", None, floor.value
+        ),
+    )
+
+
+def _draw_reliability(
+    scenario: Scenario, cat: Catalog, draws: InputDraws
+) -> dict[str, FloatArray | None]:
+    """The failure, preemption and checkpoint draws (fields of :class:`TrainingInputs`)."""
+    a, p, pool = scenario.assumptions, cat.priors, scenario.fleet[0]
+    out: dict[str, FloatArray | None] = {}
+    out["failure_rate_per_chip_hour"] = draws.get(
+        "assumptions.failure_rate_per_chip_hour",
+        a.failure_rate_per_chip_hour,
+        p.failure_rate_per_chip_hour.value,
+    )
+    out["preemptions_per_chip_hour"] = (
+        draws.get(
+            "assumptions.spot_preemptions_per_hour",
+            a.spot_preemptions_per_hour,
+            spot_preemption_prior(cat, pool),
+        )
+        if pool.pricing == "spot"
+        else draws.fixed("assumptions.spot_preemptions_per_hour", 0.0)
+    )
+    if pool.pricing == "spot" and p.spot_correlated_share is not None:
+        out["spot_correlated_share"] = draws.get(
+            "priors.spot_correlated_share", None, p.spot_correlated_share.value
+        )
+    out["checkpoint_write_hours"] = draws.get(
+        "assumptions.checkpoint_write_hours",
+        a.checkpoint_write_hours,
+        p.checkpoint_write_hours.value,
+    )
+    out["restart_hours"] = draws.get(
+        "assumptions.restart_hours", a.restart_hours, p.restart_hours.value
+    )
+    tau = a.checkpoint_interval_hours
+    out["checkpoint_interval_hours"] = (
+        None if tau is None else draws.get("assumptions.checkpoint_interval_hours", tau, tau)
+    )
+    event = p.instability_days_per_event
+    if p.instability_events_per_day and event is not None:
+        stage = scenario.training.stage
+        user = a.instability_events_per_day
+        out["instability_events_per_day"] = draws.get(
+            "assumptions.instability_events_per_day"
+            if user is not None
+            else f"priors.instability_events_per_day.{stage}",
+            user,
+            p.instability_events_per_day[stage].value,
+        )
+        dist = event.dist()  # a log-normal (the priors' schema checks it)
+        if isinstance(dist, LogNormal):
+            out["instability_event_days"] = (dist.low, dist.high)  # type: ignore[assignment]
+    return out
+
+
+def draw_training_inputs(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo
+) -> TrainingInputs:
+    """Every uncertain input of a training run for the chunk of ``draws``, drawn once.
+
+    Each input is the user's value if set, else its prior in ``cat``; ``draws`` records
+    them by name.
+    """
+    a, p, fit = scenario.assumptions, cat.priors, info.fit
+    porting = draws.get(
+        f"assumptions.porting_hours.{fit}", a.porting_hours, p.porting_hours[fit].value
+    )
+    mfu, optimization = _draw_mfu(scenario, cat, draws, info)
+    changes = per_change = None
+    if scenario.training.stage == "prototype":
+        changes = draws.get(
+            "assumptions.architecture_changes",
+            a.architecture_changes,
+            p.architecture_changes.value,
+        )
+        per_change = draws.get(
+            f"priors.reoptimization_hours_per_change.{fit}",
+            None,
+            p.reoptimization_hours_per_change[fit].value,
+        )
+    else:
+        draws.fixed("engineering.reoptimization_hours", 0.0)
+    engineers = draws.get("assumptions.engineers", a.engineers, p.engineers.value)
+    week = draws.get("priors.engineer_hours_per_week", None, p.engineer_hours_per_week.value)
+    lead = lead_time_days(cat, scenario.fleet[0], a.lead_time_days, draws)
+    reliability_inputs = _draw_reliability(scenario, cat, draws)
+    badput = draws.get("assumptions.badput_fraction", a.badput_fraction, p.badput_fraction.value)
+    return TrainingInputs(
+        porting_hours=porting,
+        optimization_hours=optimization,
+        mfu=mfu,
+        architecture_changes=changes,
+        reoptimization_hours_per_change=per_change,
+        engineers=engineers,
+        engineer_hours_per_week=week,
+        lead_time_days=lead,
+        badput_fraction=badput,
+        spot_unit_chips=spot_unit_chips(cat, scenario.fleet[0]),
+        **reliability_inputs,  # type: ignore[arg-type]
+    )
+
+
+def training_flops(work: TrainingRun, runs: int) -> FloatArray:
+    """The run's training FLOPs (the user's, else the model's count), per run. [FLOP]"""
+    if work.flops is not None:
+        return constant(work.flops, runs)
+    flops = perf.training_flops(
+        work.params, work.tokens, layers=work.layers, seq_len=work.seq_len, d_model=work.d_model
+    )
+    return constant(float(flops), runs)
+
+
+__all__ = [
+    "MfuInputs",
+    "RunInfo",
+    "TrainingInputs",
+    "draw_training_inputs",
+    "precision_mfu_factor",
+    "run_info",
+    "training_flops",
+]
