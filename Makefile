@@ -5,12 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup demo test test-slow lint typecheck bench docs clean
+.PHONY: help setup demo test test-slow test-no-numba lint typecheck bench docs clean
 
 help:
 	@echo "make demo   set up, then run the built-in GPU-vs-TPU comparison"
 	@echo "make test   set up, then run the test suite but the slow tests (~5 min on 2 cores)"
 	@echo "make test-slow   the tests marked slow (process pools, Dask clusters, browsers); CI runs both"
+	@echo "make test-no-numba   the serving request DES's tests without numba (plain-Python kernel)"
 	@echo "make lint   ruff and mypy on src/"
 	@echo "make bench  benchmarks (ratios against references measured in the same run)"
 	@echo "make docs   the documentation site in docs/_build/html (warnings are errors)"
@@ -37,6 +38,14 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -p no:cacheprovider -m slow
+
+# numba is optional (the `fast` extra): the serving request DES's unit, oracle and property
+# tests once more with numba made unimportable (tests/no_numba.py), so the plain-Python kernel
+# is held to the same rules (~3 min; the long-horizon queueing validations run compiled only).
+SERVING_DES_TESTS := tests/unit/test_serving_des*.py tests/properties/test_serving_des_properties.py
+test-no-numba: $(STAMP)
+	HYPOTHESIS_PROFILE=ci $(BIN)/python -m pytest -q -p no:cacheprovider -p tests.no_numba \
+		-m "not slow" $(SERVING_DES_TESTS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -1,33 +1,41 @@
-"""The serving DES's compiler: numba, and the model formulas the compiled kernel calls.
+"""The serving DES's compiler: numba when it is installed, plain Python when it is not.
 
-The request DES plays every batch iteration of every replica; in pure Python that cost
-~1.2 µs per iteration of interpreter overhead (an hour of 50 requests/s on 8 replicas:
-~1.7 s of CPU), so its state machine (``_replica``, ``_fleet``) is compiled
-by numba, and machine code is cached on disk (``cache=True``: the first call in a fresh
-install compiles for ~6 s, later processes load it in ~0.2 s).
+The request DES plays every batch iteration of every replica. Its state machine
+(``_replica``, ``_fleet``) is written as plain Python functions over numpy record arrays;
+:func:`jit` compiles them with numba when ``import numba`` works (the ``fast`` extra,
+``pip install accelsim[fast]``) and returns them unchanged when it does not. One
+implementation at two speeds: an hour of 50 requests/s on 8 replicas takes ~0.17 s of CPU
+compiled and tens of seconds as plain Python (``make bench``), with the same rules and, on one
+platform, the same bits (numba follows IEEE 754 without fast-math; the MoE power takes a
+float exponent, whose result numba and CPython round alike).
 
-numba checks a cached function against its own source file only, not against the files of
-the functions it calls, so an edit to an iteration formula in ``accelsim.models.serving``
-would leave the kernel running the old one. :func:`clear_stale_cache` closes that gap: it
-keeps a digest of every file the kernel is built from and deletes the kernel's cache files
-(numba's documented ``.nbi``/``.nbc`` files in ``__pycache__``) when any of them changes.
+Compiled machine code is cached on disk, never inside the installed package: in
+``$ACCELSIM_CACHE_DIR`` if set, else the user's cache folder (``$XDG_CACHE_HOME/accelsim``,
+``~/.cache/accelsim``, ``~/Library/Caches/accelsim`` on macOS, ``%LOCALAPPDATA%\\accelsim``
+on Windows), in a subfolder named by a digest of every file the kernel is built from
+(:func:`kernel_sources`). numba checks a cached function against its own source file only,
+not against the files of the functions it calls; a digest of them all in the folder's name
+means an edit to an iteration formula in ``accelsim.models.serving`` compiles afresh
+instead of running stale machine code. A cache folder that cannot be created leaves the
+kernel compiled in memory for the process (first call ~6-9 s).
 
 The iteration formulas are not rewritten for it: :func:`seconds`, :func:`prepare` and
 :func:`run_time` are :func:`~accelsim.models.serving.terms_iteration_seconds`,
 :func:`~accelsim.models.serving.terms_iteration_run` and
-:func:`~accelsim.models.serving.run_seconds` themselves, compiled (plain-float functions
-that the model tests validate bit for bit against the array formulas; numba follows IEEE
-754 without fast-math, so the compiled code gives the same bits).
+:func:`~accelsim.models.serving.run_seconds` themselves (plain-float functions that the
+model tests validate bit for bit against the array formulas).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import importlib
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar, cast
-
-import numba
 
 import accelsim.models.serving as model_formulas
 from accelsim.models.serving import run_seconds, terms_iteration_run, terms_iteration_seconds
@@ -35,15 +43,74 @@ from accelsim.models.serving import run_seconds, terms_iteration_run, terms_iter
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _numba() -> ModuleType | None:
+    """numba if it imports, else None (the DES then runs as plain Python)."""
+    try:
+        return importlib.import_module("numba")
+    except ImportError:
+        return None
+
+
+NUMBA = _numba()
+COMPILED = NUMBA is not None
+"""Whether the kernel is compiled (numba imported) or runs as plain Python."""
+
+
+def kernel_sources() -> list[Path]:
+    """The files the compiled kernel is built from: the request DES's modules and the
+    iteration formulas it compiles."""
+    des = Path(__file__).parent
+    models = Path(model_formulas.__file__).parent
+    return [*sorted(des.glob("_*.py")), models / "_iteration.py", models / "_runs.py"]
+
+
+def user_cache_root(environ: dict[str, str] | None = None, platform: str = sys.platform) -> Path:
+    """The user's cache folder for accelsim (``$ACCELSIM_CACHE_DIR`` wins)."""
+    env = os.environ if environ is None else environ
+    if env.get("ACCELSIM_CACHE_DIR"):
+        return Path(env["ACCELSIM_CACHE_DIR"])
+    if platform.startswith("win") and env.get("LOCALAPPDATA"):
+        return Path(env["LOCALAPPDATA"]) / "accelsim"
+    if platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "accelsim"
+    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "accelsim"
+
+
+def cache_folder(sources: list[Path], root: Path) -> Path | None:
+    """``root/numba/<digest of sources>``, created; None when it cannot be created."""
+    digest = hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()
+    folder = root / "numba" / digest[:20]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+_CACHE = cache_folder(kernel_sources(), user_cache_root()) if COMPILED else None
+
+
 def jit(function: F) -> F:
-    """``function`` compiled in nopython mode, its machine code cached on disk.
+    """``function`` compiled in nopython mode when numba is installed, else ``function``.
 
     Indexing is bounds-checked: the state arrays are sized by proven bounds (tested), and
     a check turns any future breach into an ``IndexError`` instead of memory corrupted in
-    silence. It costs ~40 % of the kernel's time (an hour of 50 requests/s on 8 replicas:
-    0.17 s against 0.12 s unchecked), which leaves it well under its target.
+    silence (plain Python checks bounds anyway). It costs ~40 % of the compiled kernel's
+    time. The machine code is cached in :data:`_CACHE` (numba's documented ``CACHE_DIR``,
+    set only while this function is decorated, so a user's own numba functions keep theirs).
     """
-    return cast(F, numba.njit(cache=True, boundscheck=True)(function))
+    if NUMBA is None:
+        return function
+    if _CACHE is None:
+        return cast(F, NUMBA.njit(cache=False, boundscheck=True)(function))
+    config = NUMBA.config
+    saved = config.CACHE_DIR
+    config.CACHE_DIR = str(_CACHE)
+    try:
+        return cast(F, NUMBA.njit(cache=True, boundscheck=True)(function))
+    finally:
+        config.CACHE_DIR = saved
 
 
 class OverBudget(Exception):
@@ -54,45 +121,6 @@ class BadIteration(Exception):
     """Raised by the kernel for an iteration time that is not > 0 (the caller words it)."""
 
 
-def kernel_sources() -> list[Path]:
-    """The files the compiled kernel is built from: the DES's serving modules and the
-    iteration formulas it compiles."""
-    des = Path(__file__).parent
-    models = Path(model_formulas.__file__).parent
-    return [
-        *sorted(des.glob("_*.py")),
-        models / "_iteration.py",
-        models / "_runs.py",
-    ]
-
-
-def clear_stale_cache(sources: Sequence[Path], marker_name: str = "accelsim_kernel.digest") -> bool:
-    """Delete the numba cache files beside ``sources`` when their digest has changed.
-
-    The digest (SHA-256 of the files' bytes, in order) is kept in ``marker_name`` in each
-    source folder's ``__pycache__``. Returns whether a stale cache was cleared. A folder
-    that cannot be written (a read-only install) is left alone: numba then caches in its
-    user-wide folder, keyed by each file's own stamp, and an upgrade replaces every file.
-    """
-    digest = hashlib.sha256(b"".join(path.read_bytes() for path in sources)).hexdigest()
-    cleared = False
-    for folder in sorted({path.parent / "__pycache__" for path in sources}):
-        marker = folder / marker_name
-        if marker.is_file() and marker.read_text(encoding="utf-8") == digest:
-            continue
-        try:
-            stale = sorted(folder.glob("*.nb[ic]"))
-            for path in stale:
-                path.unlink()
-            folder.mkdir(exist_ok=True)
-            marker.write_text(digest, encoding="utf-8")
-        except OSError:
-            continue
-        cleared = cleared or bool(stale)
-    return cleared
-
-
-clear_stale_cache(kernel_sources())
 seconds = jit(terms_iteration_seconds)
 prepare = jit(terms_iteration_run)
 run_time = jit(run_seconds)

@@ -91,7 +91,7 @@ import numpy as np
 import simpy
 
 from accelsim._typing import FloatArray
-from accelsim.engines.serving.des._state import FleetState, new_state
+from accelsim.engines.serving.des._state import FleetState, as_plain_records, new_state
 from accelsim.engines.serving.des._types import (
     _ROUTERS,
     _SECONDS_PER_HOUR,
@@ -228,7 +228,7 @@ def play_fleet(
     # The compiled kernel (numba) is imported on first use: ``import accelsim`` stays ~0.1 s
     # lighter for studies that never run the request DES.
     from accelsim.engines.serving.des._fleet import route
-    from accelsim.engines.serving.des._jit import BadIteration, OverBudget
+    from accelsim.engines.serving.des._jit import COMPILED, BadIteration, OverBudget
     from accelsim.engines.serving.des._replica import close_all
 
     if router not in _ROUTERS:
@@ -243,6 +243,8 @@ def play_fleet(
         router == "least_loaded",
         max_events,
     )
+    if not COMPILED:  # plain Python reads records by attribute as numba does: np.record
+        state = as_plain_records(state)
     state.fleet["events"] = events_before
     env = simpy.Environment()
     env.process(route(env, state, plan.replicas_per_hour.tolist(), horizon_hours))

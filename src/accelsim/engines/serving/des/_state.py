@@ -20,7 +20,7 @@ Times are hours [h]; token counts [tokens].
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -197,4 +197,16 @@ def new_state(
         starting_at=np.zeros(count, dtype=np.float64),
         starting=np.zeros(count, dtype=np.int64),
         terms=iteration_terms(model.cost),
+    )
+
+
+def as_plain_records(state: FleetState) -> FleetState:
+    """The same state with its record arrays viewed as ``numpy.recarray``, whose records are
+    read and written by attribute (``rep.batch += 1``) as numba's compiled records are: the
+    plain-Python kernel runs the very functions the compiler takes. Views, not copies."""
+    return replace(
+        state,
+        req=state.req.view(np.recarray),
+        reps=state.reps.view(np.recarray),
+        fleet=state.fleet.view(np.recarray),
     )
