@@ -74,7 +74,7 @@ def test_the_slo_rate_at_the_median_draw() -> None:
     s = _distserve(1.0)
     setup = serving_setup(s, CAT)
     draws = InputDraws(np.random.SeedSequence(0), 0, 1, at_quantile=0.5)
-    rep = draw_replica(setup, s, draws, CAT.serving_priors)
+    rep = draw_replica(setup, draws, CAT.serving_priors)
     cap = sv.slo_capacity_rps(
         rep.cost, setup.input_mean, setup.output_mean, rep.kv_capacity_tokens, rep.max_batch,
         setup.ttft_s, setup.tpot_s, setup.percentile,

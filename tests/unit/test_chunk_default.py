@@ -175,7 +175,7 @@ def _replica_and_table(
     cat = catalog.active()
     setup = serving_setup(scenario, cat)
     draws = InputDraws(root=np.random.SeedSequence(7), start=0, stop=4)
-    replica = draw_replica(setup, scenario, draws, cat.serving_priors)
+    replica = draw_replica(setup, draws, cat.serving_priors)
     return setup, replica, latency_table(setup, replica)
 
 

@@ -40,7 +40,7 @@ def test_the_latency_table_never_falls_as_the_load_rises(changes: dict[str, Any]
     s = _scenario(**changes)
     setup = serving_setup(s, CAT)
     draws = InputPlan(np.random.SeedSequence(3)).draws(0, 64)
-    table = latency_table(setup, draw_replica(setup, s, draws, CAT.serving_priors))
+    table = latency_table(setup, draw_replica(setup, draws, CAT.serving_priors))
     for values in (table.ttft_p50_s, table.ttft_p99_s, table.tpot_p50_s, table.tpot_p99_s):
         assert (np.diff(values, axis=1) >= 0.0).all()
 

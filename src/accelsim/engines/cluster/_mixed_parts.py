@@ -24,11 +24,11 @@ from accelsim.engines._inputs import InputDraws, InputPlan
 from accelsim.engines._pricing import price_training
 from accelsim.engines.cluster.des import JobRecord
 from accelsim.engines.serving._fast import serving_metrics
+from accelsim.engines.serving._inputs import draw_demand, draw_launch
 from accelsim.engines.serving._layout import planned_setup
 from accelsim.engines.serving._setup import Replica, ServingSetup, draw_replica
 from accelsim.engines.serving._usage import (
     LatencyTable,
-    demand_rps,
     held_totals,
     latency_table,
     replicas_per_hour,
@@ -223,14 +223,14 @@ def plan_serving(
     work = part.workload
     assert isinstance(work, Serving)
     setup = planned_setup(part, cat)
-    replica = draw_replica(setup, part, draws, cat.serving_priors)
+    replica = draw_replica(setup, draws, cat.serving_priors)
     table = latency_table(setup, replica)
-    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
-    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
-    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
-    demand = demand_rps(setup, rate, growth, np.arange(setup.hours, dtype=float))
+    drawn = draw_demand(work, draws)
+    demand = drawn.hourly_rps(setup)
     planned = replicas_per_hour(setup, demand, table.slo_load * replica.saturated_rps)
-    return ServingPlan(index, name, part, priority, setup, replica, table, demand, burst, planned)
+    return ServingPlan(
+        index, name, part, priority, setup, replica, table, demand, drawn.burstiness, planned
+    )
 
 
 def replica_windows(planned: FloatArray, horizon_hours: float) -> tuple[FloatArray, FloatArray]:
@@ -297,7 +297,8 @@ def serving_metrics_held(s: ServingPlan, draws: InputDraws) -> dict[str, FloatAr
     cat = s.setup.cat
     totals = held_totals(s.setup, s.demand_rps, s.serving, s.burstiness, s.replica, s.table)
     usage = usage_from_totals(s.replica, s.table, totals)
-    full = serving_metrics(s.setup, s.part, draws, s.replica, usage, cat.priors, cat.serving_priors)
+    launch = draw_launch(s.setup, s.part, draws, cat.priors)
+    full = serving_metrics(s.setup, s.part, draws, s.replica, usage, launch)
     out = {k: full[k] for k in SERVING_METRICS if k in full}
     duration = np.minimum(s.setup.horizon_hours - np.arange(s.planned.shape[1]), 1.0)
     out["replicas_planned_mean"] = (s.planned @ duration) / s.setup.horizon_hours

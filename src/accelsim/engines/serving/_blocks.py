@@ -31,11 +31,11 @@ from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws
 from accelsim.engines.serving._blocks_disagg import simulate_disaggregated_block
 from accelsim.engines.serving._fast import serving_metrics
+from accelsim.engines.serving._inputs import draw_serving_inputs
 from accelsim.engines.serving._layout import planned_setup
 from accelsim.engines.serving._requests import (
     budget_error,
     draw_requests,
-    hourly_demand_rps,
     run_cost,
     window_usage,
 )
@@ -43,7 +43,7 @@ from accelsim.engines.serving._setup import (
     Replica,
     ServingSetup,
     ServingUsage,
-    draw_replica,
+    build_replica,
 )
 from accelsim.engines.serving._usage import latency_table, replicas_per_hour
 from accelsim.engines.serving.des import (
@@ -73,22 +73,19 @@ def simulate_serving_block(
         return simulate_disaggregated_block(
             scenario, root, start, stop, cat=cat, max_events=max_events
         )
-    priors, serving = cat.priors, cat.serving_priors
     setup = planned_setup(scenario, cat)
-    work = setup.work
     draws = InputDraws(root=root, start=start, stop=stop)
-    replica: Replica = draw_replica(setup, scenario, draws, serving)
-    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
-    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
-    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
+    inputs = draw_serving_inputs(setup, scenario, draws, cat)
+    replica: Replica = build_replica(setup, inputs.replica)
     slo_rps = latency_table(setup, replica).slo_load * replica.saturated_rps
+    hourly = inputs.demand.hourly_rps(setup)
+    burst = inputs.demand.burstiness
     runs = draws.runs
     cols = {k: np.zeros(runs) for k in _ROW}
     for i in range(runs):
-        demand = hourly_demand_rps(setup, float(rate[i]), float(growth[i]))
         rng = stream(root, "serving.requests", start + i)
         row = _simulate_run(
-            setup, replica, i, demand, slo_rps[i : i + 1], float(burst[i]), rng, max_events
+            setup, replica, i, hourly[i], slo_rps[i : i + 1], float(burst[i]), rng, max_events
         )
         for key, value in row.items():
             cols[key][i] = value
@@ -105,7 +102,7 @@ def simulate_serving_block(
         tpot_p99_s=cols["tpot_p99_s"],
         finished=cols["finished"] > 0.0,
     )
-    return serving_metrics(setup, scenario, draws, replica, usage, priors, serving), draws
+    return serving_metrics(setup, scenario, draws, replica, usage, inputs.launch), draws
 
 
 _ROW = (
@@ -160,4 +157,4 @@ def _simulate_run(
     }
 
 
-__all__ = ["draw_requests", "hourly_demand_rps", "simulate_serving_block"]
+__all__ = ["draw_requests", "simulate_serving_block"]

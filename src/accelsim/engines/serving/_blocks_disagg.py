@@ -31,10 +31,10 @@ from accelsim.engines.serving._disagg import (
     disaggregated_stages,
     kv_link_gbps,
 )
+from accelsim.engines.serving._inputs import draw_demand
 from accelsim.engines.serving._requests import (
     budget_error,
     draw_requests,
-    hourly_demand_rps,
     run_cost,
     window_usage,
 )
@@ -71,18 +71,15 @@ def simulate_disaggregated_block(
     request DES, with chips, prices and priors from ``cat``, the study's catalog."""
     draws = InputDraws(root=root, start=start, stop=stop)
     base, prefill, decode, _ = disaggregated_stages(scenario, cat, draws)
-    work = base.work
-    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
-    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
-    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
+    drawn = draw_demand(base.work, draws)
+    hourly, burst = drawn.hourly_rps(base), drawn.burstiness
     link = kv_link_gbps(prefill.setup, decode.setup)
     usage = {k: np.zeros(draws.runs) for k in _USAGE}
     for i in range(draws.runs):
-        demand = hourly_demand_rps(base, float(rate[i]), float(growth[i]))
         requests = draw_requests(
-            base, demand, float(burst[i]), stream(root, "serving.requests", start + i)
+            base, hourly[i], float(burst[i]), stream(root, "serving.requests", start + i)
         )
-        row = _simulate_run(base, (prefill, decode), i, demand, requests, link, max_events)
+        row = _simulate_run(base, (prefill, decode), i, hourly[i], requests, link, max_events)
         for key, value in row.items():
             usage[key][i] = value
     return disaggregated_metrics(scenario, cat, draws, base, (prefill, decode), usage), draws

@@ -42,8 +42,8 @@ from accelsim.engines._pricing import (
     pool_energy_kwh,
     price_pool,
 )
+from accelsim.engines.serving._inputs import draw_demand
 from accelsim.engines.serving._setup import (
-    HOURS_PER_MONTH,
     SECONDS_PER_HOUR,
     Replica,
     ServingSetup,
@@ -151,7 +151,7 @@ def _prefill_stage(
     """The prefill pool's replica, saturation rate [1/s], SLO load and TTFT table [s] at the
     load nodes (queue wait + prefill + KV transfer over the prompt nodes)."""
     index, sp = pool
-    rep_p = draw_replica(sp, scenario, draws, cat.serving_priors)
+    rep_p = draw_replica(sp, draws, cat.serving_priors)
     service = physics.prefill_seconds(_column(rep_p.cost), prompts)  # (runs, prompts)
     fits = rep_p.kv_capacity_tokens >= prompts.max()
     sat_p = np.where(fits, 1.0 / np.sum(base.input_weights * service, axis=1), 0.0)
@@ -182,7 +182,7 @@ def _decode_stage(
     """The decode pool's replica, saturation rate [1/s], SLO load and TPOT table [s] at the
     load nodes (no prefill interference)."""
     index, sd = pool
-    rep_d = draw_replica(sd, scenario, draws, cat.serving_priors)
+    rep_d = draw_replica(sd, draws, cat.serving_priors)
     inp, out = base.input_mean, base.output_mean
     sat_d = physics.decode_saturated_rps(rep_d.cost, rep_d.batch_limit, inp, out)
     ok_d = rep_d.batch_limit >= 1.0
@@ -211,15 +211,12 @@ def _hours(
     stages: tuple[Stage, Stage],
 ) -> dict[str, FloatArray]:
     """Every hour and burst window of the horizon summed per run, for both pools."""
-    work = base.work
-    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
-    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
-    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
+    drawn = draw_demand(base.work, draws)
+    burst = drawn.burstiness
     runs = draws.runs
     h = np.arange(base.hours, dtype=float)
     duration = np.minimum(base.horizon_hours - h, 1.0)
-    shape = base.profile[h.astype(np.int64) % 24]
-    demand = rate[:, None] * shape * np.exp(np.outer(np.log1p(growth), h / HOURS_PER_MONTH))
+    demand = drawn.hourly_rps(base)
     replicas = [replicas_per_hour(s.setup, demand, s.slo_load * s.saturated_rps) for s in stages]
     out = {
         "demand": np.zeros(runs),
@@ -230,7 +227,7 @@ def _hours(
     for role, n in zip(ROLES, replicas, strict=True):
         out[f"{role}_hours"] = n @ duration
         out[f"{role}_peak"] = n.max(axis=1)
-    periods = _periods(work, duration, demand, replicas)
+    periods = _periods(base.work, duration, demand, replicas)
     weights = _burst_sums(out, demand, burst, periods, stages)
     _latencies(out, weights, stages)
     return out

@@ -35,9 +35,8 @@ from __future__ import annotations
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.catalog import Catalog, Priors, ServingPriors
+from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
-from accelsim.engines._offers import lead_time_days
 from accelsim.engines._pricing import (
     add_serving_costs,
     pool_billing,
@@ -45,16 +44,18 @@ from accelsim.engines._pricing import (
     price_pool,
 )
 from accelsim.engines.serving._disagg import simulate_serving_disaggregated
+from accelsim.engines.serving._inputs import Launch, draw_serving_inputs
 from accelsim.engines.serving._layout import planned_setup
 from accelsim.engines.serving._setup import (
     SECONDS_PER_HOUR,
     Replica,
     ServingSetup,
     ServingUsage,
+    build_replica,
     draw_replica,
 )
 from accelsim.engines.serving._usage import usage_fast
-from accelsim.models import cost, engineering
+from accelsim.models import cost
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario, Serving
 
@@ -65,8 +66,7 @@ def serving_metrics(
     draws: InputDraws,
     replica: Replica,
     usage: ServingUsage,
-    priors: Priors,
-    serving: ServingPriors,
+    launch: Launch,
 ) -> dict[str, FloatArray]:
     """Metrics of a serving study from either engine's usage: the one definition of each.
 
@@ -86,11 +86,11 @@ def serving_metrics(
       porting, at ``delay_usd_per_day``).
     """
     pool, runs = scenario.fleet[0], draws.runs
+    priors, serving = setup.cat.priors, setup.cat.serving_priors
     chip_hours = usage.replica_hours * float(setup.chips_per_replica)
     metrics = _usage_metrics(setup, replica, usage)
-    porting_h, launch_days = _launch(setup, scenario, draws, priors)
-    metrics["engineering_hours"] = np.asarray(porting_h, dtype=float)
-    metrics["launch_days"] = launch_days
+    metrics["engineering_hours"] = launch.porting_hours
+    metrics["launch_days"] = launch.launch_days
     # Energy at the serving draw of the chips (decode is memory-bound: below training's).
     serving_power = ("priors.serving.power_fraction_of_tdp", serving.power_fraction_of_tdp)
     kwh = pool_energy_kwh(
@@ -104,7 +104,7 @@ def serving_metrics(
     metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
     if pool.provider is None:
         return metrics
-    _price(setup, scenario, draws, metrics, (chip_hours, kwh), (porting_h, launch_days))
+    _price(setup, scenario, draws, metrics, (chip_hours, kwh), launch)
     return {k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()}
 
 
@@ -140,37 +140,19 @@ def _usage_metrics(
     }
 
 
-def _launch(
-    setup: ServingSetup, scenario: Scenario, draws: InputDraws, priors: Priors
-) -> tuple[FloatArray, FloatArray]:
-    """Porting the serving stack's code to the chip's software stack [engineer-hours] and
-    the days to launch: the longer of the capacity lead time and the porting. [days]"""
-    a, pool = scenario.assumptions, scenario.fleet[0]
-    fit = priors.framework_fit.fit(setup.work.framework, setup.chip.software_stack)
-    porting_h = draws.get(
-        f"assumptions.porting_hours.{fit}", a.porting_hours, priors.porting_hours[fit].value
-    )
-    engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
-    week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
-    lead_days = lead_time_days(setup.cat, pool, a.lead_time_days, draws)
-    launch_days = np.maximum(lead_days, engineering.calendar_days(porting_h, engineers, week_h))
-    return porting_h, launch_days
-
-
 def _price(
     setup: ServingSetup,
     scenario: Scenario,
     draws: InputDraws,
     metrics: dict[str, FloatArray],
     usage: tuple[FloatArray, FloatArray],
-    launch: tuple[FloatArray, FloatArray],
+    launch: Launch,
 ) -> None:
     """Adds the pool's prices, engineering, delay and credits, the TCO and the cost per
     million (output) tokens to ``metrics``, from the ``(chip-hours, kWh)`` used and the
     ``(porting engineer-hours, launch days)``. [USD]"""
     pool, runs = scenario.fleet[0], draws.runs
     chip_hours, kwh = usage
-    porting_h, launch_days = launch
     priced = price_pool(
         pool,
         draws,
@@ -191,8 +173,8 @@ def _price(
         scenario,
         setup.cat,
         draws,
-        porting_hours=porting_h,
-        launch_days=launch_days,
+        porting_hours=launch.porting_hours,
+        launch_days=launch.launch_days,
         bills=bills,
         served=metrics["requests_served"],
         tokens_per_request=(setup.input_mean, setup.output_mean),
@@ -217,12 +199,12 @@ def simulate_serving_fast(
     work = scenario.workload
     if isinstance(work, Serving) and work.disaggregated is not None:
         return simulate_serving_disaggregated(scenario, root, start, stop, cat=cat)
-    priors, serving = cat.priors, cat.serving_priors
     setup = planned_setup(scenario, cat)
     draws = as_plan(root).draws(start, stop)
-    replica = draw_replica(setup, scenario, draws, serving)
-    usage = usage_fast(setup, scenario, draws, replica)
-    return serving_metrics(setup, scenario, draws, replica, usage, priors, serving), draws
+    inputs = draw_serving_inputs(setup, scenario, draws, cat)
+    replica = build_replica(setup, inputs.replica)
+    usage = usage_fast(setup, inputs.demand, replica)
+    return serving_metrics(setup, scenario, draws, replica, usage, inputs.launch), draws
 
 
 def replica_capacity(
@@ -252,7 +234,7 @@ def replica_capacity(
     serving = cat.serving_priors
     setup = planned_setup(scenario, cat)
     draws = as_plan(root).draws(start, stop)
-    replica = draw_replica(setup, scenario, draws, serving)
+    replica = draw_replica(setup, draws, serving)
     slo = physics.slo_capacity_rps(
         replica.cost,
         setup.input_mean,

@@ -26,7 +26,14 @@ import numpy as np
 
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws
-from accelsim.engines.serving._setup import ServingSetup, draw_replica, serving_setup
+from accelsim.engines.serving._inputs import draw_demand
+from accelsim.engines.serving._setup import (
+    ServingSetup,
+    build_replica,
+    draw_replica,
+    draw_replica_inputs,
+    serving_setup,
+)
 from accelsim.engines.serving._usage import hour_totals, latency_table
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario
@@ -82,15 +89,14 @@ def layout_outcomes(
     draws for every size)."""
     work, pool = setup.work, scenario.fleet[0]
     draws = median_draws() if draws is None else draws
-    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
-    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
-    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
+    load = draw_demand(work, draws)
+    drawn = draw_replica_inputs(setup, draws, cat.serving_priors)  # the same at every size
     out = []
     for chips in sizes:
         sized = with_replica_size(setup, chips, pool.count)
-        replica = draw_replica(sized, scenario, draws, cat.serving_priors)
+        replica = build_replica(sized, drawn)
         table = latency_table(sized, replica)
-        totals = hour_totals(sized, rate, growth, burst, replica, table)
+        totals = hour_totals(sized, load, replica, table)
         demand = totals.demand_requests
         compliant = np.where(replica.feasible, totals.compliant_requests, 0.0)
         share = np.divide(compliant, demand, out=np.ones_like(demand), where=demand > 0.0)
@@ -120,7 +126,7 @@ def candidate_sizes(setup: ServingSetup, scenario: Scenario, cat: Catalog) -> li
 
     def holds(chips: int) -> bool:
         sized = with_replica_size(setup, chips, pool.count)
-        return bool(draw_replica(sized, scenario, worst, cat.serving_priors).feasible[0])
+        return bool(draw_replica(sized, worst, cat.serving_priors).feasible[0])
 
     smallest = physics.smallest_safe_size(setup.chips_per_replica, holds)
     sizes = physics.replica_sizes(smallest, most, pool.count)

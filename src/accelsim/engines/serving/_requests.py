@@ -21,15 +21,6 @@ from accelsim.engines.serving.des import EventBudgetError, RequestStream, Servin
 from accelsim.models import serving as physics
 
 
-def hourly_demand_rps(setup: ServingSetup, rate_rps: float, growth: float) -> FloatArray:
-    """Mean request rate of each hour of the horizon. [1/s]"""
-    h = np.arange(setup.hours, dtype=float)
-    return np.asarray(
-        rate_rps * setup.profile[np.arange(setup.hours) % 24] * (1.0 + growth) ** (h / 730.5),
-        dtype=float,
-    )
-
-
 def draw_requests(
     setup: ServingSetup, demand_rps: FloatArray, burstiness: float, rng: np.random.Generator
 ) -> RequestStream:
@@ -142,7 +133,6 @@ __all__ = [
     "WindowUsage",
     "budget_error",
     "draw_requests",
-    "hourly_demand_rps",
     "run_cost",
     "window_usage",
 ]

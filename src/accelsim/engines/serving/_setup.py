@@ -282,10 +282,32 @@ def _max_batch(
     return draws.fixed("workload.max_batch", float(work.max_batch))
 
 
-def draw_replica(
-    setup: ServingSetup, scenario: Scenario, draws: InputDraws, serving: ServingPriors
-) -> Replica:
-    """Draw the replica's uncertain inputs and build its physics, per run."""
+@dataclass(frozen=True)
+class ReplicaInputs:
+    """A replica's uncertain inputs, drawn once per run (arrays over the chunk's runs); the
+    same for every replica size of a chip (:func:`build_replica` sizes them)."""
+
+    efficiency: FloatArray
+    """Share of the roofline the serving stack reaches, at most 1. [fraction]"""
+    overhead_seconds: FloatArray
+    """Fixed time per iteration (scheduling, sampling, launch). [s]"""
+    memory_share: FloatArray | None
+    """Share of the replica's memory usable for weights and KV cache (the prior's), or None
+    where the scenario sets ``kv_share``. [fraction]"""
+    kv_share: FloatArray | None
+    """The scenario's share of the memory beyond the weights given to KV cache, or None.
+    [fraction]"""
+    prefill_chunk_tokens: FloatArray
+    """Token budget of a chunked-prefill iteration (0: prefill-first). [tokens]"""
+    max_batch: FloatArray
+    """Scheduler cap on running sequences. [count]"""
+
+
+def draw_replica_inputs(
+    setup: ServingSetup, draws: InputDraws, serving: ServingPriors
+) -> ReplicaInputs:
+    """Draw a replica's uncertain inputs, per run: efficiency, overhead, memory share,
+    chunked-prefill budget and batch cap (each recorded under its input name)."""
     work, chip = setup.work, setup.chip
     stack = chip.software_stack
     if chip.id in serving.efficiency_by_chip:
@@ -298,15 +320,35 @@ def draw_replica(
     # Efficiency is a share of the roofline: a draw of the prior's upper tail past 1 is 1.
     efficiency = np.minimum(draws.get(name, None, prior.value), 1.0)
     overhead = draws.get("priors.serving.overhead_seconds", None, serving.overhead_seconds.value)
-    chips = float(setup.chips_per_replica)
-    hbm = chip.hbm_bytes * chips
+    share = kv_share = None
     if work.kv_share is None:
         share = draws.get("priors.serving.memory_share", None, serving.memory_share.value)
     else:
         kv_share = draws.get("workload.kv_share", work.kv_share, work.kv_share)
-        share = (setup.weight_bytes + kv_share * (hbm - setup.weight_bytes)) / hbm
     chunk = prefill_chunk(setup, draws, serving)
-    max_batch = _max_batch(setup, draws, serving, chunk)
+    return ReplicaInputs(
+        efficiency=efficiency,
+        overhead_seconds=overhead,
+        memory_share=share,
+        kv_share=kv_share,
+        prefill_chunk_tokens=chunk,
+        max_batch=_max_batch(setup, draws, serving, chunk),
+    )
+
+
+def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
+    """The replica's physics per run from its drawn inputs (pure: no draw): iteration
+    coefficients, KV capacity, batch limit, saturated rate."""
+    chip = setup.chip
+    chips = float(setup.chips_per_replica)
+    hbm = chip.hbm_bytes * chips
+    if inputs.memory_share is not None:
+        share = inputs.memory_share
+    elif inputs.kv_share is not None:
+        share = (setup.weight_bytes + inputs.kv_share * (hbm - setup.weight_bytes)) / hbm
+    else:
+        raise ValueError("a replica's inputs hold memory_share or kv_share; got neither")
+    chunk, max_batch = inputs.prefill_chunk_tokens, inputs.max_batch
     iteration = physics.iteration_cost(
         active_params=setup.active_params,
         total_params=setup.total_params,
@@ -318,8 +360,8 @@ def draw_replica(
         peak_tflops=setup.peak_tflops,
         hbm_tbps=chip.hbm_tbps,
         interconnect_gbps=chip.interconnect_gbps,
-        efficiency=efficiency,
-        overhead_seconds=overhead,
+        efficiency=inputs.efficiency,
+        overhead_seconds=inputs.overhead_seconds,
     )
     capacity = physics.kv_capacity_tokens(hbm, setup.weight_bytes, setup.kv_bytes_per_token, share)
     inp, out = setup.input_mean, setup.output_mean
@@ -334,6 +376,12 @@ def draw_replica(
         feasible=np.asarray(limit >= 1.0),
         prefill_chunk_tokens=chunk,
     )
+
+
+def draw_replica(setup: ServingSetup, draws: InputDraws, serving: ServingPriors) -> Replica:
+    """:func:`build_replica` of :func:`draw_replica_inputs`: a replica drawn and built in one
+    call."""
+    return build_replica(setup, draw_replica_inputs(setup, draws, serving))
 
 
 @dataclass(frozen=True)
@@ -370,9 +418,12 @@ __all__ = [
     "SECONDS_PER_HOUR",
     "TAIL_SPLIT",
     "Replica",
+    "ReplicaInputs",
     "ServingSetup",
     "ServingUsage",
+    "build_replica",
     "draw_replica",
+    "draw_replica_inputs",
     "length_nodes",
     "node_edges",
     "prefill_chunk",

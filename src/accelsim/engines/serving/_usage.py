@@ -14,16 +14,14 @@ import numpy as np
 from scipy import stats
 
 from accelsim._typing import BoolArray, FloatArray
-from accelsim.engines._inputs import InputDraws
+from accelsim.engines.serving._inputs import Demand, demand_rps
 from accelsim.engines.serving._setup import (
-    HOURS_PER_MONTH,
     SECONDS_PER_HOUR,
     Replica,
     ServingSetup,
     ServingUsage,
 )
 from accelsim.models import serving as physics
-from accelsim.scenario import Scenario
 
 LOAD_NODES = np.array([0.002, 0.015, 0.04, 0.1, 0.2, 0.35, 0.55, 0.7, 0.8, 0.88, 0.94, 0.98])
 """Per-replica loads, as shares of the saturated rate, where the latency table is evaluated:
@@ -243,16 +241,6 @@ def replicas_per_hour(
     return np.asarray(np.clip(wanted, float(work.min_replicas), most), dtype=float)
 
 
-def demand_rps(
-    setup: ServingSetup, rate_rps: FloatArray, growth: FloatArray, hours: FloatArray
-) -> FloatArray:
-    """Mean request rate of each run in each hour ``hours`` (from 0): ``rate ·
-    profile[h mod 24] · (1 + g)^(h / 730.5)``, shape (runs, hours). [1/s]"""
-    shape = setup.profile[hours.astype(np.int64) % 24]
-    growth_factor = np.exp(np.outer(np.log1p(growth), hours / HOURS_PER_MONTH))
-    return np.asarray(rate_rps[:, None] * shape * growth_factor, dtype=float)
-
-
 def held_totals(
     setup: ServingSetup,
     demand: FloatArray,
@@ -286,14 +274,10 @@ def held_totals(
 
 
 def hour_totals(
-    setup: ServingSetup,
-    rate_rps: FloatArray,
-    growth: FloatArray,
-    burstiness: FloatArray,
-    replica: Replica,
-    table: LatencyTable,
+    setup: ServingSetup, drawn: Demand, replica: Replica, table: LatencyTable
 ) -> HourTotals:
     """Sum every hour (and burst quantile) of the horizon into per-run totals."""
+    rate_rps, growth, burstiness = drawn.rate_rps, drawn.growth_per_month, drawn.burstiness
     runs, k = len(rate_rps), len(LOAD_NODES)
     out = HourTotals(
         demand_requests=np.zeros(runs),
@@ -379,18 +363,10 @@ def _accumulate(
                 out.compliant_requests[sub] += compliant.sum(axis=1)
 
 
-def usage_fast(
-    setup: ServingSetup, scenario: Scenario, draws: InputDraws, replica: Replica
-) -> ServingUsage:
+def usage_fast(setup: ServingSetup, demand: Demand, replica: Replica) -> ServingUsage:
     """The fast path's usage: latency table, then every hour summed (module docstring)."""
-    work = setup.work
-    rate = draws.get("workload.rate_rps", work.rate_rps, work.rate_rps)
-    growth = draws.get("workload.growth_per_month", work.growth_per_month, work.growth_per_month)
-    burst = draws.get("workload.burstiness", work.burstiness, work.burstiness)
     table = latency_table(setup, replica)
-    return usage_from_totals(
-        replica, table, hour_totals(setup, rate, growth, burst, replica, table)
-    )
+    return usage_from_totals(replica, table, hour_totals(setup, demand, replica, table))
 
 
 def usage_from_totals(replica: Replica, table: LatencyTable, totals: HourTotals) -> ServingUsage:
@@ -439,7 +415,6 @@ __all__ = [
     "LatencyTable",
     "all_served",
     "burst_multipliers",
-    "demand_rps",
     "held_totals",
     "hour_totals",
     "latency_table",
