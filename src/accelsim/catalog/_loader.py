@@ -364,6 +364,16 @@ def _sheet_loc(parsed: _CatalogFile, message: str) -> tuple[str | int, ...]:
     return ()
 
 
+def activate(catalog: Catalog | None) -> None:
+    """Make ``catalog`` the active catalog (``None``: the built-ins), as :func:`load` does.
+
+    For readers of other formats (:func:`accelsim.catalog.load_skypilot`) and for a caller
+    that puts back the catalog it found (the CLI's ``--prices``).
+    """
+    global _active
+    _active = catalog
+
+
 def reset() -> Catalog:
     """Make the built-in catalog the active one again (undoes :func:`load`)."""
     global _active
@@ -371,4 +381,4 @@ def reset() -> Catalog:
     return builtin_catalog()
 
 
-__all__ = ["Catalog", "active", "builtin_catalog", "load", "reset"]
+__all__ = ["Catalog", "activate", "active", "builtin_catalog", "load", "reset"]
