@@ -1,0 +1,103 @@
+"""``--prices FILE|DIR`` on run, compare, report and sweep: a sheet or a SkyPilot feed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from accelsim import catalog
+from accelsim.cli import main
+
+FEED = Path(__file__).parent / "data" / "skypilot" / "v7"
+
+SPOT_SCENARIO = """\
+name: aws-spot-h100
+workload: {kind: training, params: 1.0e9, tokens: 2.0e10, framework: pytorch}
+fleet:
+  - {chip: h100-sxm, count: 16, provider: aws, pricing: spot}
+"""
+
+SHEET = """\
+price_sheets:
+  - provider: aws
+    name: Amazon Web Services
+    offers:
+      - {chip: h100-sxm, pricing: spot, usd_per_chip_hour: 2.5, region: us-east-1,
+         as_of: 2026-11-01, source: "https://example.com/quote"}
+"""
+
+
+@pytest.fixture
+def spot_file(tmp_path: Path) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(SPOT_SCENARIO, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def feed(tmp_path: Path) -> Path:
+    root = tmp_path / "v7"
+    shutil.copytree(FEED, root)
+    return root
+
+
+def _mean_hardware_per_chip_hour(out: str) -> float:
+    doc = json.loads(out)
+    stats = doc.get("metrics", doc)
+    return float(stats["hardware_cost_usd"]["mean"]) / float(stats["chip_hours"]["mean"])
+
+
+def test_run_needs_prices_for_an_unpublished_offer_and_runs_with_a_feed(
+    spot_file: Path, feed: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's "done when": ``accelsim run s.yaml --prices DIR`` runs."""
+    assert main(["run", str(spot_file), "--runs", "20"]) == 2
+    err = capsys.readouterr().err
+    assert "accelsim catalog quote --chip h100-sxm --provider aws --pricing spot" in err
+    args = ["run", str(spot_file), "--runs", "20", "--json", "--prices", str(feed)]
+    assert main([*args, "--max-price-age-days", "100000"]) == 0
+    captured = capsys.readouterr()
+    assert "A10G" in captured.err  # the unmapped accelerator is named on stderr
+    rate = _mean_hardware_per_chip_hour(captured.out)
+    assert rate == pytest.approx(21.60 / 8, rel=1e-9)
+    assert catalog.active() is catalog.builtin_catalog()  # nothing left behind
+
+
+def test_a_price_sheet_file_works_the_same_way(
+    spot_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sheet = tmp_path / "my_prices.yaml"
+    sheet.write_text(textwrap.dedent(SHEET), encoding="utf-8")
+    args = ["run", str(spot_file), "--runs", "20", "--json", "--prices", str(sheet)]
+    assert main(args) == 0
+    assert _mean_hardware_per_chip_hour(capsys.readouterr().out) == pytest.approx(2.5)
+
+
+def test_compare_sweep_and_report_take_prices(
+    spot_file: Path, feed: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "o.yaml"
+    other.write_text(SPOT_SCENARIO.replace("aws-spot-h100", "aws-spot-b"), encoding="utf-8")
+    assert main(["compare", str(spot_file), str(other), "--runs", "20", "--prices", str(feed)]) == 0
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("fleet.0.count: [8, 16]\n", encoding="utf-8")
+    sweep = ["sweep", str(spot_file), "--grid", str(grid), "--runs", "10", "--csv"]
+    assert main([*sweep, "--prices", str(feed)]) == 0
+    html = tmp_path / "r.html"
+    report = ["report", str(spot_file), "--runs", "20", "-o", str(html), "--no-sensitivity"]
+    assert main([*report, "--prices", str(feed)]) == 0
+    assert f"--prices {feed}" in html.read_text(encoding="utf-8")
+    capsys.readouterr()
+
+
+def test_a_missing_prices_path_is_refused_in_one_line(
+    spot_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", str(spot_file), "--prices", "nowhere/at/all"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "--prices: nowhere/at/all: no such file or folder" in err
