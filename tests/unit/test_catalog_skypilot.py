@@ -176,3 +176,42 @@ def test_a_committed_file_is_dated_by_its_commit(tmp_path: Path) -> None:
     path.write_text(path.read_text() + "\n", encoding="utf-8")  # modified: its own date
     today = datetime.datetime.now(tz=datetime.UTC).date()
     assert catalog.read_skypilot(path).sheets[0].offers[0].as_of == today
+
+
+def _spot(region: str | None = None) -> acs.Scenario:
+    return acs.Scenario(
+        name="spot",
+        workload=acs.TrainingRun(params=7e9, tokens=2e11),
+        fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws", pricing="spot", region=region)],
+    )
+
+
+def test_an_unset_region_takes_the_cheapest_and_says_so(loaded: catalog.Catalog) -> None:
+    (used,) = acs.simulate(_spot(), runs=4, seed=1).extras["prices_used"]
+    assert used["region"] == "us-east-1"
+    assert used["region_rule"] == "cheapest of 2 regions listed (Pool.region unset)"
+
+
+def test_a_pool_region_prices_the_pool_in_that_region(loaded: catalog.Catalog) -> None:
+    cheap = acs.simulate(_spot(), runs=16, seed=1)
+    north = acs.simulate(_spot("eu-north-1"), runs=16, seed=1)
+    (used,) = north.extras["prices_used"]
+    assert (used["region"], used["region_rule"]) == ("eu-north-1", "set by the pool")
+    rate = north.samples("hardware_cost_usd") / north.samples("chip_hours")
+    assert rate == pytest.approx(25.60 / 8)
+    # same draws, only the price differs (the preemption prior is the generic one in both)
+    assert north.samples("chip_hours") == pytest.approx(cheap.samples("chip_hours"))
+
+
+def test_a_region_the_sheet_does_not_list_is_refused_naming_those_it_does(
+    loaded: catalog.Catalog,
+) -> None:
+    with pytest.raises(
+        ValueError, match=r"Regions 'aws' has for it at spot: eu-north-1, us-east-1"
+    ):
+        acs.Pool(chip="h100-sxm", count=8, provider="aws", pricing="spot", region="mars-1")
+
+
+def test_an_unpriced_pool_takes_no_region() -> None:
+    with pytest.raises(ValueError, match="unpriced pool"):
+        acs.Pool(chip="h100-sxm", count=8, provider=None, region="us-east-1")

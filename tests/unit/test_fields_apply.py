@@ -141,6 +141,7 @@ FIELDS: dict[type, dict[str, str]] = {
         "count": _EVERY,
         "provider": "pricing (None: unpriced)",
         "pricing": "pricing, lead times, spot preemptions",
+        "region": "which offer prices the pool (and its spot preemption rate, if it has one)",
         "term_share": "pricing of reserved pools; refused where the pool's cost is not reported",
         "block_days": "pricing of capacity blocks (required for and only for them)",
         "spare_hosts": "a training run's recovery and pricing (its own pool; not on spot)",

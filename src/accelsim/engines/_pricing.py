@@ -131,7 +131,7 @@ def price_pool(
     assert pool.provider is not None
     cat = active() if cat is None else cat
     chip = cat.chip(pool.chip)
-    offer = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+    offer = cat.price(pool.chip, pool.provider, pool.pricing, pool.region)
     if pool.pricing == "on_prem":
         site = cat.site(pool.provider)
         assert offer.purchase_usd_per_chip is not None
@@ -230,7 +230,7 @@ def credits_usd(scenario: Scenario, cat: Catalog, billings: list[Billing], runs:
                 take = np.minimum(left_usd, open_usd)
                 left_usd = left_usd - take
             else:
-                rate = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+                rate = cat.price(pool.chip, pool.provider, pool.pricing, pool.region)
                 usd_per_ch = rate.usd_per_chip_hour or 0.0
                 if usd_per_ch <= 0:
                     continue
@@ -253,11 +253,24 @@ def pool_billing(
     return Billing(pool, hardware_usd, start_days, held / 24.0)
 
 
+def _region_rule(cat: Catalog, pool: Pool) -> str:
+    """How the region of a pool's offer was chosen, in words (see :attr:`Pool.region`)."""
+    if pool.region is not None:
+        return "set by the pool"
+    assert pool.provider is not None
+    regions = {o.region for o in cat.offers(pool.chip, pool.provider, pool.pricing)}
+    if len(regions) <= 1:
+        return "the only region listed"
+    return f"cheapest of {len(regions)} regions listed (Pool.region unset)"
+
+
 def prices_used(scenario: Scenario, cat: Catalog) -> list[dict[str, str]]:
     """The catalog offers a study of ``scenario`` prices with, oldest first.
 
     One entry per priced pool's offer (``provider``, ``chip``, ``pricing``, ``region``,
-    ``as_of`` as an ISO date, ``source``), plain strings so a study's store and JSON output
+    ``region_rule`` (how the region was chosen: "set by the pool", "the only region
+    listed", or "cheapest of N regions listed"), ``as_of`` as an ISO date, ``source``), plain
+    strings so a study's store and JSON output
     keep them. The study records them in ``Result.extras["prices_used"]`` and the oldest
     date in ``extras["oldest_price_as_of"]``; :meth:`Result.summary` and the CLI warn when
     one is older than a threshold (issue 16 item 5).
@@ -272,13 +285,14 @@ def prices_used(scenario: Scenario, cat: Catalog) -> list[dict[str, str]]:
     for pool in [*scenario.fleet, *falls_back]:
         if pool.provider is None:
             continue
-        o = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+        o = cat.price(pool.chip, pool.provider, pool.pricing, pool.region)
         key = (o.provider, o.chip, o.pricing, o.region or "")
         seen[key] = {
             "provider": o.provider,
             "chip": o.chip,
             "pricing": o.pricing,
             "region": o.region or "",
+            "region_rule": _region_rule(cat, pool),
             "as_of": o.as_of.isoformat(),
             "source": str(o.source),
         }

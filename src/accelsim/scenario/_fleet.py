@@ -39,6 +39,11 @@ class Pool(_Model):
     pricing: Pricing = "on_demand"
     """``on_demand``, ``spot``, ``commit_1y``, ``commit_3y``, ``capacity_block`` or
     ``on_prem``."""
+    region: str | None = None
+    """Region (or market) whose offer prices the pool, e.g. ``us-east-1``; it must be one the
+    provider's sheet lists for the chip and pricing. Unset: the cheapest region listed (ties
+    go to the region name first in alphabetical order), and the study's
+    ``extras["prices_used"]`` names the region chosen and this rule."""
     term_share: float | None = Field(default=None, ge=0, le=1)
     """Share of a committed term or capacity block (or of on-prem hardware life) charged to
     this scenario, used or not. Unset: the whole term or block, and for on-prem only the
@@ -89,7 +94,9 @@ class Pool(_Model):
             )
         if falls_back and self.provider is not None:
             try:
-                catalog.price(self.chip, provider=self.provider, pricing="on_demand")
+                catalog.price(
+                    self.chip, provider=self.provider, pricing="on_demand", region=self.region
+                )
             except AccelsimError as exc:
                 raise ValueError(
                     f"fallback to on-demand needs an on-demand offer of {self.chip} from "
@@ -115,11 +122,15 @@ class Pool(_Model):
                 f"has none: remove block_days or use pricing capacity_block"
             )
         if self.provider is None:
+            if self.region is not None:
+                raise ValueError("region picks a provider's offer; an unpriced pool has none")
             if self.pricing == "capacity_block" and self.block_days is None:
                 raise ValueError("a capacity_block pool needs block_days (its window) [d]")
             return self
         try:
-            offer = catalog.price(self.chip, provider=self.provider, pricing=self.pricing)
+            offer = catalog.price(
+                self.chip, provider=self.provider, pricing=self.pricing, region=self.region
+            )
         except AccelsimError as exc:
             raise ValueError(str(exc)) from None
         if offer.block is not None:
