@@ -16,8 +16,7 @@ from typing import Annotated, ParamSpec, TypeVar
 import typer
 
 from accelsim import catalog
-from accelsim.catalog import active
-from accelsim.catalog._loader import activate
+from accelsim.catalog import activate, active
 from accelsim.errors import AccelsimError
 
 _Prices = Annotated[

@@ -183,6 +183,7 @@ def _spot(region: str | None = None) -> acs.Scenario:
         name="spot",
         workload=acs.TrainingRun(params=7e9, tokens=2e11),
         fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws", pricing="spot", region=region)],
+        assumptions=acs.Assumptions(price_change_per_year=0.0),  # the bill: chip-hours x price
     )
 
 

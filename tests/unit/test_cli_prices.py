@@ -19,6 +19,7 @@ name: aws-spot-h100
 workload: {kind: training, params: 1.0e9, tokens: 2.0e10, framework: pytorch}
 fleet:
   - {chip: h100-sxm, count: 16, provider: aws, pricing: spot}
+assumptions: {price_change_per_year: 0}   # fixed prices: the bill is chip-hours x the price
 """
 
 SHEET = """\
@@ -101,3 +102,4 @@ def test_a_missing_prices_path_is_refused_in_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "--prices: nowhere/at/all: no such file or folder" in err
+

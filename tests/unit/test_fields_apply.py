@@ -190,6 +190,7 @@ VALUES: dict[str, float] = {
     "architecture_changes": 2.0,
     "emission_kg_per_kwh": 0.4,
     "instability_events_per_day": 0.01,
+    "price_change_per_year": -0.1,
 }
 # Read by the stream DES as samplers of repair and return times (not recorded as inputs);
 # the training engines read them only on a spot pool or with spare hosts.

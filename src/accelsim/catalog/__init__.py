@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelsim.catalog._age import stale_offers
-from accelsim.catalog._loader import Catalog, active, builtin_catalog
+from accelsim.catalog._loader import Catalog, activate, active, builtin_catalog
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
 from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
@@ -200,6 +200,7 @@ __all__ = [
     "Stack",
     "UnmappedAccelerator",
     "UnmappedAcceleratorWarning",
+    "activate",
     "active",
     "builtin_catalog",
     "cheapest",

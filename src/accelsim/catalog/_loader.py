@@ -48,14 +48,15 @@ from accelsim.errors import (
 _HOURS_PER_YEAR = 365.25 * 24.0  # calendar constant, for ranking purchases per hour
 
 
-_QUOTABLE = ("on_demand", "spot", "commit_1y", "commit_3y")
+QUOTABLE = ("on_demand", "spot", "commit_1y", "commit_3y")
+"""Pricing models a quote states as one price per chip-hour (``accelsim catalog quote``)."""
 
 
 def quote_command(chip: str, provider: str, pricing: str, region: str | None = None) -> str:
     """The sentence that ends an error naming a missing offer: the ``accelsim catalog quote``
     command that writes a sheet for it, filled in but for the price (empty for pricing a
     quote cannot state: capacity blocks have windows, on-prem offers a purchase price)."""
-    if pricing not in _QUOTABLE:
+    if pricing not in QUOTABLE:
         return ""
     where = f" --region {region}" if region is not None else ""
     today = datetime.date.today().isoformat()

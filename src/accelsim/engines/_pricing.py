@@ -117,6 +117,31 @@ def pool_energy_kwh(
     return cost.energy_kwh(chip_hours, chip.tdp_watts, power, pue, host_watts)
 
 
+def price_change(
+    pool: Pool,
+    draws: InputDraws,
+    scenario: Scenario,
+    cat: Catalog,
+    window_days: tuple[FloatArray | float, FloatArray | float],
+) -> FloatArray | float:
+    """Mean price over a rented pool's usage window relative to the catalog's, per run.
+
+    On-demand and spot prices move by ``Assumptions.price_change_per_year`` (unset: the
+    catalog prior) from the decision (day 0) on; usage is spread evenly over
+    ``window_days`` = (start, end) [d] (:func:`accelsim.models.cost.price_change_factor`).
+    Other pricing keeps its price: 1. [ratio]
+    """
+    if pool.pricing not in ("on_demand", "spot"):
+        return 1.0
+    g = draws.get(
+        "assumptions.price_change_per_year",
+        scenario.assumptions.price_change_per_year,
+        cat.priors.price_change_per_year.value,
+    )
+    start, end = (np.asarray(d, dtype=float) * 24.0 / cost.HOURS_PER_YEAR for d in window_days)
+    return cost.price_change_factor(start, end, g)
+
+
 def price_pool(
     pool: Pool,
     draws: InputDraws,
@@ -126,8 +151,14 @@ def price_pool(
     held_hours: FloatArray,
     kwh: FloatArray,
     cat: Catalog | None = None,
+    window_days: tuple[FloatArray | float, FloatArray | float] | None = None,
 ) -> dict[str, FloatArray]:
-    """Hardware and energy cost of one priced pool's usage, at ``cat``'s prices. [USD]"""
+    """Hardware and energy cost of one priced pool's usage, at ``cat``'s prices. [USD]
+
+    On-demand and spot prices move over ``window_days`` (start, end of the usage, days
+    after the decision; default: held from day 0 for ``held_hours``) by
+    :func:`price_change`.
+    """
     assert pool.provider is not None
     cat = active() if cat is None else cat
     chip = cat.chip(pool.chip)
@@ -169,7 +200,9 @@ def price_pool(
                 _term_share(pool),
             )
         else:
-            hardware = cost.rental_cost_usd(chip_hours, offer.usd_per_chip_hour)
+            window = (0.0, held_hours / 24.0) if window_days is None else window_days
+            moved = offer.usd_per_chip_hour * price_change(pool, draws, scenario, cat, window)
+            hardware = cost.rental_cost_usd(chip_hours, moved)
     return {  # a scalar (e.g. a whole committed term) stands for every run
         "hardware_cost_usd": np.broadcast_to(np.asarray(hardware, dtype=float), (draws.runs,)),
         "energy_cost_usd": np.broadcast_to(np.asarray(energy_usd, dtype=float), (draws.runs,)),
@@ -341,6 +374,9 @@ def _rented_costs(
     )
     # after a fallback to on-demand (Pool.fallback_after_*), those chip-hours at its price
     on_demand = usage.get("fallback_chip_hours")
+    # rented hours fall in the training phase: from its first step to the trained model
+    end = usage["time_to_train_days"]
+    window = (end - usage.get("training_days", end), end)
     out = price_pool(
         charged,
         draws,
@@ -349,6 +385,7 @@ def _rented_costs(
         held_hours=usage["held_hours"],
         kwh=kwh,
         cat=cat,
+        window_days=window,
     )
     if on_demand is not None:
         fallback = price_pool(
@@ -359,6 +396,7 @@ def _rented_costs(
             held_hours=usage["held_hours"],
             kwh=kwh,
             cat=cat,
+            window_days=window,
         )
         out["hardware_cost_usd"] = out["hardware_cost_usd"] + fallback["hardware_cost_usd"]
     return out
@@ -475,6 +513,7 @@ __all__ = [
     "is_reserved",
     "pool_billing",
     "pool_energy_kwh",
+    "price_change",
     "price_pool",
     "price_training",
     "prices_used",

@@ -225,6 +225,11 @@ class Assumptions(_Model):
     instability_events_per_day: Uncertain | None = None
     """Loss-spike and divergence rollbacks per day of training (0 switches them off; unset =
     the catalog prior for the run's stage) [1/d]."""
+    price_change_per_year: Uncertain | None = None
+    """Yearly change of on-demand and spot prices, compounded, from the decision (day 0, at
+    the catalog's prices) over the usage window (-0.1: 10 % cheaper a year) [1/year].
+    Commitments, capacity blocks and bought hardware keep the price of their term. 0 keeps
+    prices fixed; unset = the catalog prior (published price cuts and rental indices)."""
 
     @model_validator(mode="after")
     def _ranges(self) -> Assumptions:
@@ -238,6 +243,9 @@ class Assumptions(_Model):
             "instability_events_per_day", self.instability_events_per_day, 0, 1e3, low_open=False
         )
         _check_range("engineers", self.engineers, _MIN_ENGINEERS, 1e5, low_open=False)
+        # Beyond a 90 % fall or a doubling a year, a rate is a units mistake (percent for
+        # a fraction); -1 would make a price reach 0.
+        _check_range("price_change_per_year", self.price_change_per_year, -0.9, 1.0, low_open=False)
         _check_range(
             "checkpoint_interval_hours",
             self.checkpoint_interval_hours,
