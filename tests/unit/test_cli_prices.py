@@ -103,3 +103,100 @@ def test_a_missing_prices_path_is_refused_in_one_line(
     assert err.count("\n") == 1
     assert "--prices: nowhere/at/all: no such file or folder" in err
 
+
+TPU_SCENARIO = """\
+name: tpu-commit
+workload: {kind: training, params: 1.0e9, tokens: 2.0e10, framework: jax}
+fleet:
+  - {chip: tpu-v5p, count: 16, provider: gcp, pricing: commit_1y}
+"""
+
+
+def test_the_missing_offer_error_ends_with_the_quote_command_and_the_quote_prices_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's loop: a missing offer names the command; running it writes a sheet that
+    --prices reads; the run is then priced at the quote for the whole committed term."""
+    scenario = tmp_path / "tpu.yaml"
+    scenario.write_text(TPU_SCENARIO, encoding="utf-8")
+    assert main(["run", str(scenario), "--runs", "4"]) == 2
+    err = capsys.readouterr().err.strip()
+    command = err[err.index("accelsim catalog quote") :]
+    assert command.startswith(
+        "accelsim catalog quote --chip tpu-v5p --provider gcp --pricing commit_1y "
+        "--usd-per-chip-hour PRICE --as-of "
+    )
+    assert command.endswith("-o my_prices.yaml")
+    sheet = tmp_path / "my_prices.yaml"
+    args = command.split()[1:]  # the command as printed, the price filled in
+    args[args.index("PRICE")] = "2.9"
+    args[args.index("-o") + 1] = str(sheet)
+    assert main(args) == 0
+    assert main(["run", str(scenario), "--runs", "4", "--json", "--prices", str(sheet)]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    stats = stats.get("metrics", stats)
+    year_h = 365.25 * 24
+    assert stats["hardware_cost_usd"]["mean"] == pytest.approx(16 * 2.9 * year_h, rel=1e-9)
+
+
+def test_a_second_quote_is_added_to_the_sheet_and_a_restated_one_replaces_its_entry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sheet = tmp_path / "q.yaml"
+    base = ["catalog", "quote", "--provider", "gcp", "--as-of", "2026-11-01", "-o", str(sheet)]
+    assert (
+        main([*base, "--chip", "tpu-v5p", "--pricing", "commit_1y", "--usd-per-chip-hour", "3"])
+        == 0
+    )
+    assert (
+        main([*base, "--chip", "tpu-v5p", "--pricing", "commit_3y", "--usd-per-chip-hour", "2"])
+        == 0
+    )
+    assert (
+        main([*base, "--chip", "TPU-v5p", "--pricing", "commit_1y", "--usd-per-chip-hour", "2.5"])
+        == 0
+    )
+    capsys.readouterr()
+    try:
+        cat = catalog.load(sheet)
+        assert cat.price("tpu-v5p", "gcp", "commit_1y").usd_per_chip_hour == 2.5
+        assert cat.price("tpu-v5p", "gcp", "commit_3y").usd_per_chip_hour == 2.0
+        # the built-in on-demand offer of the same sheet stays
+        builtin = catalog.builtin_catalog().price("tpu-v5p", "gcp", "on_demand")
+        assert cat.price("tpu-v5p", "gcp", "on_demand") == builtin
+        offer = cat.price("tpu-v5p", "gcp", "commit_1y")
+        assert offer.source == sheet.resolve().as_uri()
+        assert str(offer.as_of) == "2026-11-01"
+    finally:
+        catalog.reset()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--chip", "tpu-v5x"], "Unknown chip"),
+        (["--pricing", "capacity_block"], "cannot be quoted per chip-hour"),
+        (["--usd-per-chip-hour", "-1"], "usd_per_chip_hour: Input should be greater than 0"),
+        (["--as-of", "2999-01-01"], "in the future"),
+        (["--as-of", "yesterday"], "--as-of takes a date"),
+        (["--source", "my email"], "source: String should match pattern"),
+    ],
+)
+def test_a_bad_quote_is_refused_in_one_line(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = {"--chip": "tpu-v5p", "--provider": "gcp", "--pricing": "commit_1y",
+            "--usd-per-chip-hour": "2.9", "--as-of": "2026-11-01"}  # fmt: skip
+    given = dict(good)
+    given.update(dict(zip(args[::2], args[1::2], strict=True)))
+    assert main(["catalog", "quote", *[x for kv in given.items() for x in kv]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert message.lower() in err.lower()
+
+
+def test_quote_options_belong_to_quote(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "prices", "--chip", "h100-sxm"]) == 2
+    assert "--chip belong to 'accelsim catalog quote'" in capsys.readouterr().err
+    assert main(["catalog", "quote", "--chip", "h100-sxm"]) == 2
+    assert "needs --provider, --pricing, --usd-per-chip-hour, --as-of" in capsys.readouterr().err

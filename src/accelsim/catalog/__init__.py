@@ -27,6 +27,7 @@ from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
 from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
 from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, ProviderKind, Stack
+from accelsim.catalog._quote import quote_document
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
@@ -214,6 +215,7 @@ __all__ = [
     "price",
     "price_sheets",
     "priors",
+    "quote_document",
     "read_skypilot",
     "reset",
     "scaling_defaults",
