@@ -366,6 +366,7 @@ def compare_(
     # hold its model) says so under the table: its latencies and per-token prices are over
     # what it served, and a fleet that serves nothing shows 0 ms.
     notes = [f"{name}: {note}" for name, r in cmp.results.items() if (note := r.unfinished_note())]
+    notes += [f"{name}: {n}" for name, r in cmp.results.items() if (n := r.price_change_note())]
     if notes:
         print()
         print("\n".join(notes))

@@ -200,3 +200,24 @@ def test_quote_options_belong_to_quote(capsys: pytest.CaptureFixture[str]) -> No
     assert "--chip belong to 'accelsim catalog quote'" in capsys.readouterr().err
     assert main(["catalog", "quote", "--chip", "h100-sxm"]) == 2
     assert "needs --provider, --pricing, --usd-per-chip-hour, --as-of" in capsys.readouterr().err
+
+
+def test_run_and_compare_say_when_prices_moved(
+    spot_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    moving = tmp_path / "moving.yaml"
+    moving.write_text(
+        "name: aws-on-demand\n"
+        "workload: {kind: training, params: 1.0e9, tokens: 2.0e10, framework: pytorch}\n"
+        "fleet: [{chip: h100-sxm, count: 16, provider: aws}]\n",
+        encoding="utf-8",
+    )
+    assert main(["run", str(moving), "--runs", "20"]) == 0
+    assert "Prices move over the horizon" in capsys.readouterr().out
+    assert main(["run", str(spot_file), "--runs", "20", "--prices", str(FEED)]) == 0
+    assert "Prices move" not in capsys.readouterr().out  # set to 0 in that file
+    assert (
+        main(["compare", str(moving), str(spot_file), "--runs", "20", "--prices", str(FEED)]) == 0
+    )
+    out = capsys.readouterr().out
+    assert out.count("Prices move over the horizon") == 1
