@@ -47,7 +47,11 @@ class Listing(StrEnum):
 def catalog_(
     what: Annotated[Listing, typer.Argument(help="What to list.", show_default=False)],
     provider: Annotated[
-        str | None, typer.Option(help="Only this provider's offers (prices).", show_default=False)
+        str | None,
+        typer.Option(
+            help="Only this provider's offers (prices); the quote's provider (quote).",
+            show_default=False,
+        ),
     ] = None,
     mfu: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="MFU for USD per delivered PFLOP-hour (chips).")
