@@ -91,6 +91,23 @@ def test_tpu_slices_are_priced_per_chip(loaded: catalog.Catalog) -> None:
         loaded.price("tpu-v5p", "gcp", "spot", region="europe-west4")
 
 
+def test_a_gcp_gpu_row_is_priced_with_its_machine_type_where_the_zone_has_it(
+    loaded: catalog.Catalog,
+) -> None:
+    """GCP prices GPUs apart from the machine type that carries them (a3-highgpu-8g for 8
+    H100s): in a zone with both rows the offer is their sum per chip; where the file has no
+    machine row it is the GPUs alone, and its note says so."""
+    whole = loaded.price("h100-sxm", "gcp", "on_demand", region="us-central1")
+    assert whole.usd_per_chip_hour == pytest.approx((78.4 + 9.46006) / 8)
+    assert whole.instance == "a3-highgpu-8g (8x H100)"
+    spot = loaded.price("h100-sxm", "gcp", "spot", region="us-central1")
+    assert spot.usd_per_chip_hour == pytest.approx((31.36 + 2.17547) / 8)
+    alone = loaded.price("h100-sxm", "gcp", "on_demand", region="europe-west4")
+    assert alone.usd_per_chip_hour == pytest.approx(80.0 / 8)
+    assert "the GPUs alone: the host machine type is billed apart" in alone.note
+    assert "billed apart" not in whole.note
+
+
 def test_a_zero_price_is_no_price(loaded: catalog.Catalog) -> None:
     """SkyPilot writes 0.0 where it found no price (v6e in regions missing from the SKUs)."""
     assert all(o.region != "us-central2" for o in loaded.offers("tpu-v6e", "gcp"))
@@ -101,7 +118,12 @@ def test_unknown_accelerators_are_listed_not_guessed(feed_dir: Path) -> None:
     names = {(u.cloud, u.name, u.rows) for u in feed.unmapped}
     assert names == {("aws", "A10G", 1), ("gcp", "tpu-v2-8", 1)}
     offered = {(o.provider, o.chip) for s in feed.sheets for o in s.offers}
-    assert offered == {("aws", "h100-sxm"), ("gcp", "tpu-v5p"), ("gcp", "tpu-v5e")}
+    assert offered == {
+        ("aws", "h100-sxm"),
+        ("gcp", "tpu-v5p"),
+        ("gcp", "tpu-v5e"),
+        ("gcp", "h100-sxm"),
+    }
     try:
         with pytest.warns(UnmappedAcceleratorWarning, match=r"aws: A10G; gcp: tpu-v2-8"):
             catalog.load_skypilot(feed_dir)

@@ -5,8 +5,10 @@ Many ML infrastructure teams keep SkyPilot's multi-cloud price feed on disk
 instances per hour; this module turns each accelerator row into a price per chip-hour, per
 region, on demand and spot, following the mapping in ``data/skypilot.yaml``:
 
-- a GPU row's price is divided by its ``AcceleratorCount`` (GCP's GPU rows price the GPUs
-  alone: the host machine type is billed apart, and the offer's note says so);
+- a GPU row's price is divided by its ``AcceleratorCount``. GCP's GPU rows price the GPUs
+  alone; the machine type that carries them (``gcp_hosts`` in the mapping, e.g.
+  ``a3-highgpu-8g`` for 8 H100s) is added from the same zone when the file has it, else the
+  offer is the GPUs alone and its note says so;
 - a TPU slice ``tpu-<version>-<n>`` holds ``n / cores_per_chip`` chips (v5p, v4, v3: 2 cores
   per chip; v5litepod and v6e: the number counts chips), and its price is divided by them;
 - within a region, the cheapest zone and instance type is the region's offer (the note
@@ -29,7 +31,7 @@ import subprocess
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -80,6 +82,8 @@ class _Mapping:
     clouds: Mapping[str, str]
     gpus: Mapping[str, str]
     tpus: Mapping[str, tuple[str, int]]
+    gcp_hosts: Mapping[tuple[str, int], str]
+    """(GPU name upper-cased, GPU count) -> the GCP machine type that carries them."""
 
 
 def _mapping() -> _Mapping:
@@ -89,6 +93,11 @@ def _mapping() -> _Mapping:
         clouds=dict(doc["clouds"]),
         gpus={k.upper(): v["chip"] for k, v in doc["accelerators"].items()},
         tpus={k.lower(): (v["chip"], int(v["cores_per_chip"])) for k, v in doc["tpus"].items()},
+        gcp_hosts={
+            (name.upper(), int(n)): host
+            for name, by_count in doc["gcp_hosts"].items()
+            for n, host in by_count.items()
+        },
     )
 
 
@@ -178,41 +187,63 @@ def _chips_of(name: str, count: str, m: _Mapping) -> tuple[str, float, str] | No
     return (chip, n, f"{n:g}x {name}") if n >= 1 else None
 
 
+def _prices(rec: Mapping[str, str | None]) -> dict[Pricing, float]:
+    """The on-demand and spot prices a row states (per instance- or slice-hour)."""
+    cells: tuple[tuple[Pricing, str | None], ...] = (
+        ("on_demand", rec.get("Price")),
+        ("spot", rec.get("SpotPrice")),
+    )
+    return {pricing: value for pricing, cell in cells if (value := _price(cell)) is not None}
+
+
+def _with_host(
+    row: _Row, name: str, hosts: Mapping[tuple[str, str], Mapping[Pricing, float]], m: _Mapping
+) -> _Row:
+    """A GCP GPU row with the price of its machine type in the same zone added, per chip.
+
+    Where the file has no row for that machine type in the zone (or the mapping names
+    none), the row stays the GPUs alone (its offer's note says so). A pricing the machine
+    type's row leaves empty is dropped: an offer is a whole price or none.
+    """
+    host = m.gcp_hosts.get((name.upper(), round(row.chips)))
+    machine = hosts.get((host, row.zone)) if host is not None else None
+    if machine is None:
+        return row
+    priced = {p: usd + machine[p] / row.chips for p, usd in row.prices.items() if p in machine}
+    return replace(row, instance=f"{host} ({row.instance})", prices=priced, accelerators_only=False)
+
+
 def _read(cloud: str, path: Path, m: _Mapping) -> tuple[list[_Row], list[UnmappedAccelerator]]:
-    rows: list[_Row] = []
+    rows: list[tuple[str, _Row]] = []
+    hosts: dict[tuple[str, str], Mapping[Pricing, float]] = {}
     unmapped: dict[str, int] = {}
     with path.open(newline="", encoding="utf-8") as fh:
         for rec in csv.DictReader(fh):
             name = (rec.get("AcceleratorName") or "").strip()
-            if not name:
-                continue  # a CPU machine type (or GCP's host of a GPU), not an accelerator
+            instance = (rec.get("InstanceType") or "").strip()
+            zone = (rec.get("AvailabilityZone") or "").strip()
+            if not name:  # a machine type without accelerators: a possible GCP GPU host
+                hosts[(instance, zone)] = _prices(rec)
+                continue
             found = _chips_of(name, rec.get("AcceleratorCount") or "", m)
             if found is None:
                 unmapped[name] = unmapped.get(name, 0) + 1
                 continue
             chip, chips, label = found
-            instance = (rec.get("InstanceType") or "").strip()
-            prices = {
-                pricing: value / chips
-                for pricing, cell in (
-                    ("on_demand", rec.get("Price")),
-                    ("spot", rec.get("SpotPrice")),
-                )
-                if (value := _price(cell)) is not None
-            }
-            rows.append(
-                _Row(
-                    chip=chip,
-                    chips=chips,
-                    instance=f"{instance} ({label})" if instance else label,
-                    region=(rec.get("Region") or "").strip(),
-                    zone=(rec.get("AvailabilityZone") or "").strip(),
-                    prices=prices,  # type: ignore[arg-type]  # keys are the two literals above
-                    accelerators_only=not instance and _TPU.match(name) is None,
-                )
+            per_chip = {p: usd / chips for p, usd in _prices(rec).items()}
+            row = _Row(
+                chip=chip,
+                chips=chips,
+                instance=f"{instance} ({label})" if instance else label,
+                region=(rec.get("Region") or "").strip(),
+                zone=zone,
+                prices=per_chip,
+                accelerators_only=not instance and _TPU.match(name) is None,
             )
+            rows.append((name, row))
+    paired = [_with_host(r, n, hosts, m) if r.accelerators_only else r for n, r in rows]
     missing = [UnmappedAccelerator(cloud, n, k, str(path)) for n, k in unmapped.items()]
-    return rows, missing
+    return paired, missing
 
 
 def _offers(provider: str, cloud: str, path: Path, rows: Iterable[_Row]) -> list[Offer]:
