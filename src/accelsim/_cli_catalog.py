@@ -1,4 +1,5 @@
-"""The ``accelsim catalog`` command: the built-in chips, prices and priors as tables.
+"""The ``accelsim catalog`` command: the built-in chips, prices and priors as tables, and
+``quote``, which writes a quoted price as a price sheet (:mod:`accelsim._cli_quote`).
 
 Registered on the typer app by :mod:`accelsim.cli`.
 """
@@ -13,6 +14,17 @@ import typer
 
 from accelsim import catalog
 from accelsim._cli_output import _show
+from accelsim._cli_quote import (
+    QuoteChip,
+    QuoteDate,
+    QuoteNote,
+    QuoteOutput,
+    QuotePrice,
+    QuotePricing,
+    QuoteRegion,
+    QuoteSource,
+    write_quote,
+)
 from accelsim.demo import catalog_table
 from accelsim.errors import AccelsimError
 from accelsim.results import Table
@@ -29,12 +41,17 @@ class Listing(StrEnum):
     chips = "chips"
     prices = "prices"
     priors = "priors"
+    quote = "quote"
 
 
 def catalog_(
     what: Annotated[Listing, typer.Argument(help="What to list.", show_default=False)],
     provider: Annotated[
-        str | None, typer.Option(help="Only this provider's offers (prices).", show_default=False)
+        str | None,
+        typer.Option(
+            help="Only this provider's offers (prices); the quote's provider (quote).",
+            show_default=False,
+        ),
     ] = None,
     mfu: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="MFU for USD per delivered PFLOP-hour (chips).")
@@ -43,8 +60,37 @@ def catalog_(
         bool, typer.Option("--stale", help="Only prices older than --max-age-days (prices).")
     ] = False,
     max_age_days: _MaxPriceAge = 182,
+    chip: QuoteChip = None,
+    pricing: QuotePricing = None,
+    region: QuoteRegion = None,
+    usd_per_chip_hour: QuotePrice = None,
+    as_of: QuoteDate = None,
+    source: QuoteSource = None,
+    note: QuoteNote = None,
+    output: QuoteOutput = None,
 ) -> None:
-    """The built-in chips, prices or priors, with their sources and dates."""
+    """The built-in chips, prices or priors, with their sources and dates; or ``quote``: a
+    quoted price written as a price sheet for --prices, e.g. ``accelsim catalog quote
+    --chip tpu-v5p --provider gcp --pricing commit_1y --usd-per-chip-hour 2.9 --as-of
+    2026-11-01 -o my_prices.yaml``.
+    """
+    given = {
+        "chip": chip,
+        "provider": provider,
+        "pricing": pricing,
+        "region": region,
+        "usd_per_chip_hour": usd_per_chip_hour,
+        "as_of": as_of,
+        "source": source,
+        "note": note,
+    }
+    if what is Listing.quote:
+        write_quote(given, output)
+        return
+    stray = [k for k, v in given.items() if v is not None and k != "provider"]
+    if stray or output is not None:
+        flags = [f"--{k.replace('_', '-')}" for k in stray] + (["-o"] if output else [])
+        raise AccelsimError(f"{', '.join(flags)} belong to 'accelsim catalog quote'")
     if not 0.0 < mfu <= 1.0:
         raise AccelsimError(f"--mfu must lie in (0, 1], got {mfu:g}")
     if what is Listing.chips:

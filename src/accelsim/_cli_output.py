@@ -97,6 +97,8 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
             writer.writerow([i, *(repr(float(c[i])) for c in columns)])
     else:
         _show(res.as_table())
+        if (moved := res.price_change_note()) is not None:
+            print(moved, file=stream)
 
 
 # ---------------------------------------------------------------- commands

@@ -35,6 +35,7 @@ from accelsim._cli_goals import (
     _SloGoal,
 )
 from accelsim._cli_output import _emit, _format, _json, _show
+from accelsim._cli_prices import _Prices, with_prices
 from accelsim._yaml import load_yaml, to_plain
 from accelsim.catalog import active as active_catalog
 from accelsim.demo import default_scenarios
@@ -185,6 +186,7 @@ def validate(
 
 
 @app.command()
+@with_prices
 def run(
     scenario: Annotated[str, typer.Argument(help="Scenario file.", show_default=False)],
     runs: Annotated[
@@ -245,6 +247,7 @@ def run(
     json_out: _Json = False,
     csv_out: _Csv = False,
     max_price_age_days: _MaxPriceAge = 182,
+    prices: _Prices = None,
 ) -> None:
     """Simulate one scenario file: mean, Monte Carlo error and P5/P50/P95 of each metric."""
     fmt = _format(json_out, csv_out)
@@ -294,6 +297,7 @@ def run(
 
 
 @app.command("compare")
+@with_prices
 def compare_(
     scenarios: Annotated[
         list[str], typer.Argument(help="Scenario files, one per option.", show_default=False)
@@ -308,6 +312,7 @@ def compare_(
     slo_attainment: _SloGoal = None,
     max_wait_hours: _MaxWait = None,
     confidence: _Confidence = 0.9,
+    prices: _Prices = None,
 ) -> None:
     """Compare scenario files with common random numbers: table, odds and a recommendation.
 
@@ -361,6 +366,7 @@ def compare_(
     # hold its model) says so under the table: its latencies and per-token prices are over
     # what it served, and a fleet that serves nothing shows 0 ms.
     notes = [f"{name}: {note}" for name, r in cmp.results.items() if (note := r.unfinished_note())]
+    notes += [f"{name}: {n}" for name, r in cmp.results.items() if (n := r.price_change_note())]
     if notes:
         print()
         print("\n".join(notes))
@@ -372,6 +378,7 @@ def compare_(
 
 
 @app.command("sweep")
+@with_prices
 def sweep_(
     scenario: Annotated[str, typer.Argument(help="Scenario file.", show_default=False)],
     grid: Annotated[
@@ -392,6 +399,7 @@ def sweep_(
     workers: _Workers = None,
     json_out: _Json = False,
     csv_out: _Csv = False,
+    prices: _Prices = None,
 ) -> None:
     """Simulate every point of a grid, with common random numbers across points."""
     fmt = _format(json_out, csv_out)
@@ -441,6 +449,7 @@ def sweep_(
 
 
 @app.command("report")
+@with_prices
 def report_(
     scenarios: Annotated[
         list[str],
@@ -464,6 +473,7 @@ def report_(
     slo_attainment: _SloGoal = None,
     max_wait_hours: _MaxWait = None,
     confidence: _Confidence = 0.9,
+    prices: _Prices = None,
 ) -> None:
     """Write a self-contained HTML report: question, answer, figures, assumptions, sources.
 
@@ -495,6 +505,7 @@ def report_(
     )
     if goals is not None:
         flags += f" --confidence {goals.confidence:g}"
+    flags += f" --prices {prices}" if prices is not None else ""
     how = f"accelsim report {files} --runs {runs} --seed {seed}{flags}"
     out = write_report(
         results, output, scenarios=named, title=title, sensitivity=sensitivity, reproduce=how

@@ -33,6 +33,8 @@ price_sheets:
          as_of: 2026-10-01, source: "https://example.com/acme"}
 """
 ACME_USD_PER_CHIP_HOUR = 1.25
+# the user's rate on every chip-hour: prices held fixed over the horizon
+FIXED_PRICES = acs.Assumptions(price_change_per_year=0.0)
 
 
 @pytest.fixture
@@ -50,6 +52,7 @@ def _training(pricing: str = "on_demand") -> acs.Scenario:
         name="acme",
         workload=acs.TrainingRun(params=7e9, tokens=2e11),
         fleet=[acs.Pool(chip="h100-sxm", count=64, provider="acme", pricing=pricing)],
+        assumptions=FIXED_PRICES,
     )
 
 
@@ -138,7 +141,7 @@ def test_a_serving_study_prices_with_the_users_sheet_on_processes(
         horizon_days=2,
     )
     s = acs.Scenario(name="serve", workload=svc, fleet=[acs.Pool(chip="h100-sxm", count=8,
-                     provider="acme")])  # fmt: skip
+                     provider="acme")], assumptions=FIXED_PRICES)  # fmt: skip
     in_process = acs.simulate(s, runs=40, seed=5, chunk_runs=20)
     processes = acs.simulate(s, runs=40, seed=5, chunk_runs=20, executor="processes")
     assert_same(in_process, processes)

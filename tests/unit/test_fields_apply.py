@@ -141,6 +141,7 @@ FIELDS: dict[type, dict[str, str]] = {
         "count": _EVERY,
         "provider": "pricing (None: unpriced)",
         "pricing": "pricing, lead times, spot preemptions",
+        "region": "which offer prices the pool (and its spot preemption rate, if it has one)",
         "term_share": "pricing of reserved pools; refused where the pool's cost is not reported",
         "block_days": "pricing of capacity blocks (required for and only for them)",
         "spare_hosts": "a training run's recovery and pricing (its own pool; not on spot)",
@@ -189,6 +190,7 @@ VALUES: dict[str, float] = {
     "architecture_changes": 2.0,
     "emission_kg_per_kwh": 0.4,
     "instability_events_per_day": 0.01,
+    "price_change_per_year": -0.1,
 }
 # Read by the stream DES as samplers of repair and return times (not recorded as inputs);
 # the training engines read them only on a spot pool or with spare hosts.

@@ -31,7 +31,8 @@ def two_pools(workloads: list[object]) -> acs.Scenario:
         workloads=workloads,  # type: ignore[arg-type]
         horizon_days=DAYS,
         scheduler="priority_preemptive",
-        assumptions=acs.Assumptions(lead_time_days=0.0),  # type: ignore[call-arg]
+        # fixed prices: the closed forms are chips x hours x the offer's price
+        assumptions=acs.Assumptions(lead_time_days=0.0, price_change_per_year=0.0),  # type: ignore[call-arg]
     )
 
 

@@ -71,6 +71,8 @@ def _bounds(name: str) -> tuple[float, float, bool]:
         return 0.0, 1.0, False
     if name == "pue":
         return 1.0, math.inf, False
+    if name == "price_change_per_year":  # a yearly change: a price never falls to 0 or below
+        return -1.0, math.inf, True
     return 0.0, math.inf, False  # rates, hours, days, counts, prices
 
 

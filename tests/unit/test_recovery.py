@@ -27,9 +27,10 @@ def _scenario(
     pool: acs.Pool, assumptions: acs.Assumptions | None = None, **run: object
 ) -> acs.Scenario:
     work = _RUN.model_copy(update=run) if run else _RUN
-    return acs.Scenario(
-        name="r", workload=work, fleet=[pool], assumptions=assumptions or acs.Assumptions()
-    )
+    # fixed prices: the bills below are chip-hours x the offers' prices (a spot run that
+    # starts later would otherwise pay later, moved prices)
+    fixed = (assumptions or acs.Assumptions()).model_copy(update={"price_change_per_year": 0.0})
+    return acs.Scenario(name="r", workload=work, fleet=[pool], assumptions=fixed)
 
 
 def _spot(**policy: object) -> acs.Pool:

@@ -308,7 +308,9 @@ def _scenario(**extra: object) -> acs.Scenario:
         acs.Pool(chip="h100-sxm", count=2, provider="aws"),
         acs.Pool(chip="h200", count=1, provider="aws"),
     ]
-    return acs.Scenario(name="dis-des", workload=svc, fleet=fleet)
+    # fixed prices: each pool pays its offer's price per chip-hour
+    fixed = acs.Assumptions(price_change_per_year=0.0)
+    return acs.Scenario(name="dis-des", workload=svc, fleet=fleet, assumptions=fixed)
 
 
 def test_simulate_runs_disaggregation_on_the_des_with_the_fast_path_metrics() -> None:

@@ -180,7 +180,8 @@ def test_serving_capacity_of_a_balanced_pair() -> None:
 @pytest.mark.parametrize("scaling", ["fixed", "follow_demand"])
 def test_fast_path_metrics_add_up(scaling: str) -> None:
     extra = {"scaling": scaling} if scaling != "fixed" else {}
-    s = _disaggregated(**extra)
+    # fixed prices: each pool pays its offer's price per chip-hour
+    s = _disaggregated(**extra).replace("assumptions.price_change_per_year", 0.0)
     res = acs.simulate(s, runs=512, seed=5, progress=False)
     for m in res.metrics:
         assert np.isfinite(res.samples(m)).all(), m

@@ -23,7 +23,8 @@ def stream_scenario(**kw: object) -> acs.Scenario:
         "horizon_days": 10,
         "warmup_days": 1,
         "scheduler": "backfill",
-        "assumptions": acs.Assumptions(lead_time_days=0.0),
+        # fixed prices: rent is chips x horizon x the offer's price
+        "assumptions": acs.Assumptions(lead_time_days=0.0, price_change_per_year=0.0),
     }
     base.update(kw)
     return acs.Scenario(**base)  # type: ignore[arg-type]

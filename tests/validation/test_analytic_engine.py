@@ -80,12 +80,13 @@ def test_time_to_train_adds_lead_time_when_it_is_longer_than_porting() -> None:
 
 @pytest.mark.parametrize("pricing", ["on_demand", "spot"])
 def test_hardware_cost_is_chip_hours_times_price(pricing: str) -> None:
-    """Oracle: rental cost = allocated chip-hours × USD per chip-hour of the offer."""
+    """Oracle: rental cost = allocated chip-hours × USD per chip-hour of the offer, prices
+    held fixed (moving prices: tests/validation/test_fleet_pricing_oracles.py)."""
     s = acs.Scenario(
         name="gcp",
         workload=acs.TrainingRun(params=7e9, tokens=1e11),
         fleet=[acs.Pool(chip="h100-sxm", count=64, provider="gcp", pricing=pricing)],  # type: ignore[arg-type]
-        assumptions=acs.Assumptions(mfu=0.4),
+        assumptions=acs.Assumptions(mfu=0.4, price_change_per_year=0.0),
     )
     res = acs.simulate(s, runs=100, seed=2)
     rate = acs.catalog.price("h100-sxm", provider="gcp", pricing=pricing).usd_per_chip_hour

@@ -44,6 +44,14 @@ def _training(
     return acs.simulate(scenario, runs=RUNS, seed=11)
 
 
+def _moved(res: acs.Result, start_days: np.ndarray, end_days: np.ndarray) -> np.ndarray:
+    """Mean of (1 + g)**t over the usage window [start, end] (years), g the run's drawn
+    assumptions.price_change_per_year: ((1+g)**b - (1+g)**a) / ((b - a) ln(1+g))."""
+    g = res.inputs["assumptions.price_change_per_year"]
+    a, b = start_days / 365.25, end_days / 365.25
+    return ((1 + g) ** b - (1 + g) ** a) / ((b - a) * np.log(1 + g))
+
+
 def _cloud_energy_kwh(res: acs.Result, chip: str) -> np.ndarray:
     """kWh = chip-hours x TDP x (draw + host share of TDP) x PUE / 1000 (cloud priors)."""
     tdp = acs.catalog.chip(chip).tdp_watts
@@ -87,9 +95,12 @@ def _check_common_lines(res: acs.Result) -> None:
 def test_rental_is_allocated_chip_hours_times_the_offer_price(
     chip: str, provider: str, pricing: Pricing
 ) -> None:
-    """On-demand and spot: hardware = chip-hours x price; energy reported, priced at 0."""
+    """On-demand and spot: hardware = chip-hours x price, the price moved by the drawn yearly
+    change and averaged over the training phase; energy reported, priced at 0."""
     res = _training(chip, provider, pricing)
-    hardware = res.samples("chip_hours") * _rate(chip, provider, pricing)
+    end = res.samples("time_to_train_days")
+    moved = _moved(res, end - res.samples("training_days"), end)
+    hardware = res.samples("chip_hours") * _rate(chip, provider, pricing) * moved
     np.testing.assert_allclose(res.samples("hardware_cost_usd"), hardware, rtol=RTOL)
     np.testing.assert_allclose(res.samples("energy_kwh"), _cloud_energy_kwh(res, chip), rtol=RTOL)
     assert np.all(res.samples("energy_cost_usd") == 0.0)
@@ -233,7 +244,8 @@ def test_a_mixed_stream_fleet_pays_each_pool_by_its_own_rule() -> None:
         * _rate("a100-80gb", "aws", "commit_1y")
         * np.maximum(s("held_hours_pool0"), HOURS_PER_YEAR)
     )
-    od = 8 * _rate("h100-sxm", "gcp", "on_demand") * s("held_hours_pool1")
+    held = s("held_hours_pool1")
+    od = 8 * _rate("h100-sxm", "gcp", "on_demand") * held * _moved(res, 0.0 * held, held / 24)
     offer = acs.catalog.price("h100-sxm", provider="on_prem", pricing="on_prem")
     site = acs.catalog.site("on_prem")
     tdp = acs.catalog.chip("h100-sxm").tdp_watts

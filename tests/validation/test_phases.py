@@ -17,6 +17,7 @@ _NO_FAILURES = {
     "lead_time_days": 2.0,
     "porting_hours": 0.0,
     "checkpoint_write_hours": 0.05,
+    "price_change_per_year": 0.0,  # fixed prices: the rent is chip-hours x one price
 }
 
 

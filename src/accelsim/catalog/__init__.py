@@ -22,11 +22,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelsim.catalog._age import stale_offers
-from accelsim.catalog._loader import Catalog, active, builtin_catalog
+from accelsim.catalog._loader import Catalog, activate, active, builtin_catalog
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
 from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
 from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, ProviderKind, Stack
+from accelsim.catalog._quote import quote_document
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
@@ -43,6 +44,13 @@ from accelsim.catalog._schema import (
     Source,
 )
 from accelsim.catalog._serving_priors import BYTES_PER_VALUE, ServingPriors, serving_priors
+from accelsim.catalog._skypilot import (
+    SkyPilotFeed,
+    UnmappedAccelerator,
+    UnmappedAcceleratorWarning,
+    read_skypilot,
+)
+from accelsim.catalog._skypilot import load_skypilot as _load_skypilot
 
 
 def chips() -> dict[str, Chip]:
@@ -137,6 +145,29 @@ def load(path: str | Path) -> Catalog:
     return _load(path)
 
 
+def load_skypilot(path: str | Path) -> Catalog:
+    """Merge SkyPilot's price feed (``<path>/<cloud>/vms.csv``) over the built-ins and make it
+    the active catalog, like :func:`load`.
+
+    ``path`` is a folder of cloud folders (``~/.sky/catalogs/v7``, or ``catalogs/v7`` of a
+    checkout of skypilot-org/skypilot-catalog), a folder holding ``catalogs/v<N>``, one
+    cloud's folder or one ``vms.csv``. Each accelerator row becomes a price per chip-hour per
+    region, on demand and spot: a GPU instance's price over its GPU count, a TPU slice
+    ``tpu-v5p-8`` over its chips (the number counts cores: 2 per chip on v5p, v4 and v3; on
+    v5litepod and v6e it counts chips). The cheapest zone and instance type of a region is
+    its offer. Offers are dated with the file's git commit date inside an unmodified
+    checkout, else its modification date; their source is the file (``file://``) and their
+    note starts with "SkyPilot catalog". Accelerators that map to no chip are named in an
+    :class:`UnmappedAcceleratorWarning`, never guessed (:func:`read_skypilot` lists them).
+
+    Raises
+    ------
+    accelsim.errors.ScenarioFileError
+        If no ``vms.csv`` is found there, or a file is not in SkyPilot's layout.
+    """
+    return _load_skypilot(path)
+
+
 def reset() -> Catalog:
     """Go back to the built-in catalog (undoes :func:`load`)."""
     return _reset()
@@ -165,20 +196,27 @@ __all__ = [
     "ProviderKind",
     "ScalingDefaults",
     "ServingPriors",
+    "SkyPilotFeed",
     "Source",
     "Stack",
+    "UnmappedAccelerator",
+    "UnmappedAcceleratorWarning",
+    "activate",
     "active",
     "builtin_catalog",
     "cheapest",
     "chip",
     "chips",
     "load",
+    "load_skypilot",
     "model_preset",
     "model_presets",
     "offers",
     "price",
     "price_sheets",
     "priors",
+    "quote_document",
+    "read_skypilot",
     "reset",
     "scaling_defaults",
     "serving_priors",

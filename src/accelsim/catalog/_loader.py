@@ -12,6 +12,7 @@ this module's state.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 from collections.abc import Iterable, Mapping
@@ -45,6 +46,25 @@ from accelsim.errors import (
 )
 
 _HOURS_PER_YEAR = 365.25 * 24.0  # calendar constant, for ranking purchases per hour
+
+
+QUOTABLE = ("on_demand", "spot", "commit_1y", "commit_3y")
+"""Pricing models a quote states as one price per chip-hour (``accelsim catalog quote``)."""
+
+
+def quote_command(chip: str, provider: str, pricing: str, region: str | None = None) -> str:
+    """The sentence that ends an error naming a missing offer: the ``accelsim catalog quote``
+    command that writes a sheet for it, filled in but for the price (empty for pricing a
+    quote cannot state: capacity blocks have windows, on-prem offers a purchase price)."""
+    if pricing not in QUOTABLE:
+        return ""
+    where = f" --region {region}" if region is not None else ""
+    today = datetime.date.today().isoformat()
+    return (
+        f" With a quoted price, write a sheet and pass it with --prices: accelsim catalog quote "
+        f"--chip {chip} --provider {provider} --pricing {pricing}{where} "
+        f"--usd-per-chip-hour PRICE --as-of {today} -o my_prices.yaml"
+    )
 
 
 class _CatalogFile(BaseModel):
@@ -182,19 +202,20 @@ class Catalog:
         chip_id = self.chip(chip).id
         prov = provider.strip().lower()
         price_model = _check_pricing(pricing)
+        quote = quote_command(chip_id, prov, price_model, region)
         if prov not in self.sheets:
             hint = close_matches(prov, self.sheets)
             raise OfferNotFoundError(
                 f"unknown provider {provider!r}"
                 + (f"; did you mean {', '.join(map(repr, hint))}?" if hint else "")
-                + f" (known providers: {', '.join(sorted(self.sheets))})"
+                + f" (known providers: {', '.join(sorted(self.sheets))}).{quote}"
             )
         group = self._index.get((chip_id, prov, price_model), ())
         if region is not None:
             group = tuple(o for o in group if (o.region or "").lower() == region.strip().lower())
         if group:
             return group[0]
-        missing = self._missing_message(chip_id, prov, price_model, region)
+        missing = self._missing_message(chip_id, prov, price_model, region) + quote
         unpublished = self.sheets[prov].unpublished(chip_id, price_model, region)
         if unpublished is not None:  # the data says the provider publishes no such price
             raise OfferNotFoundError(f"{unpublished.message(prov)} {missing}")
@@ -364,6 +385,16 @@ def _sheet_loc(parsed: _CatalogFile, message: str) -> tuple[str | int, ...]:
     return ()
 
 
+def activate(catalog: Catalog | None) -> None:
+    """Make ``catalog`` the active catalog (``None``: the built-ins), as :func:`load` does.
+
+    For readers of other formats (:func:`accelsim.catalog.load_skypilot`) and for a caller
+    that puts back the catalog it found (the CLI's ``--prices``).
+    """
+    global _active
+    _active = catalog
+
+
 def reset() -> Catalog:
     """Make the built-in catalog the active one again (undoes :func:`load`)."""
     global _active
@@ -371,4 +402,4 @@ def reset() -> Catalog:
     return builtin_catalog()
 
 
-__all__ = ["Catalog", "active", "builtin_catalog", "load", "reset"]
+__all__ = ["Catalog", "activate", "active", "builtin_catalog", "load", "reset"]

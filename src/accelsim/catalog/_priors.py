@@ -237,6 +237,8 @@ class Priors(_Frozen):
     """Host (CPU, memory, network) draw per chip over the chip's TDP. [fraction]"""
     delay_usd_per_day: Prior
     """Cost of a day's delay of the trained model; 0 unless the user sets it. [USD/d]"""
+    price_change_per_year: Prior
+    """Yearly change of on-demand and spot prices over the horizon, compounded. [1/year]"""
     global_batch_tokens: Prior
     """Global batch size of large LLM pretraining, for the scaling model. [tokens]"""
 

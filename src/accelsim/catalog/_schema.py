@@ -32,6 +32,8 @@ PRICING_MODELS: tuple[Pricing, ...] = (
 )
 
 Url = Annotated[str, StringConstraints(pattern=r"^https?://\S+$")]
+# An offer read from a file on disk (a price feed such as SkyPilot's catalog) names that file.
+OfferUrl = Annotated[str, StringConstraints(pattern=r"^(https?|file)://\S+$")]
 ChipId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9.\-]*$", max_length=64)]
 ProviderId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_\-]*$", max_length=64)]
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -257,8 +259,8 @@ class Offer(_Frozen):
     """The window lengths a capacity block is sold in; ``capacity_block`` offers only."""
     as_of: datetime.date
     """Date the price was observed."""
-    source: Url
-    """Address of the price source."""
+    source: OfferUrl
+    """Address of the price source (``file://`` for a price feed read from disk)."""
     note: str = ""
     """Derivation (e.g. instance price divided by chips) and caveats."""
 

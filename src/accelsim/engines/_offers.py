@@ -25,7 +25,7 @@ def spot_preemption_prior(cat: Catalog, pool: Pool) -> Uncertain:
     [1/(chip*h)]
     """
     if pool.provider is not None:
-        offer = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+        offer = cat.price(pool.chip, pool.provider, pool.pricing, pool.region)
         if offer.preemptions_per_chip_hour is not None:
             return offer.preemptions_per_chip_hour
     return cat.priors.spot_preemptions_per_chip_hour.value

@@ -117,6 +117,31 @@ def pool_energy_kwh(
     return cost.energy_kwh(chip_hours, chip.tdp_watts, power, pue, host_watts)
 
 
+def price_change(
+    pool: Pool,
+    draws: InputDraws,
+    scenario: Scenario,
+    cat: Catalog,
+    window_days: tuple[FloatArray | float, FloatArray | float],
+) -> FloatArray | float:
+    """Mean price over a rented pool's usage window relative to the catalog's, per run.
+
+    On-demand and spot prices move by ``Assumptions.price_change_per_year`` (unset: the
+    catalog prior) from the decision (day 0) on; usage is spread evenly over
+    ``window_days`` = (start, end) [d] (:func:`accelsim.models.cost.price_change_factor`).
+    Other pricing keeps its price: 1. [ratio]
+    """
+    if pool.pricing not in ("on_demand", "spot"):
+        return 1.0
+    g = draws.get(
+        "assumptions.price_change_per_year",
+        scenario.assumptions.price_change_per_year,
+        cat.priors.price_change_per_year.value,
+    )
+    start, end = (np.asarray(d, dtype=float) * 24.0 / cost.HOURS_PER_YEAR for d in window_days)
+    return cost.price_change_factor(start, end, g)
+
+
 def price_pool(
     pool: Pool,
     draws: InputDraws,
@@ -126,12 +151,18 @@ def price_pool(
     held_hours: FloatArray,
     kwh: FloatArray,
     cat: Catalog | None = None,
+    window_days: tuple[FloatArray | float, FloatArray | float] | None = None,
 ) -> dict[str, FloatArray]:
-    """Hardware and energy cost of one priced pool's usage, at ``cat``'s prices. [USD]"""
+    """Hardware and energy cost of one priced pool's usage, at ``cat``'s prices. [USD]
+
+    On-demand and spot prices move over ``window_days`` (start, end of the usage, days
+    after the decision; default: held from day 0 for ``held_hours``) by
+    :func:`price_change`.
+    """
     assert pool.provider is not None
     cat = active() if cat is None else cat
     chip = cat.chip(pool.chip)
-    offer = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+    offer = cat.price(pool.chip, pool.provider, pool.pricing, pool.region)
     if pool.pricing == "on_prem":
         site = cat.site(pool.provider)
         assert offer.purchase_usd_per_chip is not None
@@ -169,7 +200,9 @@ def price_pool(
                 _term_share(pool),
             )
         else:
-            hardware = cost.rental_cost_usd(chip_hours, offer.usd_per_chip_hour)
+            window = (0.0, held_hours / 24.0) if window_days is None else window_days
+            moved = offer.usd_per_chip_hour * price_change(pool, draws, scenario, cat, window)
+            hardware = cost.rental_cost_usd(chip_hours, moved)
     return {  # a scalar (e.g. a whole committed term) stands for every run
         "hardware_cost_usd": np.broadcast_to(np.asarray(hardware, dtype=float), (draws.runs,)),
         "energy_cost_usd": np.broadcast_to(np.asarray(energy_usd, dtype=float), (draws.runs,)),
@@ -230,7 +263,7 @@ def credits_usd(scenario: Scenario, cat: Catalog, billings: list[Billing], runs:
                 take = np.minimum(left_usd, open_usd)
                 left_usd = left_usd - take
             else:
-                rate = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+                rate = cat.price(pool.chip, pool.provider, pool.pricing, pool.region)
                 usd_per_ch = rate.usd_per_chip_hour or 0.0
                 if usd_per_ch <= 0:
                     continue
@@ -253,11 +286,24 @@ def pool_billing(
     return Billing(pool, hardware_usd, start_days, held / 24.0)
 
 
+def _region_rule(cat: Catalog, pool: Pool) -> str:
+    """How the region of a pool's offer was chosen, in words (see :attr:`Pool.region`)."""
+    if pool.region is not None:
+        return "set by the pool"
+    assert pool.provider is not None
+    regions = {o.region for o in cat.offers(pool.chip, pool.provider, pool.pricing)}
+    if len(regions) <= 1:
+        return "the only region listed"
+    return f"cheapest of {len(regions)} regions listed (Pool.region unset)"
+
+
 def prices_used(scenario: Scenario, cat: Catalog) -> list[dict[str, str]]:
     """The catalog offers a study of ``scenario`` prices with, oldest first.
 
     One entry per priced pool's offer (``provider``, ``chip``, ``pricing``, ``region``,
-    ``as_of`` as an ISO date, ``source``), plain strings so a study's store and JSON output
+    ``region_rule`` (how the region was chosen: "set by the pool", "the only region
+    listed", or "cheapest of N regions listed"), ``as_of`` as an ISO date, ``source``), plain
+    strings so a study's store and JSON output
     keep them. The study records them in ``Result.extras["prices_used"]`` and the oldest
     date in ``extras["oldest_price_as_of"]``; :meth:`Result.summary` and the CLI warn when
     one is older than a threshold (issue 16 item 5).
@@ -272,13 +318,14 @@ def prices_used(scenario: Scenario, cat: Catalog) -> list[dict[str, str]]:
     for pool in [*scenario.fleet, *falls_back]:
         if pool.provider is None:
             continue
-        o = cat.price(pool.chip, provider=pool.provider, pricing=pool.pricing)
+        o = cat.price(pool.chip, pool.provider, pool.pricing, pool.region)
         key = (o.provider, o.chip, o.pricing, o.region or "")
         seen[key] = {
             "provider": o.provider,
             "chip": o.chip,
             "pricing": o.pricing,
             "region": o.region or "",
+            "region_rule": _region_rule(cat, pool),
             "as_of": o.as_of.isoformat(),
             "source": str(o.source),
         }
@@ -327,6 +374,9 @@ def _rented_costs(
     )
     # after a fallback to on-demand (Pool.fallback_after_*), those chip-hours at its price
     on_demand = usage.get("fallback_chip_hours")
+    # rented hours fall in the training phase: from its first step to the trained model
+    end = usage["time_to_train_days"]
+    window = (end - usage.get("training_days", end), end)
     out = price_pool(
         charged,
         draws,
@@ -335,6 +385,7 @@ def _rented_costs(
         held_hours=usage["held_hours"],
         kwh=kwh,
         cat=cat,
+        window_days=window,
     )
     if on_demand is not None:
         fallback = price_pool(
@@ -345,6 +396,7 @@ def _rented_costs(
             held_hours=usage["held_hours"],
             kwh=kwh,
             cat=cat,
+            window_days=window,
         )
         out["hardware_cost_usd"] = out["hardware_cost_usd"] + fallback["hardware_cost_usd"]
     return out
@@ -461,6 +513,7 @@ __all__ = [
     "is_reserved",
     "pool_billing",
     "pool_energy_kwh",
+    "price_change",
     "price_pool",
     "price_training",
     "prices_used",

@@ -40,6 +40,7 @@ __all__ = [
     "hosting_cost_usd",
     "onprem_capex_usd",
     "ops_cost_usd",
+    "price_change_factor",
     "rental_cost_usd",
 ]
 
@@ -86,6 +87,59 @@ def rental_cost_usd(chip_hours: ArrayLike, usd_per_chip_hour: ArrayLike) -> Floa
     array([2897510.4, 1474560. ])
     """
     return _f(chip_hours) * _f(usd_per_chip_hour)
+
+
+def price_change_factor(
+    start_years: ArrayLike, end_years: ArrayLike, change_per_year: ArrayLike
+) -> FloatArray:
+    """Mean price over a usage window, relative to today's, when prices move every year.
+
+    A price that changes by ``change_per_year`` a year, compounded,
+    ``p(t) = p0 * (1 + g) ** t``, averaged over usage spread evenly from ``start_years`` to
+    ``end_years`` after the decision (t = 0, when ``p0`` holds). On-demand and spot usage
+    is billed at the price of its month; a commitment's price is fixed for its term, so it
+    takes no factor.
+
+    Parameters
+    ----------
+    start_years : array_like
+        Start of the usage window after the decision, >= 0. [year]
+    end_years : array_like
+        End of the usage window, >= ``start_years``. [year]
+    change_per_year : array_like
+        Relative price change per year, > -1 (-0.1: prices fall 10 % a year). [fraction/year]
+
+    Returns
+    -------
+    numpy.ndarray
+        Mean price over the window divided by ``p0``, > 0; 1 when ``change_per_year`` is 0.
+        [ratio]
+
+    Notes
+    -----
+    .. math:: f = \\frac{1}{b - a}\\int_a^b (1 + g)^t \\, dt
+              = (1 + g)^a \\, \\frac{e^{x} - 1}{x}, \\quad x = (b - a) \\ln(1 + g)
+
+    with :math:`(e^x - 1)/x = 1` at :math:`x = 0` (an empty window, or no change): then
+    :math:`f = (1 + g)^a`, the price at the window's start. ``expm1`` and ``log1p`` keep it
+    exact near 0.
+
+    Oracle: the closed form itself against numerical quadrature (tests/unit/test_cost.py);
+    e.g. g = -0.2 over three years from the decision: (0.8**3 - 1) / (3 ln 0.8) = 0.7290.
+
+    Examples
+    --------
+    >>> round(float(price_change_factor(0.0, 3.0, -0.2)), 4)
+    0.729
+    >>> float(price_change_factor(0.5, 2.0, 0.0))
+    1.0
+    """
+    a, b, g = _f(start_years), _f(end_years), _f(change_per_year)
+    x = (b - a) * np.log1p(g)
+    small = np.abs(x) < 1e-12
+    mean_growth = np.where(small, 1.0 + x / 2.0, np.expm1(x) / np.where(small, 1.0, x))
+    out: FloatArray = np.exp(a * np.log1p(g)) * mean_growth
+    return out
 
 
 def commitment_cost_usd(

@@ -96,6 +96,8 @@ def render_html(
     # Runs that do not finish (an endpoint shedding requests or unable to hold its model, a
     # training run past the horizon) qualify every figure below: said first.
     notes = [f"{name}: {note}" for name, r in options.items() if (note := r.unfinished_note())]
+    # prices that move over the horizon qualify every cost on the page
+    notes += [f"{name}: {note}" for name, r in options.items() if (note := r.price_change_note())]
     primary = {
         _page_data.TRAINING: "time_to_train_days",
         _page_data.SERVING: "usd_per_million_output_tokens",

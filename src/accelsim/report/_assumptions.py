@@ -192,16 +192,19 @@ def prices(results: Mapping[str, Result], scenarios: Mapping[str, Scenario]) -> 
     """The catalog offer behind each pool of each option (from the scenario, else its info)."""
     out = []
     for name, res in results.items():
-        pools: list[tuple[str, str | None, str, int | None]] = []
+        pools: list[tuple[str, str | None, str, int | None, str | None]] = []
         if name in scenarios:
-            pools = [(p.chip, p.provider, p.pricing, p.block_days) for p in scenarios[name].fleet]
+            pools = [
+                (p.chip, p.provider, p.pricing, p.block_days, p.region)
+                for p in scenarios[name].fleet
+            ]
         elif res.info is not None:
-            pools = [(res.info.chip, res.info.provider, res.info.pricing, None)]
-        for chip_id, provider, pricing, block_days in pools:
+            pools = [(res.info.chip, res.info.provider, res.info.pricing, None, None)]
+        for chip_id, provider, pricing, block_days, region in pools:
             if provider is None:
                 continue
             try:
-                offer = catalog.price(chip_id, provider=provider, pricing=pricing)  # type: ignore[arg-type]
+                offer = catalog.price(chip_id, provider, pricing, region)  # type: ignore[arg-type]
             except (LookupError, ValueError):
                 continue
             price = (

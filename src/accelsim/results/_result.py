@@ -291,10 +291,28 @@ class Result:
         such offer: see :meth:`stale_prices`.
         """
         text = str(self.as_table(metrics))
+        if (moved := self.price_change_note()) is not None:
+            text = f"{text}\n{moved}"
         if max_price_age_days is None:
             return text
         warning = self.price_age_warning(max_price_age_days)
         return text if warning is None else f"{text}\n{warning}"
+
+    def price_change_note(self) -> str | None:
+        """The line :meth:`summary` and the report print when on-demand or spot prices moved
+        over the horizon (``assumptions.price_change_per_year`` drawn and not all 0), or
+        ``None``."""
+        g = self.inputs.get("assumptions.price_change_per_year")
+        if g is None or not np.any(g):
+            return None
+        low, high = np.quantile(g, [0.05, 0.95]) if g.size > 1 else (g[0], g[0])
+        spread = f" (P5 {low:+.1%}, P95 {high:+.1%})" if high > low else ""
+        return (
+            f"Prices move over the horizon: on-demand and spot prices change by "
+            f"{float(np.mean(g)):+.1%} a year on average{spread}, from the catalog's prices "
+            f"at day 0; commitments keep theirs (assumptions.price_change_per_year; 0 fixes "
+            f"prices)."
+        )
 
     def price_age_warning(self, max_age_days: int = STALE_PRICE_DAYS) -> str | None:
         """The line :meth:`summary` and the CLI print about prices older than

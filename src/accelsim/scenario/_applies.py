@@ -84,6 +84,7 @@ ASSUMPTION_READERS: dict[str, frozenset[Situation]] = {
     "electricity_usd_per_kwh": _ALL,
     "pue": _ALL,
     "delay_usd_per_day": _TRAINING | {"serving"},
+    "price_change_per_year": _ALL,
     "wait_usd_per_job_hour": frozenset({"shared_training", "stream"}),
     "badput_fraction": _TRAINING,
     "architecture_changes": _TRAINING,
@@ -279,6 +280,14 @@ def _pricing(scenario: Scenario, where: Situation) -> Iterator[str]:
         yield (
             "assumptions.electricity_usd_per_kwh applies to on_prem pools (a cloud price "
             "includes power) and the fleet has none whose cost is reported: remove it"
+        )
+    if a.price_change_per_year is not None and not any(
+        p.pricing in ("on_demand", "spot") for _, p in billed
+    ):
+        yield (
+            "assumptions.price_change_per_year moves on-demand and spot prices (commitments, "
+            "capacity blocks and bought hardware keep theirs), and the fleet has no such pool "
+            "whose cost is reported: remove it"
         )
     for i, pool in enumerate(scenario.fleet):
         if pool.term_share is not None and i not in billed_ids:

@@ -39,6 +39,11 @@ class Pool(_Model):
     pricing: Pricing = "on_demand"
     """``on_demand``, ``spot``, ``commit_1y``, ``commit_3y``, ``capacity_block`` or
     ``on_prem``."""
+    region: str | None = None
+    """Region (or market) whose offer prices the pool, e.g. ``us-east-1``; it must be one the
+    provider's sheet lists for the chip and pricing. Unset: the cheapest region listed (ties
+    go to the region name first in alphabetical order), and the study's
+    ``extras["prices_used"]`` names the region chosen and this rule."""
     term_share: float | None = Field(default=None, ge=0, le=1)
     """Share of a committed term or capacity block (or of on-prem hardware life) charged to
     this scenario, used or not. Unset: the whole term or block, and for on-prem only the
@@ -89,7 +94,9 @@ class Pool(_Model):
             )
         if falls_back and self.provider is not None:
             try:
-                catalog.price(self.chip, provider=self.provider, pricing="on_demand")
+                catalog.price(
+                    self.chip, provider=self.provider, pricing="on_demand", region=self.region
+                )
             except AccelsimError as exc:
                 raise ValueError(
                     f"fallback to on-demand needs an on-demand offer of {self.chip} from "
@@ -115,11 +122,15 @@ class Pool(_Model):
                 f"has none: remove block_days or use pricing capacity_block"
             )
         if self.provider is None:
+            if self.region is not None:
+                raise ValueError("region picks a provider's offer; an unpriced pool has none")
             if self.pricing == "capacity_block" and self.block_days is None:
                 raise ValueError("a capacity_block pool needs block_days (its window) [d]")
             return self
         try:
-            offer = catalog.price(self.chip, provider=self.provider, pricing=self.pricing)
+            offer = catalog.price(
+                self.chip, provider=self.provider, pricing=self.pricing, region=self.region
+            )
         except AccelsimError as exc:
             raise ValueError(str(exc)) from None
         if offer.block is not None:
@@ -214,6 +225,11 @@ class Assumptions(_Model):
     instability_events_per_day: Uncertain | None = None
     """Loss-spike and divergence rollbacks per day of training (0 switches them off; unset =
     the catalog prior for the run's stage) [1/d]."""
+    price_change_per_year: Uncertain | None = None
+    """Yearly change of on-demand and spot prices, compounded, from the decision (day 0, at
+    the catalog's prices) over the usage window (-0.1: 10 % cheaper a year) [1/year].
+    Commitments, capacity blocks and bought hardware keep the price of their term. 0 keeps
+    prices fixed; unset = the catalog prior (published price cuts and rental indices)."""
 
     @model_validator(mode="after")
     def _ranges(self) -> Assumptions:
@@ -227,6 +243,9 @@ class Assumptions(_Model):
             "instability_events_per_day", self.instability_events_per_day, 0, 1e3, low_open=False
         )
         _check_range("engineers", self.engineers, _MIN_ENGINEERS, 1e5, low_open=False)
+        # Beyond a 90 % fall or a doubling a year, a rate is a units mistake (percent for
+        # a fraction); -1 would make a price reach 0.
+        _check_range("price_change_per_year", self.price_change_per_year, -0.9, 1.0, low_open=False)
         _check_range(
             "checkpoint_interval_hours",
             self.checkpoint_interval_hours,
