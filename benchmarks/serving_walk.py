@@ -4,7 +4,8 @@ Run ``python benchmarks/serving_walk.py``. A profiler hook records the module of
 accelsim function called (not numpy's, scipy's or pydantic's) while one chunk of
 ``examples/serve_llama70b_h100.yaml`` runs through :func:`accelsim.engines.simulate_serving_fast`
 (the study's own entry, after the scenario is validated). Consecutive calls in one module
-collapse into one visit; each move to the next visit is then:
+collapse into one visit; each distinct move (a pair of modules, counted once however often a
+loop repeats it) is then:
 
 - a *stay*: into a module not visited yet, at the same layer or below;
 - a *climb*: into a module of a higher layer (``tests/unit/test_architecture.py``'s order);
@@ -17,6 +18,7 @@ started from. The figures printed are the ones to compare, by the same rule.
 from __future__ import annotations
 
 import collections
+import itertools
 import sys
 from pathlib import Path
 from types import FrameType
@@ -69,11 +71,13 @@ def walk(scenario: acs.Scenario, runs: int = 64) -> list[str]:
 
 
 def classify(visits: list[str]) -> tuple[int, int, int, collections.Counter[str]]:
-    """(stays, climbs, returns, returns by module) of a walk."""
+    """(stays, climbs, returns, returns by module) of a walk's distinct moves: a move from
+    one module to another counts once, however often a loop repeats it."""
     seen = {visits[0]} if visits else set()
     stays = climbs = returns = 0
     back: collections.Counter[str] = collections.Counter()
-    for before, after in zip(visits, visits[1:], strict=False):
+    moves = list(dict.fromkeys(itertools.pairwise(visits)))
+    for before, after in moves:
         if after in seen:
             returns += 1
             back[after] += 1
