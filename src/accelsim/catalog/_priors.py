@@ -186,6 +186,15 @@ class Priors(_Frozen):
     """Time from an interruption to training again. [h]"""
     repair_hours: Prior
     """Time a failed chip's node is out of service. [h]"""
+    frontier_checkpoint_write_hours: Prior | None = None
+    """Training time stalled per checkpoint under frontier recovery (asynchronous or
+    in-memory checkpoints); ``None``: every run uses ``checkpoint_write_hours``. [h]"""
+    frontier_restart_hours: Prior | None = None
+    """Time from an interruption to training again under frontier recovery (warm spares,
+    state reloaded from peers); ``None``: every run uses ``restart_hours``. [h]"""
+    frontier_recovery_min_chips: Prior | None = None
+    """Chips from which a run with ``TrainingRun.recovery`` unset uses frontier recovery;
+    ``None``: such runs use standard recovery. [chips]"""
     badput_fraction: Prior
     """Share of allocated time lost to causes other than hardware failures. [fraction]"""
     instability_events_per_day: dict[RunStage, Prior] = {}
@@ -271,6 +280,17 @@ class Priors(_Frozen):
             event = self.instability_days_per_event
             if event is None or not isinstance(event.dist(), LogNormal):
                 raise ValueError("instability_days_per_event must be a lognormal distribution")
+        frontier = (self.frontier_checkpoint_write_hours, self.frontier_restart_hours)
+        if (frontier[0] is None) != (frontier[1] is None):
+            raise ValueError(
+                "frontier_checkpoint_write_hours and frontier_restart_hours go together"
+            )
+        threshold = self.frontier_recovery_min_chips
+        if threshold is not None:
+            if frontier[0] is None:
+                raise ValueError("frontier_recovery_min_chips needs the frontier_* priors")
+            if not isinstance(threshold.value, int | float):
+                raise ValueError("frontier_recovery_min_chips must be a number of chips")
         if self.mfu_precision_gain:
             _require_keys(
                 "mfu_precision_gain", self.mfu_precision_gain, get_args(TrainingPrecision)

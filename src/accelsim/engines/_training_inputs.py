@@ -18,7 +18,7 @@ from accelsim.dists import LogNormal
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.engines._offers import lead_time_days, spot_preemption_prior
 from accelsim.models import engineering, perf
-from accelsim.scenario import Framework, Pool, Scenario, Stage, TrainingRun
+from accelsim.scenario import Framework, Pool, Recovery, Scenario, Stage, TrainingRun
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,28 @@ class TrainingInputs:
     """Loss-spike and divergence rollbacks per day of training; 0: none. [1/d]"""
     instability_event_days: tuple[float, float] = (1.0, 1.0)
     """5 % and 95 % quantiles of one rollback's cost, a log-normal over events. [d]"""
+
+
+def recovery_technique(scenario: Scenario, cat: Catalog) -> Recovery:
+    """The training run's recovery technique: its own, else by its size.
+
+    ``TrainingRun.recovery`` when set; else ``"frontier"`` from
+    ``priors.frontier_recovery_min_chips`` chips of the run (its ``chips`` in a mix, else its
+    pool's count) and ``"standard"`` below it, or with priors that have no frontier priors.
+    """
+    work = scenario.training
+    if work.recovery is not None:
+        if work.recovery == "frontier" and cat.priors.frontier_restart_hours is None:
+            raise ValueError(
+                "workload.recovery='frontier' needs priors.frontier_checkpoint_write_hours "
+                "and frontier_restart_hours, which this catalog's priors do not have"
+            )
+        return work.recovery
+    threshold = cat.priors.frontier_recovery_min_chips
+    if threshold is None:
+        return "standard"
+    chips = work.chips if work.chips is not None else scenario.fleet[0].count
+    return "frontier" if chips >= float(threshold.value) else "standard"  # type: ignore[arg-type]
 
 
 def spot_unit_chips(cat: Catalog, pool: Pool) -> float:
@@ -243,14 +265,33 @@ def _draw_reliability(
         out["spot_correlated_share"] = draws.get(
             "priors.spot_correlated_share", None, p.spot_correlated_share.value
         )
-    out["checkpoint_write_hours"] = draws.get(
-        "assumptions.checkpoint_write_hours",
-        a.checkpoint_write_hours,
-        p.checkpoint_write_hours.value,
-    )
-    out["restart_hours"] = draws.get(
-        "assumptions.restart_hours", a.restart_hours, p.restart_hours.value
-    )
+    write, restart = p.checkpoint_write_hours, p.restart_hours
+    if recovery_technique(scenario, cat) == "frontier":
+        assert p.frontier_checkpoint_write_hours is not None  # the resolver checks them
+        assert p.frontier_restart_hours is not None
+        write, restart = p.frontier_checkpoint_write_hours, p.frontier_restart_hours
+        # their own streams: a frontier run's draws are not a standard run's, rescaled
+        out["checkpoint_write_hours"] = draws.get(
+            "assumptions.checkpoint_write_hours"
+            if a.checkpoint_write_hours is not None
+            else "priors.frontier_checkpoint_write_hours",
+            a.checkpoint_write_hours,
+            write.value,
+        )
+        out["restart_hours"] = draws.get(
+            "assumptions.restart_hours"
+            if a.restart_hours is not None
+            else "priors.frontier_restart_hours",
+            a.restart_hours,
+            restart.value,
+        )
+    else:
+        out["checkpoint_write_hours"] = draws.get(
+            "assumptions.checkpoint_write_hours", a.checkpoint_write_hours, write.value
+        )
+        out["restart_hours"] = draws.get(
+            "assumptions.restart_hours", a.restart_hours, restart.value
+        )
     tau = a.checkpoint_interval_hours
     out["checkpoint_interval_hours"] = (
         None if tau is None else draws.get("assumptions.checkpoint_interval_hours", tau, tau)
@@ -335,6 +376,7 @@ __all__ = [
     "TrainingInputs",
     "draw_training_inputs",
     "precision_mfu_factor",
+    "recovery_technique",
     "run_info",
     "training_flops",
 ]

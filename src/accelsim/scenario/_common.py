@@ -15,6 +15,7 @@ from accelsim.dists import Choice, Dist, Fixed
 
 Framework = Literal["pytorch", "jax", "tensorflow"]
 Stage = Literal["prototype", "production"]
+Recovery = Literal["standard", "frontier"]
 Precision = Literal["bf16", "fp8", "fp32"]
 Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
 SchedulerName = Literal["fifo", "backfill", "smallest_first", "priority", "priority_preemptive"]

@@ -19,6 +19,7 @@ from accelsim.scenario._common import (
     TRAINING_HORIZON_DAYS,
     Framework,
     Precision,
+    Recovery,
     Sharding,
     Stage,
     _check_range,
@@ -64,6 +65,15 @@ class TrainingRun(_Model):
     """The framework the code base is written in; decides porting hours per chip stack."""
     stage: Stage = "production"
     """``prototype``: many changing experiments; ``production``: one long, locked run."""
+    recovery: Recovery | None = None
+    """How the team recovers from interruptions. ``standard``: synchronous checkpoints to
+    persistent storage and a whole-job restart that reloads them (``priors.checkpoint_write_hours``,
+    ``priors.restart_hours``). ``frontier``: asynchronous or in-memory checkpoints (the
+    training stalls only for the snapshot), warm spare hosts in place of failed ones (no
+    wait for a repair) and a restart from peers' memory (``priors.frontier_*``). Unset:
+    ``frontier`` at ``priors.frontier_recovery_min_chips`` chips or more, else
+    ``standard``. ``Assumptions.checkpoint_write_hours`` and ``restart_hours``, when set,
+    override either technique's prior."""
     precision: Precision = "bf16"
     """Arithmetic precision whose peak FLOP/s the MFU refers to."""
     sharding: Sharding = "fsdp"
