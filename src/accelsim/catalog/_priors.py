@@ -224,6 +224,9 @@ class Priors(_Frozen):
     """Request size the ``lead_time_days`` figures describe; ``None``: no size effect. [chips]"""
     lead_time_size_elasticity: Prior | None = None
     """Exponent of the lead time in chips / ``lead_time_reference_chips``. [dimensionless]"""
+    lead_time_size_saturation_chips: Prior | None = None
+    """Request size beyond which a larger request waits no longer (the size law applies to
+    ``min(chips, this)``); ``None``: no cap. [chips]"""
     lead_time_provider_factor: dict[ProviderKind, Prior] = {}
     """Lead time multiple by provider kind; empty: 1. [ratio]"""
     lead_time_hyperscalers: ProviderList | None = None
@@ -271,6 +274,12 @@ class Priors(_Frozen):
             )
         if (self.lead_time_reference_chips is None) != (self.lead_time_size_elasticity is None):
             raise ValueError("lead_time_reference_chips and lead_time_size_elasticity go together")
+        saturation = self.lead_time_size_saturation_chips
+        if saturation is not None:
+            if self.lead_time_reference_chips is None:
+                raise ValueError("lead_time_size_saturation_chips needs the size law's priors")
+            if not isinstance(saturation.value, int | float):
+                raise ValueError("lead_time_size_saturation_chips must be a number of chips")
         if self.spot_unit_chips:
             _require_keys("spot_unit_chips", self.spot_unit_chips, get_args(Kind))
         if self.instability_events_per_day:
