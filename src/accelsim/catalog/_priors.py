@@ -174,6 +174,12 @@ class Priors(_Frozen):
     """Exponent of optimisation effort in the chip-hours at stake. [dimensionless]"""
     optimization_threshold_chip_hours: Prior | None = None
     """Chip-hours at stake below which nobody optimises. [chip*h]"""
+    fine_tune_porting_share: Prior | None = None
+    """Share of ``porting_hours`` a fine-tune pays (a script moved onto a maintained recipe,
+    not a code base); ``None``: the whole porting prior. [fraction]"""
+    lora_trainable_fraction: Prior | None = None
+    """Adapter parameters of a LoRA or QLoRA fine-tune over the base model's, a number;
+    ``None``: 0.01. [fraction]"""
     reoptimization_hours_per_change: dict[Fit, Prior]
     """Re-optimisation hours per architecture change (prototype stage). [engineer*h]"""
     architecture_changes: Prior
@@ -300,6 +306,9 @@ class Priors(_Frozen):
                 raise ValueError("frontier_recovery_min_chips needs the frontier_* priors")
             if not isinstance(threshold.value, int | float):
                 raise ValueError("frontier_recovery_min_chips must be a number of chips")
+        lora = self.lora_trainable_fraction
+        if lora is not None and not (isinstance(lora.value, int | float) and 0 < lora.value <= 1):
+            raise ValueError("lora_trainable_fraction must be a number in (0, 1]")
         if self.mfu_precision_gain:
             _require_keys(
                 "mfu_precision_gain", self.mfu_precision_gain, get_args(TrainingPrecision)

@@ -18,7 +18,15 @@ from accelsim.dists import LogNormal
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.engines._offers import lead_time_days, spot_preemption_prior
 from accelsim.models import engineering, perf
-from accelsim.scenario import Framework, Pool, Recovery, Scenario, Stage, TrainingRun
+from accelsim.scenario import (
+    FineTune,
+    Framework,
+    Pool,
+    Recovery,
+    Scenario,
+    Stage,
+    TrainingRun,
+)
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class RunInfo:
     stack: Stack
     fit: Fit
     stage: Stage
+    fine_tune: FineTune | None = None
+    """The run's ``TrainingRun.fine_tune`` (``None``: pretraining)."""
 
 
 def run_info(scenario: Scenario, cat: Catalog) -> RunInfo:
@@ -54,6 +64,7 @@ def run_info(scenario: Scenario, cat: Catalog) -> RunInfo:
         stack=chip.software_stack,
         fit=fit,
         stage=work.stage,
+        fine_tune=work.fine_tune,
     )
 
 
@@ -325,9 +336,12 @@ def draw_training_inputs(
     porting = draws.get(
         f"assumptions.porting_hours.{fit}", a.porting_hours, p.porting_hours[fit].value
     )
+    if scenario.training.fine_tune is not None and a.porting_hours is None:
+        porting = porting * _fine_tune_porting_share(cat, draws)
     mfu, optimization = _draw_mfu(scenario, cat, draws, info)
     changes = per_change = None
-    if scenario.training.stage == "prototype":
+    # a fine-tune keeps its base model's architecture: no re-optimisation per change
+    if scenario.training.stage == "prototype" and scenario.training.fine_tune is None:
         changes = draws.get(
             "assumptions.architecture_changes",
             a.architecture_changes,
@@ -360,13 +374,29 @@ def draw_training_inputs(
     )
 
 
+def _fine_tune_porting_share(cat: Catalog, draws: InputDraws) -> FloatArray | float:
+    """``priors.fine_tune_porting_share`` drawn, or 1 in priors without it. [fraction]"""
+    share = cat.priors.fine_tune_porting_share
+    if share is None:
+        return 1.0
+    return draws.get("priors.fine_tune_porting_share", None, share.value)
+
+
 def training_flops(work: TrainingRun, runs: int) -> FloatArray:
-    """The run's training FLOPs (the user's, else the model's count), per run. [FLOP]"""
+    """The run's training FLOPs (the user's, else the model's count), per run. [FLOP]
+
+    A LoRA or QLoRA fine-tune computes no weight gradients for its frozen base: ``4 N + 2 T``
+    FLOPs per token for ``N`` base and ``T`` adapter parameters, in place of 6 N (forward
+    2 N, input gradients 2 N, weight gradients 2 N of which only the adapters' remain); the
+    attention term, all activation work, stays whole.
+    """
     if work.flops is not None:
         return constant(work.flops, runs)
     flops = perf.training_flops(
         work.params, work.tokens, layers=work.layers, seq_len=work.seq_len, d_model=work.d_model
     )
+    if work.fine_tune in ("lora", "qlora"):
+        flops = flops - 2.0 * (work.params - work.adapter_params) * work.tokens
     return constant(float(flops), runs)
 
 
