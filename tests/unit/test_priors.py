@@ -327,8 +327,8 @@ def test_published_goodput_inside_implied_range(label: str, chips: int, publishe
     """The goodput implied by the failure, checkpoint, restart, badput and (production)
     rollback priors at the run's own scale, under the recovery technique the engines use
     there (:data:`STANDARD_AT_ANY_SCALE` aside), must not rule out a published figure:
-    A-grade values must lie inside the implied P1-P99 range, the rest inside P0.1-P99.9. Checked as the empirical CDF at the published
-    value, F, against those levels with a margin of 4 binomial standard errors
+    A-grade values must lie inside the implied P1-P99 range, the rest inside P0.1-P99.9.
+    Checked as the empirical CDF at the published value, F, against those levels with a margin of 4 binomial standard errors
     sqrt(F (1 - F) / n), so the outcome does not depend on the seed."""
     g = _goodput_draws(chips, N_DRAWS, _frontier(chips, label))
     cdf = float(np.mean(g <= published))
