@@ -328,8 +328,9 @@ def test_published_goodput_inside_implied_range(label: str, chips: int, publishe
     rollback priors at the run's own scale, under the recovery technique the engines use
     there (:data:`STANDARD_AT_ANY_SCALE` aside), must not rule out a published figure:
     A-grade values must lie inside the implied P1-P99 range, the rest inside P0.1-P99.9.
-    Checked as the empirical CDF at the published value, F, against those levels with a margin of 4 binomial standard errors
-    sqrt(F (1 - F) / n), so the outcome does not depend on the seed."""
+    Checked as the empirical CDF at the published value, F, against those levels with a
+    margin of 4 binomial standard errors sqrt(F (1 - F) / n), so the outcome does not
+    depend on the seed."""
     g = _goodput_draws(chips, N_DRAWS, _frontier(chips, label))
     cdf = float(np.mean(g <= published))
     tail = 0.01 if (label, chips, published) in A_GRADE else 0.001
