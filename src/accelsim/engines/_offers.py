@@ -42,12 +42,14 @@ def provider_kind(cat: Catalog, pool: Pool) -> ProviderKind:
     return "neocloud"
 
 
-def _capped_size(cat: Catalog, chips: int) -> float:
-    """``chips``, at most ``priors.lead_time_size_saturation_chips`` where given. [chips]"""
+def _capped_size(cat: Catalog, chips: int, draws: InputDraws) -> FloatArray | float:
+    """``chips``, at most ``priors.lead_time_size_saturation_chips`` where given (recorded
+    with the draws, so reports list it with its sources). [chips]"""
     cap = cat.priors.lead_time_size_saturation_chips
     if cap is None:
         return float(chips)
-    return min(float(chips), float(cap.value))  # type: ignore[arg-type]
+    limit = draws.get("priors.lead_time_size_saturation_chips", None, cap.value)
+    return np.minimum(float(chips), limit)
 
 
 def lead_time_days(
@@ -74,7 +76,7 @@ def lead_time_days(
     if p.lead_time_reference_chips is not None and p.lead_time_size_elasticity is not None:
         ref = draws.get("priors.lead_time_reference_chips", None, p.lead_time_reference_chips.value)
         e = draws.get("priors.lead_time_size_elasticity", None, p.lead_time_size_elasticity.value)
-        lead = lead * (_capped_size(cat, pool.count) / ref) ** e
+        lead = lead * (_capped_size(cat, pool.count, draws) / ref) ** e
     if p.lead_time_provider_factor:
         kind = provider_kind(cat, pool)
         factor = p.lead_time_provider_factor[kind].value

@@ -277,6 +277,10 @@ def _draw_reliability(
             "priors.spot_correlated_share", None, p.spot_correlated_share.value
         )
     write, restart = p.checkpoint_write_hours, p.restart_hours
+    threshold = p.frontier_recovery_min_chips
+    if scenario.training.recovery is None and threshold is not None:
+        # the rule that chose the technique, listed (with its sources) beside the draws
+        draws.get("priors.frontier_recovery_min_chips", None, threshold.value)
     if recovery_technique(scenario, cat) == "frontier":
         assert p.frontier_checkpoint_write_hours is not None  # the resolver checks them
         assert p.frontier_restart_hours is not None
