@@ -19,6 +19,8 @@ share, exactly.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -172,3 +174,19 @@ def test_adapters_never_need_more_memory_than_full_training(params: float, share
     qlora = adapter_state_gib(params, trainable, "qlora")
     lora = adapter_state_gib(params, trainable, "lora")
     assert 0.0 < qlora < lora < training_state_gib(params)
+
+
+def test_a_scenario_file_states_a_fine_tune_and_a_recovery(tmp_path: Path) -> None:
+    """In YAML the workload stays ``kind: training``; ``fine_tune`` and ``recovery`` are its
+    fields."""
+    path = tmp_path / "tune.yaml"
+    path.write_text(
+        "name: qlora-70b\n"
+        "workload: {kind: training, params: 70.0e9, tokens: 1.0e8, fine_tune: qlora,\n"
+        "           trainable_params: 4.0e8, recovery: standard}\n"
+        "fleet: [{chip: a100-80gb, count: 1, provider: aws}]\n",
+        encoding="utf-8",
+    )
+    work = acs.load_scenario(path).training
+    assert (work.fine_tune, work.recovery, work.adapter_params) == ("qlora", "standard", 4e8)
+    assert work.state_gib == pytest.approx(adapter_state_gib(70e9, 4e8, "qlora"))
