@@ -105,7 +105,7 @@ def test_a_fine_tune_pays_a_share_of_porting_and_no_reoptimisation() -> None:
     pretraining run's times the drawn ``priors.fine_tune_porting_share``, run by run; a
     prototype fine-tune has no re-optimisation hours, and ``architecture_changes`` is
     refused for it."""
-    pre = acs.TrainingRun(params=7e9, tokens=1e8, stage="prototype")
+    pre = acs.TrainingRun(params=7e9, tokens=1e11, stage="prototype")  # ~2e4 chip-h at stake
     tune = pre.model_copy(update={"fine_tune": "lora"})
     res_pre = acs.simulate(_scenario(pre, "tpu-v5e", 8, "gcp"), runs=400, seed=4)
     res_tune = acs.simulate(_scenario(tune, "tpu-v5e", 8, "gcp"), runs=400, seed=4)
@@ -113,11 +113,21 @@ def test_a_fine_tune_pays_a_share_of_porting_and_no_reoptimisation() -> None:
     np.testing.assert_allclose(
         res_tune.samples("porting_days"), res_pre.samples("porting_days") * share, rtol=1e-12
     )
-    # porting is all the fine-tune's engineering below the optimisation threshold
+    # the stage moves the pretraining run's engineering (re-optimisation), not the
+    # fine-tune's: the same fine-tune in production has the same hours, run by run
+    locked = tune.model_copy(update={"stage": "production"})
+    res_locked = acs.simulate(_scenario(locked, "tpu-v5e", 8, "gcp"), runs=400, seed=4)
     np.testing.assert_allclose(
-        res_tune.samples("engineering_days"), res_tune.samples("porting_days"), rtol=1e-12
+        res_tune.samples("engineering_hours"), res_locked.samples("engineering_hours"), rtol=1e-12
     )
-    assert np.all(res_pre.samples("engineering_days") > res_pre.samples("porting_days"))
+    res_pre_locked = acs.simulate(
+        _scenario(pre.model_copy(update={"stage": "production"}), "tpu-v5e", 8, "gcp"),
+        runs=400,
+        seed=4,
+    )
+    assert np.all(
+        res_pre.samples("engineering_hours") > res_pre_locked.samples("engineering_hours")
+    )
     with pytest.raises(ValidationError, match="does not apply to a fine-tune"):
         acs.Scenario(
             name="x",
@@ -190,3 +200,31 @@ def test_a_scenario_file_states_a_fine_tune_and_a_recovery(tmp_path: Path) -> No
     work = acs.load_scenario(path).training
     assert (work.fine_tune, work.recovery, work.adapter_params) == ("qlora", "standard", 4e8)
     assert work.state_gib == pytest.approx(adapter_state_gib(70e9, 4e8, "qlora"))
+
+
+def test_prototype_reoptimisation_scales_with_the_chip_hours_at_stake() -> None:
+    """Paired draws on H100 (native stack): the prototype's extra engineering over the same
+    production run is the architecture changes x the hours per change x the stake share of
+    :func:`accelsim.models.engineering.effort_at_stake`: all of it for a large run
+    (a 175B model on 3T tokens: > 1e6 chip-hours at stake even at the best
+    un-optimised MFU, the reference), none for a 7B run on 100M tokens
+    (~20 chip-hours, below the 1,000 chip-hour threshold: nobody tunes kernels for it). Issue
+    29 measured $0-$15k moved by ``stage`` alone on that small job."""
+    for params, tokens, count, full in ((175e9, 3e12, 1024, True), (7e9, 1e8, 8, False)):
+        prod = acs.TrainingRun(params=params, tokens=tokens)
+        proto = prod.model_copy(update={"stage": "prototype"})
+        runs = {
+            w.stage: acs.simulate(_scenario(w, "h100-sxm", count, "aws"), runs=300, seed=6)
+            for w in (prod, proto)
+        }
+        extra = runs["prototype"].samples("engineering_hours") - runs["production"].samples(
+            "engineering_hours"
+        )
+        inputs = runs["prototype"].inputs
+        whole = np.asarray(inputs["assumptions.architecture_changes"]) * np.asarray(
+            inputs["priors.reoptimization_hours_per_change.native"]
+        )
+        if full:
+            np.testing.assert_allclose(extra, whole, rtol=1e-9)
+        else:
+            np.testing.assert_array_equal(extra, 0.0)

@@ -356,6 +356,14 @@ def draw_training_inputs(
             None,
             p.reoptimization_hours_per_change[fit].value,
         )
+        # re-optimising after a change is optimisation work: it scales with the chip-hours
+        # at stake as the optimisation hours do (none below the threshold)
+        unoptimised = mfu.user_mfu
+        if unoptimised is None:
+            assert mfu.ceiling is not None
+            assert mfu.start_fraction is not None
+            unoptimised = mfu.ceiling * mfu.start_fraction
+        per_change = _hours_at_stake(scenario, cat, draws, info, unoptimised, per_change)
     else:
         draws.fixed("engineering.reoptimization_hours", 0.0)
     engineers = draws.get("assumptions.engineers", a.engineers, p.engineers.value)
