@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import accelsim as acs
 from accelsim import catalog
@@ -184,3 +186,21 @@ def test_a_100k_chip_frontier_run_finishes_but_for_the_restart_tail() -> None:
     assert float(unfinished.mean()) <= 0.01
     slow = restart[unfinished > 0]
     assert slow.size == 0 or float(np.median(slow)) > 0.25
+
+
+@given(st.integers(1, 2_000_000), st.sampled_from([None, "standard", "frontier"]))
+@settings(max_examples=60)
+def test_the_technique_is_the_users_else_a_step_in_size(
+    chips: int, recovery: Recovery | None
+) -> None:
+    """The user's technique always; unset, frontier exactly from the threshold up."""
+    cat = builtin_catalog()
+    threshold = cat.priors.frontier_recovery_min_chips
+    assert threshold is not None
+    s = acs.Scenario(
+        name="x",
+        workload=acs.TrainingRun(params=1e9, tokens=1e11, recovery=recovery),
+        fleet=[acs.Pool(chip="h100-sxm", count=chips, provider="on_prem", pricing="on_prem")],
+    )
+    by_size = "frontier" if chips >= float(threshold.value) else "standard"  # type: ignore[arg-type]
+    assert recovery_technique(s, cat) == (recovery or by_size)
