@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 import accelsim as acs
 from accelsim.engines._training_inputs import training_flops
-from accelsim.results._recommendation import porting_over_compute
+from accelsim.results._porting import porting_over_compute
 from accelsim.scenario import adapter_state_gib, training_state_gib
 
 GB = 1e9

@@ -252,6 +252,33 @@ def _hours_at_stake(
     )
 
 
+def _draw_recovery_times(
+    scenario: Scenario, cat: Catalog, draws: InputDraws
+) -> tuple[FloatArray, FloatArray]:
+    """Checkpoint stall and restart time per run [h], each the user's value if set, else the
+    prior of the run's recovery technique (:func:`recovery_technique`): ``frontier`` draws
+    from its own named streams, so its draws are not a standard run's rescaled."""
+    a, p = scenario.assumptions, cat.priors
+    threshold = p.frontier_recovery_min_chips
+    if scenario.training.recovery is None and threshold is not None:
+        # the rule that chose the technique, listed (with its sources) beside the draws
+        draws.get("priors.frontier_recovery_min_chips", None, threshold.value)
+    write_name, restart_name = "assumptions.checkpoint_write_hours", "assumptions.restart_hours"
+    write, restart = p.checkpoint_write_hours, p.restart_hours
+    if recovery_technique(scenario, cat) == "frontier":
+        assert p.frontier_checkpoint_write_hours is not None  # the resolver checks them
+        assert p.frontier_restart_hours is not None
+        write, restart = p.frontier_checkpoint_write_hours, p.frontier_restart_hours
+        if a.checkpoint_write_hours is None:
+            write_name = "priors.frontier_checkpoint_write_hours"
+        if a.restart_hours is None:
+            restart_name = "priors.frontier_restart_hours"
+    return (
+        draws.get(write_name, a.checkpoint_write_hours, write.value),
+        draws.get(restart_name, a.restart_hours, restart.value),
+    )
+
+
 def _draw_reliability(
     scenario: Scenario, cat: Catalog, draws: InputDraws
 ) -> dict[str, FloatArray | None]:
@@ -276,37 +303,7 @@ def _draw_reliability(
         out["spot_correlated_share"] = draws.get(
             "priors.spot_correlated_share", None, p.spot_correlated_share.value
         )
-    write, restart = p.checkpoint_write_hours, p.restart_hours
-    threshold = p.frontier_recovery_min_chips
-    if scenario.training.recovery is None and threshold is not None:
-        # the rule that chose the technique, listed (with its sources) beside the draws
-        draws.get("priors.frontier_recovery_min_chips", None, threshold.value)
-    if recovery_technique(scenario, cat) == "frontier":
-        assert p.frontier_checkpoint_write_hours is not None  # the resolver checks them
-        assert p.frontier_restart_hours is not None
-        write, restart = p.frontier_checkpoint_write_hours, p.frontier_restart_hours
-        # their own streams: a frontier run's draws are not a standard run's, rescaled
-        out["checkpoint_write_hours"] = draws.get(
-            "assumptions.checkpoint_write_hours"
-            if a.checkpoint_write_hours is not None
-            else "priors.frontier_checkpoint_write_hours",
-            a.checkpoint_write_hours,
-            write.value,
-        )
-        out["restart_hours"] = draws.get(
-            "assumptions.restart_hours"
-            if a.restart_hours is not None
-            else "priors.frontier_restart_hours",
-            a.restart_hours,
-            restart.value,
-        )
-    else:
-        out["checkpoint_write_hours"] = draws.get(
-            "assumptions.checkpoint_write_hours", a.checkpoint_write_hours, write.value
-        )
-        out["restart_hours"] = draws.get(
-            "assumptions.restart_hours", a.restart_hours, restart.value
-        )
+    out["checkpoint_write_hours"], out["restart_hours"] = _draw_recovery_times(scenario, cat, draws)
     tau = a.checkpoint_interval_hours
     out["checkpoint_interval_hours"] = (
         None if tau is None else draws.get("assumptions.checkpoint_interval_hours", tau, tau)
@@ -328,6 +325,34 @@ def _draw_reliability(
     return out
 
 
+def _draw_reoptimization(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, mfu: MfuInputs
+) -> tuple[FloatArray | None, FloatArray | None]:
+    """A prototype's architecture changes and re-optimisation hours per change, or
+    ``(None, None)`` (recorded as 0 hours) for a production run or any fine-tune, whose
+    architecture is its base model's. Re-optimising after a change is optimisation work, so
+    the hours per change scale with the chip-hours at stake at the un-optimised MFU, as the
+    optimisation hours do (:func:`_hours_at_stake`; none below the threshold)."""
+    a, p, fit = scenario.assumptions, cat.priors, info.fit
+    if scenario.training.stage != "prototype" or scenario.training.fine_tune is not None:
+        draws.fixed("engineering.reoptimization_hours", 0.0)
+        return None, None
+    changes = draws.get(
+        "assumptions.architecture_changes", a.architecture_changes, p.architecture_changes.value
+    )
+    per_change = draws.get(
+        f"priors.reoptimization_hours_per_change.{fit}",
+        None,
+        p.reoptimization_hours_per_change[fit].value,
+    )
+    unoptimised = mfu.user_mfu
+    if unoptimised is None:
+        assert mfu.ceiling is not None
+        assert mfu.start_fraction is not None
+        unoptimised = mfu.ceiling * mfu.start_fraction
+    return changes, _hours_at_stake(scenario, cat, draws, info, unoptimised, per_change)
+
+
 def draw_training_inputs(
     scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo
 ) -> TrainingInputs:
@@ -343,29 +368,7 @@ def draw_training_inputs(
     if scenario.training.fine_tune is not None and a.porting_hours is None:
         porting = porting * _fine_tune_porting_share(cat, draws)
     mfu, optimization = _draw_mfu(scenario, cat, draws, info)
-    changes = per_change = None
-    # a fine-tune keeps its base model's architecture: no re-optimisation per change
-    if scenario.training.stage == "prototype" and scenario.training.fine_tune is None:
-        changes = draws.get(
-            "assumptions.architecture_changes",
-            a.architecture_changes,
-            p.architecture_changes.value,
-        )
-        per_change = draws.get(
-            f"priors.reoptimization_hours_per_change.{fit}",
-            None,
-            p.reoptimization_hours_per_change[fit].value,
-        )
-        # re-optimising after a change is optimisation work: it scales with the chip-hours
-        # at stake as the optimisation hours do (none below the threshold)
-        unoptimised = mfu.user_mfu
-        if unoptimised is None:
-            assert mfu.ceiling is not None
-            assert mfu.start_fraction is not None
-            unoptimised = mfu.ceiling * mfu.start_fraction
-        per_change = _hours_at_stake(scenario, cat, draws, info, unoptimised, per_change)
-    else:
-        draws.fixed("engineering.reoptimization_hours", 0.0)
+    changes, per_change = _draw_reoptimization(scenario, cat, draws, info, mfu)
     engineers = draws.get("assumptions.engineers", a.engineers, p.engineers.value)
     week = draws.get("priors.engineer_hours_per_week", None, p.engineer_hours_per_week.value)
     lead = lead_time_days(cat, scenario.fleet[0], a.lead_time_days, draws)

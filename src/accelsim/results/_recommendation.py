@@ -42,6 +42,7 @@ import numpy as np
 from accelsim import catalog
 from accelsim.results._format import format_value
 from accelsim.results._goals import goal_words, misses, pct, prob_meets
+from accelsim.results._porting import PORTING_NOT_WORTH, porting_over_compute
 from accelsim.results._result import Result
 from accelsim.scenario import Goals, Serving
 
@@ -433,32 +434,6 @@ def _engineering_note(best: str, res: Result, other: Result) -> list[str]:
     ]
 
 
-# Porting that costs more than the job's whole compute bill cannot pay for itself within the
-# job: even a chip that made the compute free would save less than the port costs.
-_PORTING_NOT_WORTH = 1.0
-
-
-def porting_over_compute(res: Result) -> float:
-    """Median, over runs, of the porting cost over the compute (hardware and energy) cost;
-    0 without porting, inf-free: runs without compute cost are left out. [ratio]
-
-    Porting cost is the share ``porting_days / engineering_days`` of the engineering cost
-    (calendar days are hours over one team's weekly hours, so the share is the hours').
-    """
-    need = ("porting_days", "engineering_days", "engineering_cost_usd", "hardware_cost_usd")
-    if any(m not in res.data for m in need):
-        return 0.0
-    eng_days = res.samples("engineering_days")
-    compute = res.samples("hardware_cost_usd")
-    if "energy_cost_usd" in res.data:
-        compute = compute + res.samples("energy_cost_usd")
-    ok = (eng_days > 0) & (compute > 0)
-    if not ok.any():
-        return 0.0
-    porting = res.samples("engineering_cost_usd")[ok] * res.samples("porting_days")[ok]
-    return float(np.median(porting / eng_days[ok] / compute[ok]))
-
-
 def _practical_checks(best: str, res: Result, runner: str, other: Result) -> list[str]:
     """Framework fit, stage, lock-in and wait-time remarks for the chosen option."""
     info, alt = res.info, other.info
@@ -473,7 +448,7 @@ def _practical_checks(best: str, res: Result, runner: str, other: Result) -> lis
                 f"step, included above)."
             )
             ratio = porting_over_compute(r)
-            if ratio >= _PORTING_NOT_WORTH:
+            if ratio >= PORTING_NOT_WORTH:
                 out.append(
                     f"{name}: not worth porting for this job: the port costs about "
                     f"{ratio:,.0f} times the job's compute (median), more than any chip "
