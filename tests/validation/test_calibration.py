@@ -71,10 +71,15 @@ def test_coverage_of_a_and_a_minus_runs(checks: list[Check]) -> None:
 # spikes and divergences included) fall above its leave-one-out P95 (56.3 d) since
 # badput_fraction no longer counts rollbacks, which the instability term holds: its upper
 # tail had been fitted to OPT's and GLM's rollbacks, a double count (priors.yaml).
+# GPT-3 175B's 14.8 days (10,000 V100 in 2020, derived days, grade B) fall above its
+# leave-one-out P95 (13.8 d) since a run of 4,096 chips or more that leaves its recovery
+# unset gets today's frontier recovery (priors.frontier_recovery_min_chips): a 2020 run
+# restarted from synchronous checkpoints, which the default no longer describes at its size.
 KNOWN_LOO_MISSES: set[tuple[str, str]] = {
     ("llama3_1_405b", "chip_hours"),
     ("glm_130b", "training_days"),
     ("falcon_180b", "chip_hours"),
+    ("gpt3_175b", "training_days"),
 }
 
 

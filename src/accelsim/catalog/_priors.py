@@ -174,6 +174,12 @@ class Priors(_Frozen):
     """Exponent of optimisation effort in the chip-hours at stake. [dimensionless]"""
     optimization_threshold_chip_hours: Prior | None = None
     """Chip-hours at stake below which nobody optimises. [chip*h]"""
+    fine_tune_porting_share: Prior | None = None
+    """Share of ``porting_hours`` a fine-tune pays (a script moved onto a maintained recipe,
+    not a code base); ``None``: the whole porting prior. [fraction]"""
+    lora_trainable_fraction: Prior | None = None
+    """Adapter parameters of a LoRA or QLoRA fine-tune over the base model's, a number;
+    ``None``: 0.01. [fraction]"""
     reoptimization_hours_per_change: dict[Fit, Prior]
     """Re-optimisation hours per architecture change (prototype stage). [engineer*h]"""
     architecture_changes: Prior
@@ -186,6 +192,15 @@ class Priors(_Frozen):
     """Time from an interruption to training again. [h]"""
     repair_hours: Prior
     """Time a failed chip's node is out of service. [h]"""
+    frontier_checkpoint_write_hours: Prior | None = None
+    """Training time stalled per checkpoint under frontier recovery (asynchronous or
+    in-memory checkpoints); ``None``: every run uses ``checkpoint_write_hours``. [h]"""
+    frontier_restart_hours: Prior | None = None
+    """Time from an interruption to training again under frontier recovery (warm spares,
+    state reloaded from peers); ``None``: every run uses ``restart_hours``. [h]"""
+    frontier_recovery_min_chips: Prior | None = None
+    """Chips from which a run with ``TrainingRun.recovery`` unset uses frontier recovery;
+    ``None``: such runs use standard recovery. [chips]"""
     badput_fraction: Prior
     """Share of allocated time lost to causes other than hardware failures. [fraction]"""
     instability_events_per_day: dict[RunStage, Prior] = {}
@@ -215,6 +230,9 @@ class Priors(_Frozen):
     """Request size the ``lead_time_days`` figures describe; ``None``: no size effect. [chips]"""
     lead_time_size_elasticity: Prior | None = None
     """Exponent of the lead time in chips / ``lead_time_reference_chips``. [dimensionless]"""
+    lead_time_size_saturation_chips: Prior | None = None
+    """Request size beyond which a larger request waits no longer (the size law applies to
+    ``min(chips, this)``); ``None``: no cap. [chips]"""
     lead_time_provider_factor: dict[ProviderKind, Prior] = {}
     """Lead time multiple by provider kind; empty: 1. [ratio]"""
     lead_time_hyperscalers: ProviderList | None = None
@@ -264,6 +282,12 @@ class Priors(_Frozen):
             )
         if (self.lead_time_reference_chips is None) != (self.lead_time_size_elasticity is None):
             raise ValueError("lead_time_reference_chips and lead_time_size_elasticity go together")
+        saturation = self.lead_time_size_saturation_chips
+        if saturation is not None:
+            if self.lead_time_reference_chips is None:
+                raise ValueError("lead_time_size_saturation_chips needs the size law's priors")
+            if not isinstance(saturation.value, int | float):
+                raise ValueError("lead_time_size_saturation_chips must be a number of chips")
         if self.spot_unit_chips:
             _require_keys("spot_unit_chips", self.spot_unit_chips, get_args(Kind))
         if self.instability_events_per_day:
@@ -273,6 +297,20 @@ class Priors(_Frozen):
             event = self.instability_days_per_event
             if event is None or not isinstance(event.dist(), LogNormal):
                 raise ValueError("instability_days_per_event must be a lognormal distribution")
+        frontier = (self.frontier_checkpoint_write_hours, self.frontier_restart_hours)
+        if (frontier[0] is None) != (frontier[1] is None):
+            raise ValueError(
+                "frontier_checkpoint_write_hours and frontier_restart_hours go together"
+            )
+        threshold = self.frontier_recovery_min_chips
+        if threshold is not None:
+            if frontier[0] is None:
+                raise ValueError("frontier_recovery_min_chips needs the frontier_* priors")
+            if not isinstance(threshold.value, int | float):
+                raise ValueError("frontier_recovery_min_chips must be a number of chips")
+        lora = self.lora_trainable_fraction
+        if lora is not None and not (isinstance(lora.value, int | float) and 0 < lora.value <= 1):
+            raise ValueError("lora_trainable_fraction must be a number in (0, 1]")
         if self.mfu_precision_gain:
             _require_keys(
                 "mfu_precision_gain", self.mfu_precision_gain, get_args(TrainingPrecision)

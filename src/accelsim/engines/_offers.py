@@ -42,6 +42,16 @@ def provider_kind(cat: Catalog, pool: Pool) -> ProviderKind:
     return "neocloud"
 
 
+def _capped_size(cat: Catalog, chips: int, draws: InputDraws) -> FloatArray | float:
+    """``chips``, at most ``priors.lead_time_size_saturation_chips`` where given (recorded
+    with the draws, so reports list it with its sources). [chips]"""
+    cap = cat.priors.lead_time_size_saturation_chips
+    if cap is None:
+        return float(chips)
+    limit = draws.get("priors.lead_time_size_saturation_chips", None, cap.value)
+    return np.minimum(float(chips), limit)
+
+
 def lead_time_days(
     cat: Catalog, pool: Pool, user: Uncertain | None, draws: InputDraws
 ) -> FloatArray:
@@ -49,7 +59,8 @@ def lead_time_days(
 
     The user's value (``Assumptions.lead_time_days``) is this request's wait, used as is.
     Else: ``priors.lead_time_days`` of the pool's pricing model (a reference-size request on
-    a hyperscaler) x ``(chips / lead_time_reference_chips) ** lead_time_size_elasticity`` x
+    a hyperscaler) x ``(min(chips, lead_time_size_saturation_chips) /
+    lead_time_reference_chips) ** lead_time_size_elasticity`` x
     ``lead_time_provider_factor`` of the provider's kind, at most
     :data:`MAX_LEAD_TIME_DAYS`. A spot request draws the on-demand wait from the same named
     stream and multiplies it by ``spot_lead_time_factor`` (>= 1), so in paired runs spot is
@@ -65,7 +76,7 @@ def lead_time_days(
     if p.lead_time_reference_chips is not None and p.lead_time_size_elasticity is not None:
         ref = draws.get("priors.lead_time_reference_chips", None, p.lead_time_reference_chips.value)
         e = draws.get("priors.lead_time_size_elasticity", None, p.lead_time_size_elasticity.value)
-        lead = lead * (pool.count / ref) ** e
+        lead = lead * (_capped_size(cat, pool.count, draws) / ref) ** e
     if p.lead_time_provider_factor:
         kind = provider_kind(cat, pool)
         factor = p.lead_time_provider_factor[kind].value

@@ -42,6 +42,7 @@ import numpy as np
 from accelsim import catalog
 from accelsim.results._format import format_value
 from accelsim.results._goals import goal_words, misses, pct, prob_meets
+from accelsim.results._porting import PORTING_NOT_WORTH, porting_over_compute
 from accelsim.results._result import Result
 from accelsim.scenario import Goals, Serving
 
@@ -446,7 +447,15 @@ def _practical_checks(best: str, res: Result, runner: str, other: Result) -> lis
                 f"(median {r.quantile('porting_days', 0.5):.0f} d of porting before the first "
                 f"step, included above)."
             )
-    if info.stage == "prototype":
+            ratio = porting_over_compute(r)
+            if ratio >= PORTING_NOT_WORTH:
+                out.append(
+                    f"{name}: not worth porting for this job: the port costs about "
+                    f"{ratio:,.0f} times the job's compute (median), more than any chip "
+                    f"could save on it; run it where the {i.framework} code runs natively, "
+                    f"unless the port serves at least that many jobs like this one."
+                )
+    if info.stage == "prototype" and info.fine_tune is None:
         out.append(
             "Prototype stage: every architecture change costs re-optimisation, more so on a "
             "stack the code is not native to; a locked production run favours the chip with "

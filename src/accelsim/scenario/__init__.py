@@ -9,11 +9,14 @@ Downstream code trusts these types and does not re-check them.
 
 from accelsim.scenario._common import (
     TRAINING_HORIZON_DAYS,
+    FineTune,
     Framework,
     Precision,
+    Recovery,
     SchedulerName,
     Sharding,
     Stage,
+    adapter_state_gib,
     training_state_gib,
 )
 from accelsim.scenario._files import format_validation_error, load_scenario
@@ -44,11 +47,13 @@ __all__ = [
     "Background",
     "Credit",
     "Disaggregation",
+    "FineTune",
     "Framework",
     "Goals",
     "JobStream",
     "Pool",
     "Precision",
+    "Recovery",
     "Router",
     "Scaling",
     "Scenario",
@@ -61,6 +66,7 @@ __all__ = [
     "TrainingPhase",
     "TrainingRun",
     "Workload",
+    "adapter_state_gib",
     "format_validation_error",
     "load_scenario",
     "mix_part",

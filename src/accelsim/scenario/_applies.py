@@ -216,6 +216,11 @@ def _training_run(scenario: Scenario, work: TrainingRun) -> Iterator[str]:
             f"needs re-optimisation); a {work.stage} run is locked: remove it or use "
             f"stage 'prototype'"
         )
+    if a.architecture_changes is not None and work.fine_tune is not None:
+        yield (
+            "assumptions.architecture_changes does not apply to a fine-tune: its "
+            "architecture is the base model's, so nothing is re-optimised; remove it"
+        )
     if a.mfu is None:
         return
     batches = [] if work.global_batch_tokens is None else ["workload.global_batch_tokens"]

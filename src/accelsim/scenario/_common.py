@@ -15,6 +15,8 @@ from accelsim.dists import Choice, Dist, Fixed
 
 Framework = Literal["pytorch", "jax", "tensorflow"]
 Stage = Literal["prototype", "production"]
+Recovery = Literal["standard", "frontier"]
+FineTune = Literal["full", "lora", "qlora"]
 Precision = Literal["bf16", "fp8", "fp32"]
 Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
 SchedulerName = Literal["fifo", "backfill", "smallest_first", "priority", "priority_preemptive"]
@@ -93,6 +95,30 @@ def _runs_natively(framework: str, chip_id: str) -> bool:
     """A framework's code runs on a chip's stack without a port (the catalog's fit table)."""
     stack = catalog.chip(chip_id).software_stack
     return catalog.priors().framework_fit.table[framework][stack] != "ported"  # type: ignore[index]
+
+
+# Bytes per frozen base-model parameter of an adapter fine-tune: bf16 weights for LoRA (Hu
+# et al. 2021), NF4 weights with double-quantised constants for QLoRA, 4 + 0.127 bits
+# (Dettmers et al. 2023, section 3: 0.127 bits per parameter of quantisation constants).
+FROZEN_BYTES_PER_PARAM = {"lora": 2.0, "qlora": (4.0 + 0.127) / 8.0}
+_LORA_TRAINABLE_FRACTION = 0.01
+"""Adapter share used when the priors have no ``lora_trainable_fraction``."""
+
+
+def adapter_state_gib(params: float, trainable_params: float, fine_tune: str) -> float:
+    """Frozen base weights plus the adapters' weights, gradients and Adam state. [GiB]
+
+    ``params`` frozen parameters at :data:`FROZEN_BYTES_PER_PARAM` bytes each and
+    ``trainable_params`` adapter parameters at 16 bytes each (ZeRO section 3.1), fully
+    sharded; activations come on top.
+
+    Examples
+    --------
+    >>> round(adapter_state_gib(65e9, 0.8e9, "qlora"), 1)  # QLoRA: 65B on one 48 GB GPU
+    43.2
+    """
+    frozen = params * FROZEN_BYTES_PER_PARAM[fine_tune]
+    return (frozen + trainable_params * _STATE_BYTES_PER_PARAM) / _GIB
 
 
 def training_state_gib(params: float) -> float:

@@ -18,11 +18,11 @@ from accelsim.scenario._common import (
     _GIB,
     _MAX_HORIZON_DAYS,
     _MIN_SEQUENCE_TOKENS,
+    FROZEN_BYTES_PER_PARAM,
     SchedulerName,
     _Model,
     _runs_natively,
     _support,
-    training_state_gib,
 )
 from accelsim.scenario._fleet import Assumptions, Credit, Pool
 from accelsim.scenario._recovery_rules import check_recovery
@@ -167,6 +167,11 @@ class Scenario(_Model):
             "zero2": (2.0, 14.0),
         }.get(work.sharding, (0.0, 16.0))
         need_gib = params * (replicated + sharded / chips) / _GIB
+        if work.fine_tune in ("lora", "qlora"):
+            # frozen base weights: replicated but under zero3/fsdp; the adapters as above
+            frozen = params * FROZEN_BYTES_PER_PARAM[work.fine_tune]
+            frozen /= 1.0 if work.sharding in ("none", "zero1", "zero2") else chips
+            need_gib = (frozen + work.adapter_params * (replicated + sharded / chips)) / _GIB
         if need_gib > chip.hbm_gib:
             raise ValueError(
                 f"workload.sharding={work.sharding!r}: the training state needs "
@@ -200,7 +205,7 @@ class Scenario(_Model):
             )
         pool = self.fleet[0]
         hbm = catalog.chip(pool.chip).hbm_gib
-        need_gib = training_state_gib(work.state_params)
+        need_gib = work.state_gib
         for i, phase in enumerate(work.phases):
             if phase.chips > pool.count:
                 raise ValueError(
@@ -215,15 +220,20 @@ class Scenario(_Model):
                 )
 
     def _check_fits(self, work: TrainingRun) -> None:
-        need_gib = training_state_gib(work.state_params)
+        need_gib = work.state_gib
         have = {p.chip: catalog.chip(p.chip).hbm_gib * p.count for p in self.fleet}
         best_chip, best_gib = max(have.items(), key=lambda kv: kv[1])
         if need_gib > best_gib:
             field = "params" if work.total_params is None else "total_params"
+            what, remedy = "weights, gradients and Adam state", "add chips"
+            if work.fine_tune in ("lora", "qlora"):
+                what = f"frozen {work.fine_tune} base weights and adapter state"
+            elif work.fine_tune is None or work.fine_tune == "full":
+                remedy = "add chips (or, for a fine-tune, set fine_tune='lora' or 'qlora')"
             raise ValueError(
                 f"workload.{field}={work.state_params:.3g} needs about {need_gib:,.0f} GiB of "
-                f"weights, gradients and Adam state even fully sharded, but the largest pool "
-                f"({best_chip}) has {best_gib:,.0f} GiB of HBM in total; add chips"
+                f"{what} even fully sharded, but the largest pool ({best_chip}) has "
+                f"{best_gib:,.0f} GiB of HBM in total; {remedy}"
             )
 
     def _check_serving(self, work: Serving) -> None:

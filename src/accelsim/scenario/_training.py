@@ -10,19 +10,25 @@ from pydantic import (
     model_validator,
 )
 
+from accelsim import catalog
 from accelsim.dists import Uncertain
 from accelsim.scenario._common import (
+    _LORA_TRAINABLE_FRACTION,
     _MAX_PARAMS,
     _MAX_TOKENS,
     _MAX_TRAINING_FLOPS,
     MIX_NAME_PATTERN,
     TRAINING_HORIZON_DAYS,
+    FineTune,
     Framework,
     Precision,
+    Recovery,
     Sharding,
     Stage,
     _check_range,
     _Model,
+    adapter_state_gib,
+    training_state_gib,
 )
 
 _MAX_PHASES = 16
@@ -64,6 +70,28 @@ class TrainingRun(_Model):
     """The framework the code base is written in; decides porting hours per chip stack."""
     stage: Stage = "production"
     """``prototype``: many changing experiments; ``production``: one long, locked run."""
+    fine_tune: FineTune | None = None
+    """A fine-tune of an existing model rather than a pretraining run. ``full``: every
+    parameter trained (the memory of pretraining). ``lora``: the base weights frozen in bf16
+    and low-rank adapters trained; ``qlora``: the base weights frozen in 4-bit NF4. LoRA and
+    QLoRA train on ``4 N + 2 T`` FLOPs per token (no weight gradients for the frozen base;
+    ``T`` adapter parameters) and hold ``2`` or ``0.52`` bytes per base parameter plus 16
+    per adapter parameter. Every fine-tune pays ``priors.fine_tune_porting_share`` of the
+    porting hours on a stack its framework does not fit (a script moved onto a maintained
+    recipe, not a code base) and no re-optimisation per architecture change (its
+    architecture is the base model's). Unset: a pretraining run."""
+    trainable_params: float | None = Field(default=None, gt=0, le=_MAX_PARAMS)
+    """Adapter parameters of a ``lora`` or ``qlora`` fine-tune [count]; unset =
+    ``priors.lora_trainable_fraction`` (1 %) of the base model's parameters."""
+    recovery: Recovery | None = None
+    """How the team recovers from interruptions. ``standard``: synchronous checkpoints to
+    persistent storage and a whole-job restart that reloads them (``priors.checkpoint_write_hours``,
+    ``priors.restart_hours``). ``frontier``: asynchronous or in-memory checkpoints (the
+    training stalls only for the snapshot), warm spare hosts in place of failed ones (no
+    wait for a repair) and a restart from peers' memory (``priors.frontier_*``). Unset:
+    ``frontier`` at ``priors.frontier_recovery_min_chips`` chips or more, else
+    ``standard``. ``Assumptions.checkpoint_write_hours`` and ``restart_hours``, when set,
+    override either technique's prior."""
     precision: Precision = "bf16"
     """Arithmetic precision whose peak FLOP/s the MFU refers to."""
     sharding: Sharding = "fsdp"
@@ -133,6 +161,43 @@ class TrainingRun(_Model):
                 f"params is the active count, total_params every expert's"
             )
         return self
+
+    @model_validator(mode="after")
+    def _adapters_only_with_adapter_fine_tunes(self) -> TrainingRun:
+        if self.trainable_params is None:
+            return self
+        if self.fine_tune not in ("lora", "qlora"):
+            raise ValueError(
+                f"trainable_params applies to fine_tune 'lora' or 'qlora' (the adapters); "
+                f"fine_tune is {self.fine_tune!r}: remove it or set fine_tune"
+            )
+        if self.trainable_params > self.state_params:
+            raise ValueError(
+                f"trainable_params={self.trainable_params:.3g} exceeds the model's "
+                f"{self.state_params:.3g} parameters: adapters are a small share of them"
+            )
+        return self
+
+    @property
+    def adapter_params(self) -> float:
+        """Trainable adapter parameters of a LoRA or QLoRA fine-tune, else 0 [count]: the
+        user's ``trainable_params``, else ``priors.lora_trainable_fraction`` of the model's."""
+        if self.fine_tune not in ("lora", "qlora"):
+            return 0.0
+        if self.trainable_params is not None:
+            return self.trainable_params
+        prior = catalog.priors().lora_trainable_fraction
+        share = _LORA_TRAINABLE_FRACTION if prior is None else float(prior.value)  # type: ignore[arg-type]
+        return share * self.state_params
+
+    @property
+    def state_gib(self) -> float:
+        """HBM the run's training state needs, fully sharded [GiB]: weights, gradients and
+        Adam state of every parameter, or for LoRA/QLoRA the frozen base weights plus the
+        adapters' state. Activations come on top."""
+        if self.fine_tune in ("lora", "qlora"):
+            return adapter_state_gib(self.state_params, self.adapter_params, self.fine_tune)
+        return training_state_gib(self.state_params)
 
     @property
     def state_params(self) -> float:

@@ -18,7 +18,15 @@ from accelsim.dists import LogNormal
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.engines._offers import lead_time_days, spot_preemption_prior
 from accelsim.models import engineering, perf
-from accelsim.scenario import Framework, Pool, Scenario, Stage, TrainingRun
+from accelsim.scenario import (
+    FineTune,
+    Framework,
+    Pool,
+    Recovery,
+    Scenario,
+    Stage,
+    TrainingRun,
+)
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class RunInfo:
     stack: Stack
     fit: Fit
     stage: Stage
+    fine_tune: FineTune | None = None
+    """The run's ``TrainingRun.fine_tune`` (``None``: pretraining)."""
 
 
 def run_info(scenario: Scenario, cat: Catalog) -> RunInfo:
@@ -54,6 +64,7 @@ def run_info(scenario: Scenario, cat: Catalog) -> RunInfo:
         stack=chip.software_stack,
         fit=fit,
         stage=work.stage,
+        fine_tune=work.fine_tune,
     )
 
 
@@ -103,6 +114,28 @@ class TrainingInputs:
     """Loss-spike and divergence rollbacks per day of training; 0: none. [1/d]"""
     instability_event_days: tuple[float, float] = (1.0, 1.0)
     """5 % and 95 % quantiles of one rollback's cost, a log-normal over events. [d]"""
+
+
+def recovery_technique(scenario: Scenario, cat: Catalog) -> Recovery:
+    """The training run's recovery technique: its own, else by its size.
+
+    ``TrainingRun.recovery`` when set; else ``"frontier"`` from
+    ``priors.frontier_recovery_min_chips`` chips of the run (its ``chips`` in a mix, else its
+    pool's count) and ``"standard"`` below it, or with priors that have no frontier priors.
+    """
+    work = scenario.training
+    if work.recovery is not None:
+        if work.recovery == "frontier" and cat.priors.frontier_restart_hours is None:
+            raise ValueError(
+                "workload.recovery='frontier' needs priors.frontier_checkpoint_write_hours "
+                "and frontier_restart_hours, which this catalog's priors do not have"
+            )
+        return work.recovery
+    threshold = cat.priors.frontier_recovery_min_chips
+    if threshold is None:
+        return "standard"
+    chips = work.chips if work.chips is not None else scenario.fleet[0].count
+    return "frontier" if chips >= float(threshold.value) else "standard"  # type: ignore[arg-type]
 
 
 def spot_unit_chips(cat: Catalog, pool: Pool) -> float:
@@ -219,6 +252,33 @@ def _hours_at_stake(
     )
 
 
+def _draw_recovery_times(
+    scenario: Scenario, cat: Catalog, draws: InputDraws
+) -> tuple[FloatArray, FloatArray]:
+    """Checkpoint stall and restart time per run [h], each the user's value if set, else the
+    prior of the run's recovery technique (:func:`recovery_technique`): ``frontier`` draws
+    from its own named streams, so its draws are not a standard run's rescaled."""
+    a, p = scenario.assumptions, cat.priors
+    threshold = p.frontier_recovery_min_chips
+    if scenario.training.recovery is None and threshold is not None:
+        # the rule that chose the technique, listed (with its sources) beside the draws
+        draws.get("priors.frontier_recovery_min_chips", None, threshold.value)
+    write_name, restart_name = "assumptions.checkpoint_write_hours", "assumptions.restart_hours"
+    write, restart = p.checkpoint_write_hours, p.restart_hours
+    if recovery_technique(scenario, cat) == "frontier":
+        assert p.frontier_checkpoint_write_hours is not None  # the resolver checks them
+        assert p.frontier_restart_hours is not None
+        write, restart = p.frontier_checkpoint_write_hours, p.frontier_restart_hours
+        if a.checkpoint_write_hours is None:
+            write_name = "priors.frontier_checkpoint_write_hours"
+        if a.restart_hours is None:
+            restart_name = "priors.frontier_restart_hours"
+    return (
+        draws.get(write_name, a.checkpoint_write_hours, write.value),
+        draws.get(restart_name, a.restart_hours, restart.value),
+    )
+
+
 def _draw_reliability(
     scenario: Scenario, cat: Catalog, draws: InputDraws
 ) -> dict[str, FloatArray | None]:
@@ -243,14 +303,7 @@ def _draw_reliability(
         out["spot_correlated_share"] = draws.get(
             "priors.spot_correlated_share", None, p.spot_correlated_share.value
         )
-    out["checkpoint_write_hours"] = draws.get(
-        "assumptions.checkpoint_write_hours",
-        a.checkpoint_write_hours,
-        p.checkpoint_write_hours.value,
-    )
-    out["restart_hours"] = draws.get(
-        "assumptions.restart_hours", a.restart_hours, p.restart_hours.value
-    )
+    out["checkpoint_write_hours"], out["restart_hours"] = _draw_recovery_times(scenario, cat, draws)
     tau = a.checkpoint_interval_hours
     out["checkpoint_interval_hours"] = (
         None if tau is None else draws.get("assumptions.checkpoint_interval_hours", tau, tau)
@@ -272,6 +325,34 @@ def _draw_reliability(
     return out
 
 
+def _draw_reoptimization(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, mfu: MfuInputs
+) -> tuple[FloatArray | None, FloatArray | None]:
+    """A prototype's architecture changes and re-optimisation hours per change, or
+    ``(None, None)`` (recorded as 0 hours) for a production run or any fine-tune, whose
+    architecture is its base model's. Re-optimising after a change is optimisation work, so
+    the hours per change scale with the chip-hours at stake at the un-optimised MFU, as the
+    optimisation hours do (:func:`_hours_at_stake`; none below the threshold)."""
+    a, p, fit = scenario.assumptions, cat.priors, info.fit
+    if scenario.training.stage != "prototype" or scenario.training.fine_tune is not None:
+        draws.fixed("engineering.reoptimization_hours", 0.0)
+        return None, None
+    changes = draws.get(
+        "assumptions.architecture_changes", a.architecture_changes, p.architecture_changes.value
+    )
+    per_change = draws.get(
+        f"priors.reoptimization_hours_per_change.{fit}",
+        None,
+        p.reoptimization_hours_per_change[fit].value,
+    )
+    unoptimised = mfu.user_mfu
+    if unoptimised is None:
+        assert mfu.ceiling is not None
+        assert mfu.start_fraction is not None
+        unoptimised = mfu.ceiling * mfu.start_fraction
+    return changes, _hours_at_stake(scenario, cat, draws, info, unoptimised, per_change)
+
+
 def draw_training_inputs(
     scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo
 ) -> TrainingInputs:
@@ -284,21 +365,10 @@ def draw_training_inputs(
     porting = draws.get(
         f"assumptions.porting_hours.{fit}", a.porting_hours, p.porting_hours[fit].value
     )
+    if scenario.training.fine_tune is not None and a.porting_hours is None:
+        porting = porting * _fine_tune_porting_share(cat, draws)
     mfu, optimization = _draw_mfu(scenario, cat, draws, info)
-    changes = per_change = None
-    if scenario.training.stage == "prototype":
-        changes = draws.get(
-            "assumptions.architecture_changes",
-            a.architecture_changes,
-            p.architecture_changes.value,
-        )
-        per_change = draws.get(
-            f"priors.reoptimization_hours_per_change.{fit}",
-            None,
-            p.reoptimization_hours_per_change[fit].value,
-        )
-    else:
-        draws.fixed("engineering.reoptimization_hours", 0.0)
+    changes, per_change = _draw_reoptimization(scenario, cat, draws, info, mfu)
     engineers = draws.get("assumptions.engineers", a.engineers, p.engineers.value)
     week = draws.get("priors.engineer_hours_per_week", None, p.engineer_hours_per_week.value)
     lead = lead_time_days(cat, scenario.fleet[0], a.lead_time_days, draws)
@@ -319,13 +389,29 @@ def draw_training_inputs(
     )
 
 
+def _fine_tune_porting_share(cat: Catalog, draws: InputDraws) -> FloatArray | float:
+    """``priors.fine_tune_porting_share`` drawn, or 1 in priors without it. [fraction]"""
+    share = cat.priors.fine_tune_porting_share
+    if share is None:
+        return 1.0
+    return draws.get("priors.fine_tune_porting_share", None, share.value)
+
+
 def training_flops(work: TrainingRun, runs: int) -> FloatArray:
-    """The run's training FLOPs (the user's, else the model's count), per run. [FLOP]"""
+    """The run's training FLOPs (the user's, else the model's count), per run. [FLOP]
+
+    A LoRA or QLoRA fine-tune computes no weight gradients for its frozen base: ``4 N + 2 T``
+    FLOPs per token for ``N`` base and ``T`` adapter parameters, in place of 6 N (forward
+    2 N, input gradients 2 N, weight gradients 2 N of which only the adapters' remain); the
+    attention term, all activation work, stays whole.
+    """
     if work.flops is not None:
         return constant(work.flops, runs)
     flops = perf.training_flops(
         work.params, work.tokens, layers=work.layers, seq_len=work.seq_len, d_model=work.d_model
     )
+    if work.fine_tune in ("lora", "qlora"):
+        flops = flops - 2.0 * (work.params - work.adapter_params) * work.tokens
     return constant(float(flops), runs)
 
 
@@ -335,6 +421,7 @@ __all__ = [
     "TrainingInputs",
     "draw_training_inputs",
     "precision_mfu_factor",
+    "recovery_technique",
     "run_info",
     "training_flops",
 ]
