@@ -15,6 +15,9 @@ from accelsim.dists import Choice, Dist, Fixed
 
 Framework = Literal["pytorch", "jax", "tensorflow"]
 Stage = Literal["prototype", "production"]
+Regime = Literal["pretraining", "benchmark", "fine_tune"]
+"""What a training run is, for its MFU prior: a production pretraining run, a tuned
+throughput benchmark (MLPerf, framework recipes), or a fine-tune."""
 Precision = Literal["bf16", "fp8", "fp32"]
 Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
 SchedulerName = Literal["fifo", "backfill", "smallest_first", "priority", "priority_preemptive"]

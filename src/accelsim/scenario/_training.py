@@ -19,6 +19,7 @@ from accelsim.scenario._common import (
     TRAINING_HORIZON_DAYS,
     Framework,
     Precision,
+    Regime,
     Sharding,
     Stage,
     _check_range,
@@ -64,6 +65,11 @@ class TrainingRun(_Model):
     """The framework the code base is written in; decides porting hours per chip stack."""
     stage: Stage = "production"
     """``prototype``: many changing experiments; ``production``: one long, locked run."""
+    regime: Regime = "pretraining"
+    """Which MFU prior applies: ``pretraining`` (production pretraining runs, the default),
+    ``benchmark`` (a tuned throughput run such as MLPerf or a framework's reference recipe:
+    ``priors.mfu_ceiling_benchmark``) or ``fine_tune`` (``priors.mfu_fine_tune_factor`` of
+    the pretraining ceiling)."""
     precision: Precision = "bf16"
     """Arithmetic precision whose peak FLOP/s the MFU refers to."""
     sharding: Sharding = "fsdp"
