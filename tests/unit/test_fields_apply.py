@@ -68,7 +68,7 @@ FIELDS: dict[type, dict[str, str]] = {
         "tokens": "FLOPs",
         "framework": "porting hours (framework fit)",
         "stage": "re-optimisation per architecture change, instability prior",
-        "regime": "the MFU prior: mfu_ceiling_benchmark, mfu_fine_tune_factor (engines/_training_inputs)",
+        "regime": "the MFU prior (mfu_ceiling_benchmark, mfu_fine_tune_factor)",
         "precision": "the chip's peak, the precision MFU factor",
         "sharding": "the memory-fit check (its documented purpose)",
         "flops": "compute time (overrides 6 N D)",

@@ -16,7 +16,7 @@ cost. Two engines, one model:
 Both must agree in distribution on the cases both can run (tests/agreement).
 """
 
-from accelsim.engines._analytic import simulate_training
+from accelsim.engines._analytic import pipeline_layout, run_mfu, simulate_training
 from accelsim.engines._des_checks import OverloadWarning, check_runnable
 from accelsim.engines._des_hero import simulate_training_block
 from accelsim.engines._des_mixed import simulate_mixed_block
@@ -48,10 +48,12 @@ __all__ = [
     "check_runnable",
     "merge_kept",
     "pair_capacity",
+    "pipeline_layout",
     "price_training",
     "prices_used",
     "replica_capacity",
     "run_info",
+    "run_mfu",
     "simulate_block",
     "simulate_mixed_block",
     "simulate_serving_block",

@@ -135,6 +135,9 @@ class BatchPrior:
     """Largest useful batch. [tokens]"""
     fixed_tokens: ArrayLike | None = None
     """The run's own batch where it is known (the reference keeps the prior). [tokens]"""
+    reference_tokens: ArrayLike | None = None
+    """The reference configuration's own batch where it is a measured run; ``None``: the
+    prior's at the reference chips. [tokens]"""
 
 
 def mfu_at_scale(
@@ -207,7 +210,11 @@ def mfu_at_scale(
             floor_tokens=count / group * _f(micro),
         )
 
-    batch_ref = prior(n_ref, mp, ref_layout["micro_batch_tokens"])
+    batch_ref = (
+        prior(n_ref, mp, ref_layout["micro_batch_tokens"])
+        if batch.reference_tokens is None
+        else _f(batch.reference_tokens)
+    )
     batch_run = (
         prior(n, mp_run, run_layout["micro_batch_tokens"])
         if batch.fixed_tokens is None
