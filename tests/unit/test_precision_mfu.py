@@ -40,6 +40,8 @@ def _at_reference(chips: int) -> acs.catalog.Catalog:
     size = size.model_copy(update={"value": Fixed(value=70e9)})
     return dataclasses.replace(
         cat,
+        # no floor on the reference's efficiency: the reference is the run itself
+        scaling=dataclasses.replace(cat.scaling, reference_efficiency=0.0),
         priors=cat.priors.model_copy(
             update={"mfu_reference_chips": ref, "mfu_reference_params": size}
         ),

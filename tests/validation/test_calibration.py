@@ -63,7 +63,8 @@ def test_coverage_of_a_and_a_minus_runs(checks: list[Check]) -> None:
     assert misses == KNOWN_MISSES
 
 
-# Leave-one-out misses (no own MFU) among all counted figures, and why: GLM-130B's days above (its 60 days are a calendar window; its MFU, 0.325, is
+# Leave-one-out misses (no own MFU) among all counted figures, and why: GLM-130B's days
+# above (its 60 days are a calendar window; its MFU, 0.325, is
 # low for the A100 prior), Falcon-180B as in sample. Llama 3.1's chip-hours are covered
 # since its MFU is carried from a reference configuration of its own size with a batch that
 # grows with the chips (issue 29; before, a fixed 2-16M batch carried to 16,384 GPUs put its

@@ -248,9 +248,9 @@ class Priors(_Frozen):
     has its reference configuration at ``mfu_reference_chips`` x N / this; ``None``: every
     model at ``mfu_reference_chips``. [count]"""
     mfu_ceiling_benchmark: dict[str, Prior] = {}
-    """MFU of tuned benchmark runs (``TrainingRun.regime = "benchmark"``) by chip kind, in
-    place of the production ceilings; a kind not listed keeps its production ceiling.
-    [fraction]"""
+    """MFU of tuned benchmark runs (``TrainingRun.regime = "benchmark"``) by chip id where
+    a generation stands apart, else by chip kind, in place of the production ceilings; a
+    kind not listed keeps its production ceiling. [fraction]"""
     mfu_fine_tune_factor: Prior | None = None
     """MFU of a fine-tune over the production ceiling (``regime = "fine_tune"``); ``None``:
     1. [fraction]"""

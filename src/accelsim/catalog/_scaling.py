@@ -25,6 +25,8 @@ class ScalingDefaults:
     """a of the compute-optimal batch a * C^b. [tokens / FLOP^b]"""
     critical_batch_exponent: float = 0.3271
     """b of the compute-optimal batch a * C^b. [dimensionless]"""
+    reference_efficiency: float = 0.85
+    """Least scaling efficiency of the MFU priors' reference configuration. [fraction]"""
 
 
 @functools.cache
@@ -45,6 +47,7 @@ def scaling_defaults() -> ScalingDefaults:
         layers_per_d_model=float(doc["layers_per_d_model"]["value"]),
         critical_batch_coefficient=float(doc["critical_batch_coefficient"]["value"]),
         critical_batch_exponent=float(doc["critical_batch_exponent"]["value"]),
+        reference_efficiency=float(doc["reference_efficiency"]["value"]),
     )
 
 

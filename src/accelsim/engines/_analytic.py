@@ -126,6 +126,7 @@ def run_mfu(
         tokens_per_chip=m.tokens_per_chip,
         ceiling_tokens=ceiling_tokens,
         fixed_tokens=m.global_batch_tokens if m.batch_fixed else None,
+        reference_efficiency=s.reference_efficiency,
     )
     return perf.mfu_at_scale(
         mfu_ref,

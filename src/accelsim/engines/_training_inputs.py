@@ -137,7 +137,13 @@ def _draw_mfu(
     ceiling = _draw_ceiling(scenario, cat, draws, info)
     # The ceilings are BF16 figures: carried to the run's precision's peak.
     ceiling = ceiling * _precision_factor(scenario, cat, draws, info)
-    start = draws.get(f"priors.start_fraction.{info.fit}", None, p.start_fraction[info.fit].value)
+    if work.regime == "benchmark":
+        # A tuned benchmark runs its published recipe: the end of the learning curve.
+        start = draws.fixed(f"priors.start_fraction.{info.fit}", 1.0)
+    else:
+        start = draws.get(
+            f"priors.start_fraction.{info.fit}", None, p.start_fraction[info.fit].value
+        )
     scale = draws.get(
         f"priors.optimization_hours_scale.{info.fit}",
         None,
@@ -180,16 +186,18 @@ def _draw_ceiling(scenario: Scenario, cat: Catalog, draws: InputDraws, info: Run
     A mixture of experts takes the MoE prior on every chip kind (routing, all-to-all and
     small expert matmuls keep its MFU well below a dense model's; a dense ceiling for chips
     without published MoE figures would favour them); a tuned benchmark the benchmark prior
-    of its chip kind; otherwise the chip generation's prior, else the kind's. A fine-tune
-    scales the pretraining ceiling by ``mfu_fine_tune_factor``.
+    of its chip, else of its kind; otherwise the chip generation's prior, else the kind's.
+    A fine-tune scales the pretraining ceiling by ``mfu_fine_tune_factor``.
     """
     work, p = scenario.training, cat.priors
     by_chip = p.mfu_ceiling_by_chip.get(info.chip)
-    benchmark = p.mfu_ceiling_benchmark.get(info.kind)
+    tuned = p.mfu_ceiling_benchmark
+    key = info.chip if info.chip in tuned else info.kind
+    benchmark = tuned.get(key)
     if work.total_params is not None and p.mfu_ceiling_moe is not None:
         return draws.get("priors.mfu_ceiling_moe", None, p.mfu_ceiling_moe.value)
     if work.regime == "benchmark" and benchmark is not None:
-        return draws.get(f"priors.mfu_ceiling_benchmark.{info.kind}", None, benchmark.value)
+        return draws.get(f"priors.mfu_ceiling_benchmark.{key}", None, benchmark.value)
     if by_chip is not None:
         ceiling = draws.get(f"priors.mfu_ceiling_by_chip.{info.chip}", None, by_chip.value)
     else:
