@@ -193,8 +193,10 @@ def mfu_at_scale(
     ``mfu_ref``; the local MFU behind it (:func:`local_mfu`) is carried to the run's own
     chips and batch, up or down: a run smaller than its reference exchanges less and gains
     (never beyond the local MFU of one replica), a larger one loses. Two runs of the same
-    model on one chip therefore differ by the ratio of their scaling efficiencies whatever
-    the reference, and the reference only sets the level.
+    model on one chip differ by the ratio of their scaling efficiencies at one local MFU;
+    the reference sets that local MFU (the level, and through the exposed traffic's
+    dependence on it, the ratio slightly), and carrying is transitive: referring a run to
+    any point carried from the reference gives the same MFU.
 
     The reference is never less efficient than ``batch.reference_efficiency`` η*: the
     published runs behind the priors were tuned not to be communication-bound, so where the
