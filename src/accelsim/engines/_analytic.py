@@ -97,9 +97,10 @@ def run_mfu(
     gives there; the run keeps the model-parallel group its training state needs (ZeRO-3
     over the fewest chips that hold it, every expert included), at its own batch (the
     scenario's, else the prior, which grows with the chips up to the compute-optimal
-    batch), with the pipeline bubble of :func:`pipeline_layout`. A draw the model cannot
-    carry keeps the reference MFU. For a mixture of experts the per-step traffic is
-    modelled on the active parameters; the MoE ceiling carries its all-to-all cost.
+    batch), with the pipeline bubble of :func:`pipeline_layout`. The reference is never
+    less efficient than ``scaling.yaml`` ``reference_efficiency``, which bounds small
+    runs. For a mixture of experts the per-step traffic is modelled on the active
+    parameters; the MoE ceiling carries its all-to-all cost.
     """
     m = inputs.mfu
     if m.user_mfu is not None:
