@@ -40,8 +40,11 @@ def _at_reference(chips: int) -> acs.catalog.Catalog:
     size = size.model_copy(update={"value": Fixed(value=70e9)})
     return dataclasses.replace(
         cat,
-        # no floor on the reference's efficiency: the reference is the run itself
-        scaling=dataclasses.replace(cat.scaling, reference_efficiency=0.0),
+        # the reference is the run itself: no floor on its efficiency, and no
+        # compute-optimal cap on the run's batch that the reference does not have
+        scaling=dataclasses.replace(
+            cat.scaling, reference_efficiency=0.0, critical_batch_coefficient=1e30
+        ),
         priors=cat.priors.model_copy(
             update={"mfu_reference_chips": ref, "mfu_reference_params": size}
         ),

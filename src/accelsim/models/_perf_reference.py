@@ -189,7 +189,8 @@ def mfu_at_scale(
     Notes
     -----
     The reference configuration is the run's own model at :func:`reference_chips`, with
-    the batch the prior gives there and the run's model-parallel layout. Its MFU is
+    the batch the prior gives there (not capped by the run's compute-optimal batch: it is
+    the published runs' practice) and the run's model-parallel layout. Its MFU is
     ``mfu_ref``; the local MFU behind it (:func:`local_mfu`) is carried to the run's own
     chips and batch, up or down: a run smaller than its reference exchanges less and gains
     (never beyond the local MFU of one replica), a larger one loses. Two runs of the same
@@ -239,22 +240,27 @@ def mfu_at_scale(
     ref_layout = layout(mp)
     run_layout = layout(mp_run)
 
-    def prior(count: FloatArray, group: FloatArray, micro: ArrayLike) -> FloatArray:
+    def prior(
+        count: FloatArray, group: FloatArray, micro: ArrayLike, ceiling: ArrayLike
+    ) -> FloatArray:
         return batch_prior_tokens(
             count,
             base_tokens=batch.base_tokens,
             tokens_per_chip=batch.tokens_per_chip,
-            ceiling_tokens=batch.ceiling_tokens,
+            ceiling_tokens=ceiling,
             floor_tokens=count / group * _f(micro),
         )
 
+    # The reference is the published runs' practice at its scale, which the run's own
+    # compute-optimal batch does not cap: so the reference (and the local MFU) does not
+    # depend on the run's token count, and a longer run's larger batch only helps it.
     batch_ref = (
-        prior(n_ref, mp, ref_layout["micro_batch_tokens"])
+        prior(n_ref, mp, ref_layout["micro_batch_tokens"], np.inf)
         if batch.reference_tokens is None
         else _f(batch.reference_tokens)
     )
     batch_run = (
-        prior(n, mp_run, run_layout["micro_batch_tokens"])
+        prior(n, mp_run, run_layout["micro_batch_tokens"], batch.ceiling_tokens)
         if batch.fixed_tokens is None
         else _f(batch.fixed_tokens)
     )
