@@ -194,3 +194,14 @@ def test_a_run_without_the_new_priors_keeps_the_old_behaviour() -> None:
     res = acs.simulate(_scenario("pretraining", 512, "h100-sxm"), runs=100, seed=2, catalog=bare)
     assert "priors.global_batch_tokens_per_chip" not in res.inputs
     assert np.all((res.samples("mfu") > 0) & (res.samples("mfu") <= 1))
+
+
+def test_a_regime_with_a_user_mfu_is_refused() -> None:
+    """The regime only selects the MFU prior; with the user's MFU it would be ignored."""
+    with pytest.raises(ValueError, match=r"workload\.regime='benchmark'"):
+        acs.Scenario(
+            name="r",
+            workload=acs.TrainingRun(params=7e9, tokens=1e11, regime="benchmark"),
+            fleet=[acs.Pool(chip="h100-sxm", count=8, provider=None)],
+            assumptions=acs.Assumptions(mfu=0.4),
+        )
