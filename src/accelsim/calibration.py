@@ -408,6 +408,13 @@ a row without one (Gopher, LLaMA-65B, StableLM, OLMoE, DeepSeek-V3, Falcon, GPT-
 the same. The MFU ceiling priors are judgement ranges whose sources include the MFUs of
 LLaMA-65B, Llama 3, Nemotron-4, Gopher and DeepSeek-V3; they are not refitted per row.
 
+Each run's MFU is carried from the reference configuration of its model size to its own
+chips, with a global batch that grows with the chips
+(`accelsim.models.perf.mfu_at_scale`, docs/concepts.md "MFU and scaling"). That carry is
+validated separately, leave-one-out, on held-out MLPerf Training scaling pairs by pair
+size, chip and TPU against GPU: `tests/validation/test_perf_scaling_pairs.py` (print
+the table with `python tests/validation/test_perf_scaling_pairs.py`).
+
 Regenerate with `accelsim calibrate --out docs/calibration.md` ({runs} runs, seed {seed});
 `tests/validation/test_calibration.py` checks that this page is current.
 

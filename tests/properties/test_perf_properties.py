@@ -184,3 +184,52 @@ def test_carry_mfu_is_consistent(
     assert 0.0 < there <= float(perf.local_mfu(m, n_ref, **kw)) * (1 + ROUNDING)
     back = float(perf.carry_mfu(there, n, n_ref, **kw))
     assert abs(back - m) <= 1e-9 * m
+
+
+@given(
+    params,
+    mfu,
+    layout,
+    networks(),
+    st.floats(64.0, 65536.0),
+    st.floats(5e5, 2e7),
+    st.floats(128.0, 8192.0),
+    st.floats(0.5, 0.95),
+    st.lists(st.integers(1, 100_000), min_size=1, max_size=8),
+)
+def test_mfu_at_scale_is_bounded_by_the_reference_over_the_floor(
+    n_params: float,
+    m: float,
+    mp: int,
+    network: dict[str, Any],
+    chips_ref: float,
+    base: float,
+    per_chip: float,
+    floor: float,
+    chips: list[int],
+) -> None:
+    """Over wide model, network and scale ranges: every MFU is finite, positive and at
+    most mfu_ref / eta* (the floor on the reference's efficiency), never a nan."""
+    got = perf.mfu_at_scale(
+        m,
+        np.array(chips, dtype=float),
+        params=n_params,
+        chips_ref=chips_ref,
+        params_ref=1.75e11,
+        model_parallel_chips=float(mp),
+        batch=perf.BatchPrior(
+            base_tokens=base,
+            tokens_per_chip=per_chip,
+            ceiling_tokens=6e7,
+            reference_efficiency=floor,
+        ),
+        layout=lambda g: {
+            "pipeline_chips": np.maximum(np.asarray(g, dtype=float) / 8.0, 1.0),
+            "micro_batch_tokens": 4096.0,
+            "virtual_stages": 1.0,
+        },
+        network={**network, "overlap": 0.0},
+    )
+    assert np.all(np.isfinite(got))
+    assert np.all(got > 0.0)
+    assert np.all(got <= max(m / floor, m) * (1 + ROUNDING))

@@ -154,11 +154,18 @@ def test_more_optimisation_hours_never_lower_mfu(hours: float, extra: float, chi
 
 
 def test_doubling_tokens_doubles_compute_days() -> None:
-    """With paired draws and the optimisation hours fixed, failure-free compute time is
-    exactly proportional to tokens (left to the prior, the hours grow with the chip-hours
-    at stake, so a larger job is optimised more: see the next test)."""
-    one = acs.simulate(scenario(tokens=1e11, optimization_hours=200.0), runs=RUNS, seed=5)
-    two = acs.simulate(scenario(tokens=2e11, optimization_hours=200.0), runs=RUNS, seed=5)
+    """With paired draws, the optimisation hours and the global batch fixed, failure-free
+    compute time is exactly proportional to tokens (left to the priors, the hours grow
+    with the chip-hours at stake and the batch prior's compute-optimal cap with the
+    tokens, so a larger job trains at least as efficiently: see the next test)."""
+
+    def fixed_batch(tokens: float) -> acs.Scenario:
+        s = scenario(tokens=tokens, optimization_hours=200.0)
+        work = s.workload.model_copy(update={"global_batch_tokens": 4e6})
+        return s.model_copy(update={"workload": work})
+
+    one = acs.simulate(fixed_batch(1e11), runs=RUNS, seed=5)
+    two = acs.simulate(fixed_batch(2e11), runs=RUNS, seed=5)
     np.testing.assert_allclose(
         two.samples("compute_days"), 2 * one.samples("compute_days"), rtol=1e-12
     )
@@ -168,7 +175,8 @@ def test_doubling_tokens_doubles_compute_days() -> None:
 
 def test_a_larger_job_is_optimised_at_least_as_much() -> None:
     """Left to the prior, optimisation hours scale with the chip-hours at stake: doubling
-    the tokens never lowers the hours invested nor the MFU they buy, run by run."""
+    the tokens never lowers the hours invested nor the MFU they buy, run by run (nor the
+    batch the prior allows, whose compute-optimal cap grows with the tokens)."""
     one = acs.simulate(scenario(tokens=1e11), runs=RUNS, seed=5)
     two = acs.simulate(scenario(tokens=2e11), runs=RUNS, seed=5)
     assert (two.samples("engineering_hours") >= one.samples("engineering_hours")).all()

@@ -71,6 +71,7 @@ FIELDS: dict[type, dict[str, str]] = {
         "recovery": "checkpoint-write and restart priors of both training engines",
         "fine_tune": "memory fit, FLOPs (LoRA/QLoRA), porting share, no re-optimisation",
         "trainable_params": "adapter memory and FLOPs (refused without lora/qlora)",
+        "regime": "the MFU prior (mfu_ceiling_benchmark)",
         "precision": "the chip's peak, the precision MFU factor",
         "sharding": "the memory-fit check (its documented purpose)",
         "flops": "compute time (overrides 6 N D)",

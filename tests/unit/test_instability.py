@@ -190,7 +190,7 @@ def test_a_runs_event_uniforms_do_not_depend_on_its_chunk(
 
 
 def test_the_engines_rollbacks_do_not_depend_on_the_chunking() -> None:
-    """engines._analytic._instability_hours on runs [0, 5000) at once and in chunks that
+    """engines.training._analytic._instability_hours on runs [0, 5000) at once and in chunks that
     cut blocks (as the DES does): bit-identical, at rates where some runs have > 512
     events (the normal limit, its own stream)."""
     from types import SimpleNamespace

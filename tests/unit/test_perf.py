@@ -302,6 +302,9 @@ def test_scaling_yaml_entries_name_their_source() -> None:
         "layers_per_virtual_stage",
         "micro_batch_sequences",
         "layers_per_d_model",
+        "critical_batch_coefficient",
+        "critical_batch_exponent",
+        "reference_efficiency",
     }
     for entry in doc.values():
         assert entry["note"]

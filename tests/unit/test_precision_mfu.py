@@ -30,12 +30,24 @@ def _scenario(precision: str, chip: str, provider: str, chips: int) -> acs.Scena
 
 
 def _at_reference(chips: int) -> acs.catalog.Catalog:
-    """The built-in catalog with the MFU reference scale fixed at ``chips``: there
-    ``carry_mfu`` is the identity, so the run's MFU is the learning curve's."""
+    """The built-in catalog with the MFU reference configuration fixed at ``chips`` chips
+    for the 70B model of ``_scenario``: there ``mfu_at_scale`` is the identity, so the
+    run's MFU is the learning curve's."""
     cat = builtin_catalog()
     ref = cat.priors.mfu_reference_chips.model_copy(update={"value": Fixed(value=float(chips))})
+    size = cat.priors.mfu_reference_params
+    assert size is not None
+    size = size.model_copy(update={"value": Fixed(value=70e9)})
     return dataclasses.replace(
-        cat, priors=cat.priors.model_copy(update={"mfu_reference_chips": ref})
+        cat,
+        # the reference is the run itself: no floor on its efficiency, and no
+        # compute-optimal cap on the run's batch that the reference does not have
+        scaling=dataclasses.replace(
+            cat.scaling, reference_efficiency=0.0, critical_batch_coefficient=1e30
+        ),
+        priors=cat.priors.model_copy(
+            update={"mfu_reference_chips": ref, "mfu_reference_params": size}
+        ),
     )
 
 

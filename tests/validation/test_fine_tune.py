@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import accelsim as acs
-from accelsim.engines._training_inputs import training_flops
+from accelsim.engines.training._inputs import training_flops
 from accelsim.results._porting import porting_over_compute
 from accelsim.scenario import adapter_state_gib, training_state_gib
 

@@ -30,7 +30,7 @@ import accelsim as acs
 from accelsim import catalog
 from accelsim.catalog import builtin_catalog
 from accelsim.dists import Dist
-from accelsim.engines._training_inputs import recovery_technique
+from accelsim.engines.training._inputs import recovery_technique
 from accelsim.models import reliability
 from accelsim.scenario import Recovery
 

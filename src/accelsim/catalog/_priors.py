@@ -259,6 +259,21 @@ class Priors(_Frozen):
     """Yearly change of on-demand and spot prices over the horizon, compounded. [1/year]"""
     global_batch_tokens: Prior
     """Global batch size of large LLM pretraining, for the scaling model. [tokens]"""
+    global_batch_tokens_per_chip: Prior | None = None
+    """Tokens per chip and step that large runs keep as they grow (the batch prior grows
+    with the chips beyond ``global_batch_tokens``); ``None``: the batch does not grow.
+    [tokens]"""
+    mfu_reference_params: Prior | None = None
+    """Model size of the published runs behind the MFU ceilings: a model of N parameters
+    has its reference configuration at ``mfu_reference_chips`` x N / this; ``None``: every
+    model at ``mfu_reference_chips``. [count]"""
+    mfu_ceiling_benchmark: dict[str, Prior] = {}
+    """MFU of tuned benchmark runs (``TrainingRun.regime = "benchmark"``) by chip id where
+    a generation stands apart, else by chip kind, in place of the production ceilings; a
+    kind not listed keeps its production ceiling. [fraction]"""
+    mfu_fine_tune_factor: Prior | None = None
+    """MFU of a fine-tune over the production ceiling (``TrainingRun.fine_tune`` set); ``None``:
+    1. [fraction]"""
 
     @model_validator(mode="after")
     def _complete(self) -> Priors:

@@ -21,6 +21,12 @@ class ScalingDefaults:
     """Sequences per pipeline micro-batch. [sequences]"""
     layers_per_d_model: float = 1.0 / 128.0
     """Depth over width, to estimate layers from the parameter count. [ratio]"""
+    critical_batch_coefficient: float = 0.2920
+    """a of the compute-optimal batch a * C^b. [tokens / FLOP^b]"""
+    critical_batch_exponent: float = 0.3271
+    """b of the compute-optimal batch a * C^b. [dimensionless]"""
+    reference_efficiency: float = 0.85
+    """Least scaling efficiency of the MFU priors' reference configuration. [fraction]"""
 
 
 @functools.cache
@@ -39,6 +45,9 @@ def scaling_defaults() -> ScalingDefaults:
         layers_per_virtual_stage=float(doc["layers_per_virtual_stage"]["value"]),
         micro_batch_sequences=float(doc["micro_batch_sequences"]["value"]),
         layers_per_d_model=float(doc["layers_per_d_model"]["value"]),
+        critical_batch_coefficient=float(doc["critical_batch_coefficient"]["value"]),
+        critical_batch_exponent=float(doc["critical_batch_exponent"]["value"]),
+        reference_efficiency=float(doc["reference_efficiency"]["value"]),
     )
 
 

@@ -44,7 +44,7 @@ from accelsim.engines.serving import (
     simulate_serving_block,
     simulate_serving_fast,
 )
-from accelsim.engines.training import run_info, simulate_training
+from accelsim.engines.training import pipeline_layout, run_info, run_mfu, simulate_training
 
 __all__ = [
     "BLOCK_RUNS",
@@ -59,10 +59,12 @@ __all__ = [
     "check_runnable",
     "merge_kept",
     "pair_capacity",
+    "pipeline_layout",
     "price_training",
     "prices_used",
     "replica_capacity",
     "run_info",
+    "run_mfu",
     "simulate_block",
     "simulate_mixed_block",
     "simulate_serving_block",

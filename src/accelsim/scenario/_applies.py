@@ -223,6 +223,11 @@ def _training_run(scenario: Scenario, work: TrainingRun) -> Iterator[str]:
         )
     if a.mfu is None:
         return
+    if work.regime != "pretraining":
+        yield (
+            f"workload.regime={work.regime!r} selects the MFU prior, and assumptions.mfu "
+            f"replaces it (the run's MFU at its own scale): remove one of them"
+        )
     batches = [] if work.global_batch_tokens is None else ["workload.global_batch_tokens"]
     batches += [
         f"workload.phases[{i}].global_batch_tokens"

@@ -17,6 +17,9 @@ Framework = Literal["pytorch", "jax", "tensorflow"]
 Stage = Literal["prototype", "production"]
 Recovery = Literal["standard", "frontier"]
 FineTune = Literal["full", "lora", "qlora"]
+Regime = Literal["pretraining", "benchmark"]
+"""What a training run is, for its MFU prior: a production run or a tuned throughput
+benchmark (MLPerf, framework recipes). A fine-tune is ``TrainingRun.fine_tune``."""
 Precision = Literal["bf16", "fp8", "fp32"]
 Sharding = Literal["none", "zero1", "zero2", "zero3", "fsdp"]
 SchedulerName = Literal["fifo", "backfill", "smallest_first", "priority", "priority_preemptive"]

@@ -23,6 +23,7 @@ from accelsim.scenario._common import (
     Framework,
     Precision,
     Recovery,
+    Regime,
     Sharding,
     Stage,
     _check_range,
@@ -92,6 +93,11 @@ class TrainingRun(_Model):
     ``frontier`` at ``priors.frontier_recovery_min_chips`` chips or more, else
     ``standard``. ``Assumptions.checkpoint_write_hours`` and ``restart_hours``, when set,
     override either technique's prior."""
+    regime: Regime = "pretraining"
+    """Which MFU prior applies: ``pretraining`` (production runs, the default) or
+    ``benchmark`` (a tuned throughput run such as MLPerf or a framework's reference recipe:
+    ``priors.mfu_ceiling_benchmark``). A fine-tune (:attr:`fine_tune` set) takes
+    ``priors.mfu_fine_tune_factor`` of the production ceiling."""
     precision: Precision = "bf16"
     """Arithmetic precision whose peak FLOP/s the MFU refers to."""
     sharding: Sharding = "fsdp"

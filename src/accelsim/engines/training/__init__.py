@@ -7,7 +7,7 @@ calendar out (:mod:`._phases`) and prices it. The cluster DES (:mod:`accelsim.en
 runs the same functions for a training run that shares its fleet.
 """
 
-from accelsim.engines.training._analytic import simulate_training
+from accelsim.engines.training._analytic import pipeline_layout, run_mfu, simulate_training
 from accelsim.engines.training._inputs import run_info
 
-__all__ = ["run_info", "simulate_training"]
+__all__ = ["pipeline_layout", "run_info", "run_mfu", "simulate_training"]

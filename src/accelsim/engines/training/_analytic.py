@@ -89,20 +89,18 @@ def run_mfu(
     """MFU of the run at its own scale, per run. [fraction]
 
     The learning curve (:func:`accelsim.models.engineering.mfu_after_optimization`) gives
-    the MFU the team reaches at the reference scale of the published runs behind the
-    ceiling; :func:`accelsim.models.perf.carry_mfu` (validated against MLPerf scaling
-    series) carries it up to a larger run's chip count. A run below the reference scale keeps
-    the reference MFU: carried down with the run's own model and batch, the reference
-    configuration (a small model's batch spread over thousands of chips) is not the one the
-    published runs had, and the carried MFU of small runs came out above any published MFU
-    on the chip (0.82 on H100 for a 7B model on 64 chips) and fell as optimisation hours rose.
-    A draw the model cannot carry keeps the reference MFU (``carry_mfu`` is ``nan``: the
-    reference is out of its reach). The run keeps the
-    model-parallel group its training state needs (ZeRO-3 over the fewest chips that hold
-    it, every expert included), at its own global batch, with the pipeline bubble of
-    :func:`pipeline_layout`. For a mixture of experts the
-    per-step traffic is modelled on the active parameters; the MoE ceiling carries its
-    all-to-all cost at the reference scale.
+    the MFU the team reaches in the reference configuration of the published runs behind
+    the ceiling; :func:`accelsim.models.perf.mfu_at_scale` (validated against MLPerf
+    scaling series) carries it up or down to the run's chips. The reference configuration
+    is the run's own model at the scale published runs of its size had
+    (``mfu_reference_chips`` x params / ``mfu_reference_params``) with the batch the prior
+    gives there; the run keeps the model-parallel group its training state needs (ZeRO-3
+    over the fewest chips that hold it, every expert included), at its own batch (the
+    scenario's, else the prior, which grows with the chips up to the compute-optimal
+    batch), with the pipeline bubble of :func:`pipeline_layout`. The reference is never
+    less efficient than ``scaling.yaml`` ``reference_efficiency``, which bounds small
+    runs. For a mixture of experts the per-step traffic is modelled on the active
+    parameters; the MoE ceiling carries its all-to-all cost.
     """
     m = inputs.mfu
     if m.user_mfu is not None:
@@ -118,30 +116,36 @@ def run_mfu(
     model_parallel = perf.min_chips_to_fit(
         work.state_params, chip.hbm_gib, sharding="zero3", usable_fraction=_USABLE_HBM_FRACTION
     )
-    # Carried up from the reference scale only (see the docstring); at chips_ref == chips
-    # carry_mfu is the identity.
-    chips_ref = np.minimum(m.reference_chips, chips)
-    mp_ref = np.minimum(model_parallel, chips_ref)
-    carried = perf.carry_mfu(
-        mfu_ref,
-        chips_ref,
-        chips,
-        params=work.params,
-        global_batch_tokens=m.global_batch_tokens,
-        peak_tflops=chip.peak_tflops(work.precision),
-        scale_up_domain_chips=chip.scale_up_domain_chips,
-        scale_up_gbps=chip.interconnect_gbps,
-        scale_out_gbps=chip.scale_out_gbps,
-        model_parallel_chips=np.minimum(model_parallel, chips),
-        model_parallel_chips_ref=mp_ref,
-        overlap=cat.scaling.overlap,
-        pipeline_chips_ref=pipeline_layout(work, chip, mp_ref, cat)["pipeline_chips"],
-        **pipeline_layout(work, chip, np.minimum(model_parallel, chips), cat),
+    s = cat.scaling
+    ceiling_tokens = perf.critical_batch_tokens(
+        training_flops(work, 1)[0],
+        coefficient=s.critical_batch_coefficient,
+        exponent=s.critical_batch_exponent,
     )
-    # carry_mfu is nan where the draw is inconsistent with the communication model (no local
-    # MFU in (0, 1] reaches mfu_ref at the reference scale; ~0.2 % of LLaMA-65B's draws):
-    # the model cannot carry such a run across scale, so it keeps its reference MFU.
-    return np.asarray(np.where(np.isnan(carried), mfu_ref, carried), dtype=float)
+    batch = perf.BatchPrior(
+        base_tokens=m.global_batch_tokens,
+        tokens_per_chip=m.tokens_per_chip,
+        ceiling_tokens=ceiling_tokens,
+        fixed_tokens=m.global_batch_tokens if m.batch_fixed else None,
+        reference_efficiency=s.reference_efficiency,
+    )
+    return perf.mfu_at_scale(
+        mfu_ref,
+        float(chips),
+        params=work.params,
+        chips_ref=m.reference_chips,
+        params_ref=work.params if m.reference_params is None else m.reference_params,
+        model_parallel_chips=model_parallel,
+        batch=batch,
+        layout=lambda group: pipeline_layout(work, chip, group, cat),
+        network={
+            "peak_tflops": chip.peak_tflops(work.precision),
+            "scale_up_domain_chips": chip.scale_up_domain_chips,
+            "scale_up_gbps": chip.interconnect_gbps,
+            "scale_out_gbps": chip.scale_out_gbps,
+            "overlap": s.overlap,
+        },
+    )
 
 
 def engineering_phases(inputs: TrainingInputs) -> dict[str, FloatArray]:
@@ -400,7 +404,9 @@ def _phase_run(
     phase_inputs = inputs
     if phase.global_batch_tokens is not None:
         batch = constant(phase.global_batch_tokens, draws.runs)
-        phase_inputs = replace(inputs, mfu=replace(inputs.mfu, global_batch_tokens=batch))
+        phase_inputs = replace(
+            inputs, mfu=replace(inputs.mfu, global_batch_tokens=batch, batch_fixed=True)
+        )
     mfu_i = run_mfu(phase_inputs, work, chip, phase.chips, cat)
     compute_i = perf.compute_hours(
         flops * phase.token_share, float(phase.chips), chip.peak_tflops(work.precision), mfu_i

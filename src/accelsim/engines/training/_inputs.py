@@ -84,6 +84,12 @@ class MfuInputs:
     """Global batch. [tokens]"""
     reference_chips: FloatArray | None = None
     """Scale of the published runs behind the ceiling. [chips]"""
+    batch_fixed: bool = False
+    """Whether ``global_batch_tokens`` is the run's own (else the prior's base batch)."""
+    tokens_per_chip: FloatArray | float = 0.0
+    """Tokens per chip and step a growing batch keeps; 0: the batch does not grow. [tokens]"""
+    reference_params: FloatArray | None = None
+    """Model size of the runs behind the ceiling; ``None``: no size class. [count]"""
 
 
 @dataclass(frozen=True)
@@ -161,19 +167,16 @@ def _draw_mfu(
         return MfuInputs(mfu), draws.get(
             "assumptions.optimization_hours", a.optimization_hours, 0.0
         )
-    by_chip = p.mfu_ceiling_by_chip.get(info.chip)
-    if work.total_params is not None and p.mfu_ceiling_moe is not None:
-        # A mixture of experts: routing, all-to-all and small expert matmuls keep its MFU
-        # (on active parameters) well below a dense model's. On every chip kind: keeping a
-        # dense ceiling for chips without published MoE figures would favour them unfairly.
-        ceiling = draws.get("priors.mfu_ceiling_moe", None, p.mfu_ceiling_moe.value)
-    elif by_chip is not None:
-        ceiling = draws.get(f"priors.mfu_ceiling_by_chip.{info.chip}", None, by_chip.value)
-    else:
-        ceiling = draws.get(f"priors.mfu_ceiling.{info.kind}", None, p.mfu_ceiling[info.kind].value)
+    ceiling = _draw_ceiling(scenario, cat, draws, info)
     # The ceilings are BF16 figures: carried to the run's precision's peak.
     ceiling = ceiling * _precision_factor(scenario, cat, draws, info)
-    start = draws.get(f"priors.start_fraction.{info.fit}", None, p.start_fraction[info.fit].value)
+    if work.regime == "benchmark":
+        # A tuned benchmark runs its published recipe: the end of the learning curve.
+        start = draws.fixed(f"priors.start_fraction.{info.fit}", 1.0)
+    else:
+        start = draws.get(
+            f"priors.start_fraction.{info.fit}", None, p.start_fraction[info.fit].value
+        )
     scale = draws.get(
         f"priors.optimization_hours_scale.{info.fit}",
         None,
@@ -186,9 +189,56 @@ def _draw_mfu(
         "workload.global_batch_tokens", work.global_batch_tokens, p.global_batch_tokens.value
     )
     chips_ref = draws.get("priors.mfu_reference_chips", None, p.mfu_reference_chips.value)
+    per_chip = p.global_batch_tokens_per_chip
+    tokens_per_chip = (
+        0.0
+        if per_chip is None
+        else draws.get("priors.global_batch_tokens_per_chip", None, per_chip.value)
+    )
+    ref_params = p.mfu_reference_params
     if a.optimization_hours is None:
         hours = _hours_at_stake(scenario, cat, draws, info, ceiling * start, hours)
-    return MfuInputs(None, ceiling, start, scale, batch, chips_ref), hours
+    return MfuInputs(
+        None,
+        ceiling,
+        start,
+        scale,
+        batch,
+        chips_ref,
+        batch_fixed=work.global_batch_tokens is not None,
+        tokens_per_chip=tokens_per_chip,
+        reference_params=None
+        if ref_params is None
+        else draws.get("priors.mfu_reference_params", None, ref_params.value),
+    ), hours
+
+
+def _draw_ceiling(scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo) -> FloatArray:
+    """The MFU ceiling of the run's regime, chip and architecture (BF16, before precision).
+
+    A mixture of experts takes the MoE prior on every chip kind (routing, all-to-all and
+    small expert matmuls keep its MFU well below a dense model's; a dense ceiling for chips
+    without published MoE figures would favour them); a tuned benchmark the benchmark prior
+    of its chip, else of its kind; otherwise the chip generation's prior, else the kind's.
+    A fine-tune scales the pretraining ceiling by ``mfu_fine_tune_factor``.
+    """
+    work, p = scenario.training, cat.priors
+    by_chip = p.mfu_ceiling_by_chip.get(info.chip)
+    tuned = p.mfu_ceiling_benchmark
+    key = info.chip if info.chip in tuned else info.kind
+    benchmark = tuned.get(key)
+    if work.total_params is not None and p.mfu_ceiling_moe is not None:
+        return draws.get("priors.mfu_ceiling_moe", None, p.mfu_ceiling_moe.value)
+    if work.regime == "benchmark" and benchmark is not None:
+        return draws.get(f"priors.mfu_ceiling_benchmark.{key}", None, benchmark.value)
+    if by_chip is not None:
+        ceiling = draws.get(f"priors.mfu_ceiling_by_chip.{info.chip}", None, by_chip.value)
+    else:
+        ceiling = draws.get(f"priors.mfu_ceiling.{info.kind}", None, p.mfu_ceiling[info.kind].value)
+    factor = p.mfu_fine_tune_factor
+    if work.fine_tune is not None and factor is not None:
+        ceiling = ceiling * draws.get("priors.mfu_fine_tune_factor", None, factor.value)
+    return ceiling
 
 
 def precision_mfu_factor(gain: FloatArray | float, peak_ratio: float) -> FloatArray | float:
