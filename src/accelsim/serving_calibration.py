@@ -158,9 +158,14 @@ def _case(row: dict[str, str]) -> _Case | str:
     return _Case(row, model, chip, precision, inp, out, chips, max_batch, largest)
 
 
+def _kv_bytes(precision: str) -> float:
+    """Bytes per KV-cache value by the catalog's convention for the weights' precision. [B]"""
+    return BYTES_PER_VALUE[serving_priors().kv_precision_for(precision)]  # type: ignore[arg-type]
+
+
 def _cost(case: _Case, efficiency: FloatArray, overhead: FloatArray) -> serving.IterationCost:
     bytes_per = BYTES_PER_VALUE[case.precision]  # type: ignore[index]
-    kv_bytes = case.model.kv_bytes_per_token(max(bytes_per, 1.0))  # fp4 runs keep an fp8 cache
+    kv_bytes = case.model.kv_bytes_per_token(_kv_bytes(case.precision))
     return serving.iteration_cost(
         active_params=case.model.active_params,
         total_params=case.model.params,
@@ -182,7 +187,7 @@ def _capacity(case: _Case, share: FloatArray) -> FloatArray:
     return serving.kv_capacity_tokens(
         case.chip.hbm_bytes * case.chips,
         serving.weight_bytes(case.model.params, bytes_per),
-        case.model.kv_bytes_per_token(max(bytes_per, 1.0)),
+        case.model.kv_bytes_per_token(_kv_bytes(case.precision)),
         share,
     )
 

@@ -172,7 +172,7 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     chip = cat.chip(pool.chip)
     chips = work.replica_chips(chip, pool.count, cat=cat)
     preset = work.preset_in(cat)
-    kv_precision = work.kv_precision or work.precision
+    kv_precision = work.kv_precision or cat.serving_priors.kv_precision_for(work.precision)
     kv_value_bytes = catalog.BYTES_PER_VALUE[kv_precision]
     if preset is not None:
         kv_bytes = preset.kv_bytes_per_token(kv_value_bytes)
