@@ -91,6 +91,9 @@ class ServingPriors(_Frozen):
     [fraction]"""
     efficiency_by_chip: dict[str, Prior] = {}
     """Per chip id, where evidence separates a chip from its stack. [fraction]"""
+    efficiency_by_precision: dict[Precision, Prior] = {}
+    """Per weight precision, where evidence separates a number format from its stack (FP4:
+    its tensor peak is reached less than FP8's); a chip's own entry comes first. [fraction]"""
     overhead_seconds: Prior
     """Fixed time per continuous-batching iteration (scheduling, launches, sampling). [s]"""
     memory_share: Prior
@@ -142,6 +145,22 @@ class ServingPriors(_Frozen):
     def efficiency_for(self, chip_id: str, stack: Stack) -> Prior:
         """The efficiency prior of a chip: its own entry if any, else its stack's."""
         return self.efficiency_by_chip.get(chip_id, self.efficiency[stack])
+
+    def efficiency_entry(
+        self, chip_id: str, stack: Stack, precision: Precision
+    ) -> tuple[str, Prior]:
+        """The efficiency prior of a deployment and its dotted name: the chip's own entry,
+        else its weight precision's, else its stack's.
+
+        >>> p = serving_priors()
+        >>> [p.efficiency_entry("b200", "cuda", bits)[0] for bits in ("fp4", "fp8")]
+        ['efficiency_by_precision.fp4', 'efficiency.cuda']
+        """
+        if chip_id in self.efficiency_by_chip:
+            return f"efficiency_by_chip.{chip_id}", self.efficiency_by_chip[chip_id]
+        if precision in self.efficiency_by_precision:
+            return f"efficiency_by_precision.{precision}", self.efficiency_by_precision[precision]
+        return f"efficiency.{stack}", self.efficiency[stack]
 
     def kv_precision_for(self, weights: Precision) -> Precision:
         """The KV-cache precision of a deployment whose weights are in ``weights`` and whose

@@ -288,13 +288,8 @@ def draw_replica(
     """Draw the replica's uncertain inputs and build its physics, per run."""
     work, chip = setup.work, setup.chip
     stack = chip.software_stack
-    if chip.id in serving.efficiency_by_chip:
-        name, prior = (
-            f"priors.serving.efficiency_by_chip.{chip.id}",
-            serving.efficiency_by_chip[chip.id],
-        )
-    else:
-        name, prior = f"priors.serving.efficiency.{stack}", serving.efficiency[stack]
+    name, prior = serving.efficiency_entry(chip.id, stack, work.precision)
+    name = f"priors.serving.{name}"
     # Efficiency is a share of the roofline: a draw of the prior's upper tail past 1 is 1.
     efficiency = np.minimum(draws.get(name, None, prior.value), 1.0)
     overhead = draws.get("priors.serving.overhead_seconds", None, serving.overhead_seconds.value)
