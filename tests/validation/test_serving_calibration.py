@@ -61,3 +61,17 @@ def test_summary_figures_are_finite_and_consistent(results: list) -> None:  # ty
     assert s.median_abs_error >= 0.0
     for r in thr:
         assert 0.0 < r.p5 <= r.p50 <= r.p95
+
+
+def test_class_scores_cover_every_evaluated_row(results: list) -> None:  # type: ignore[type-arg]
+    from accelsim._calibration_stats import class_scores
+
+    rated = [r for r in results if r.kind in {"throughput", "slo_rate"}]
+    scores = {c.name: c for c in class_scores(results)}
+    assert scores["all evaluated rows"].rows == len(rated)
+    for group in (("Offline", "closed loop", "Server", "Interactive"), ("dense", "MoE")):
+        assert sum(scores[n].rows for n in group if n in scores) == len(rated)
+    for c in scores.values():
+        assert 0.0 <= c.coverage <= 1.0
+        assert c.median_width >= 1.0
+        assert c.median_abs_error >= 0.0

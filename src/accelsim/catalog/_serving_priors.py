@@ -65,6 +65,24 @@ class ServingStack(_Frozen):
         return self
 
 
+class KvPrecisionRule(_Frozen):
+    """The KV-cache precision a deployment uses when the scenario does not set one."""
+
+    by_weights: dict[Precision, Precision]
+    """KV-cache precision per weight precision, e.g. ``{"fp4": "fp8"}``; a weight
+    precision missing here keeps its own precision for the cache."""
+    sources: tuple[Source, ...]
+    """The published checkpoints and engine documents the convention is read from."""
+    note: str = ""
+    """Why this convention."""
+
+    @model_validator(mode="after")
+    def _sourced(self) -> KvPrecisionRule:
+        if not self.sources:
+            raise ValueError("the KV-cache precision convention needs at least one source")
+        return self
+
+
 class ServingPriors(_Frozen):
     """Every serving prior, as shipped in ``data/serving.yaml``."""
 
@@ -73,6 +91,9 @@ class ServingPriors(_Frozen):
     [fraction]"""
     efficiency_by_chip: dict[str, Prior] = {}
     """Per chip id, where evidence separates a chip from its stack. [fraction]"""
+    efficiency_by_precision: dict[Precision, Prior] = {}
+    """Per weight precision, where evidence separates a number format from its stack (FP4:
+    its tensor peak is reached less than FP8's); a chip's own entry comes first. [fraction]"""
     overhead_seconds: Prior
     """Fixed time per continuous-batching iteration (scheduling, launches, sampling). [s]"""
     memory_share: Prior
@@ -96,6 +117,9 @@ class ServingPriors(_Frozen):
     is chosen automatically (the rest is KV cache). [fraction]"""
     power_fraction_of_tdp: Prior
     """Average chip draw while serving over the chip's TDP. [fraction]"""
+    kv_precision: KvPrecisionRule | None = None
+    """The KV-cache precision that goes with each weight precision when a scenario leaves
+    ``kv_precision`` unset; a user file may leave it out (the shipped rule is used)."""
     serving_stacks: dict[Stack, ServingStack] = {}
     """The serving engines of each software stack (the recommendation's stack-fit words);
     a user file may leave it out (the shipped table is used), or must name every stack."""
@@ -121,6 +145,33 @@ class ServingPriors(_Frozen):
     def efficiency_for(self, chip_id: str, stack: Stack) -> Prior:
         """The efficiency prior of a chip: its own entry if any, else its stack's."""
         return self.efficiency_by_chip.get(chip_id, self.efficiency[stack])
+
+    def efficiency_entry(
+        self, chip_id: str, stack: Stack, precision: Precision
+    ) -> tuple[str, Prior]:
+        """The efficiency prior of a deployment and its dotted name: the chip's own entry,
+        else its weight precision's, else its stack's.
+
+        >>> p = serving_priors()
+        >>> [p.efficiency_entry("b200", "cuda", bits)[0] for bits in ("fp4", "fp8")]
+        ['efficiency_by_precision.fp4', 'efficiency.cuda']
+        """
+        if chip_id in self.efficiency_by_chip:
+            return f"efficiency_by_chip.{chip_id}", self.efficiency_by_chip[chip_id]
+        if precision in self.efficiency_by_precision:
+            return f"efficiency_by_precision.{precision}", self.efficiency_by_precision[precision]
+        return f"efficiency.{stack}", self.efficiency[stack]
+
+    def kv_precision_for(self, weights: Precision) -> Precision:
+        """The KV-cache precision of a deployment whose weights are in ``weights`` and whose
+        scenario sets none: the file's rule, else the shipped one; the weights' own
+        precision where the rule names none.
+
+        >>> serving_priors().kv_precision_for("fp4"), serving_priors().kv_precision_for("bf16")
+        ('fp8', 'bf16')
+        """
+        rule = self.kv_precision or serving_priors().kv_precision
+        return weights if rule is None else rule.by_weights.get(weights, weights)
 
     def prefill_chunk_for(self, chip_id: str, stack: Stack) -> tuple[str, Prior]:
         """The default chunked-prefill budget of a chip and its dotted name: the chip's own
@@ -187,4 +238,10 @@ def serving_priors() -> ServingPriors:
     return shipped(_SHIPPED, load_serving_priors)
 
 
-__all__ = ["BYTES_PER_VALUE", "ServingPriors", "load_serving_priors", "serving_priors"]
+__all__ = [
+    "BYTES_PER_VALUE",
+    "KvPrecisionRule",
+    "ServingPriors",
+    "load_serving_priors",
+    "serving_priors",
+]

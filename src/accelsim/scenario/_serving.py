@@ -113,7 +113,9 @@ class Serving(_Model):
     """Weights and matmuls: ``bf16``, ``fp8``, ``int8`` or ``fp4``, where the chip publishes
     that peak."""
     kv_precision: ServingPrecision | None = None
-    """KV-cache values; unset = ``precision``."""
+    """KV-cache values; unset = the catalog's convention for the weights' precision
+    (``kv_precision`` in ``serving.yaml``: FP8 for FP4 weights, as NVFP4 checkpoints
+    declare; otherwise ``precision``)."""
     rate_rps: Uncertain
     """Mean request rate over the day, at the start of the horizon [1/s]."""
     daily_profile: list[float] | None = None

@@ -172,7 +172,7 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     chip = cat.chip(pool.chip)
     chips = work.replica_chips(chip, pool.count, cat=cat)
     preset = work.preset_in(cat)
-    kv_precision = work.kv_precision or work.precision
+    kv_precision = work.kv_precision or cat.serving_priors.kv_precision_for(work.precision)
     kv_value_bytes = catalog.BYTES_PER_VALUE[kv_precision]
     if preset is not None:
         kv_bytes = preset.kv_bytes_per_token(kv_value_bytes)
@@ -310,13 +310,8 @@ def draw_replica_inputs(
     chunked-prefill budget and batch cap (each recorded under its input name)."""
     work, chip = setup.work, setup.chip
     stack = chip.software_stack
-    if chip.id in serving.efficiency_by_chip:
-        name, prior = (
-            f"priors.serving.efficiency_by_chip.{chip.id}",
-            serving.efficiency_by_chip[chip.id],
-        )
-    else:
-        name, prior = f"priors.serving.efficiency.{stack}", serving.efficiency[stack]
+    name, prior = serving.efficiency_entry(chip.id, stack, work.precision)
+    name = f"priors.serving.{name}"
     # Efficiency is a share of the roofline: a draw of the prior's upper tail past 1 is 1.
     efficiency = np.minimum(draws.get(name, None, prior.value), 1.0)
     overhead = draws.get("priors.serving.overhead_seconds", None, serving.overhead_seconds.value)
