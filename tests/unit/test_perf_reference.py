@@ -11,7 +11,7 @@ import pytest
 
 import accelsim as acs
 from accelsim.catalog import builtin_catalog, scaling_defaults
-from accelsim.engines import _analytic
+from accelsim.engines.training import _analytic
 from accelsim.models import perf
 
 H100 = {
