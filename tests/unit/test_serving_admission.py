@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from accelsim.models import serving as sv
-from accelsim.models.serving._load import _admission_wait
+from accelsim.models.serving._admission import _admission_wait
 
 H100 = {"peak_tflops": 989.0, "hbm_tbps": 3.35, "interconnect_gbps": 900.0}
 

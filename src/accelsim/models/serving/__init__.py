@@ -14,16 +14,17 @@ coefficients once; each iteration then costs a handful of multiplications.
 Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbps`` [TB/s],
 ``interconnect_gbps`` [GB/s] as in :class:`accelsim.catalog.Chip`.
 
-The formulas live in private modules, re-exported here: ``_iteration`` (iteration
-time, decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput),
-``_load`` (latency under load, SLO capacity), ``_layout`` (the replica size chosen when
-none is given), ``_interference`` (the time prompts add to
-the decoding sequences' token gaps), ``_disaggregated`` (prefill and decode
-replicas on separate pools) and ``_runs`` (runs of iterations in closed form, for the DES).
-"""
+The formulas live in private modules, re-exported here: ``_iteration`` (iteration time,
+decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput), ``_load``
+(latency under load), ``_decode`` (its decode fixed point), ``_admission`` (its batch slots'
+queue), ``_capacity`` (capacity under an SLO), ``_layout`` (the replica size chosen when
+none is given), ``_interference`` (the time prompts add to the decoding sequences' token
+gaps), ``_disaggregated`` (prefill and decode replicas on separate pools) and ``_runs``
+(runs of iterations in closed form, for the DES)."""
 
 from __future__ import annotations
 
+from accelsim.models.serving._capacity import SloCapacity, slo_capacity_rps
 from accelsim.models.serving._disaggregated import (
     DecodeLatency,
     PrefillLatency,
@@ -50,12 +51,7 @@ from accelsim.models.serving._layout import (
     replica_sizes,
     smallest_safe_size,
 )
-from accelsim.models.serving._load import (
-    LoadLatency,
-    SloCapacity,
-    latency_under_load,
-    slo_capacity_rps,
-)
+from accelsim.models.serving._load import LoadLatency, latency_under_load
 from accelsim.models.serving._memory import (
     batch_limit,
     budget_batch_cap,

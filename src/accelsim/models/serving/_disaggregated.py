@@ -18,8 +18,8 @@ import numpy as np
 
 from accelsim._typing import ArrayLike, BoolArray, FloatArray
 from accelsim.models._poisson import poisson_quantile
+from accelsim.models.serving._decode import _solve_iteration
 from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
-from accelsim.models.serving._load import _solve_iteration
 from accelsim.models.serving._mixture import wait_mixture_quantiles
 from accelsim.models.serving._prefill_queue import mg1_wait_moments, wait_phases
 
