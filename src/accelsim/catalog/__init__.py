@@ -19,12 +19,15 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from accelsim.catalog._age import stale_offers
+from accelsim.catalog.posterior import CalibratedPrior
 from accelsim.catalog._loader import Catalog, active, builtin_catalog
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
+from accelsim.catalog._measurements import Measurements, ServingMeasurement, TrainingMeasurement
 from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
 from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, ProviderKind, Stack
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
@@ -137,6 +140,16 @@ def load(path: str | Path) -> Catalog:
     return _load(path)
 
 
+calibrate: Callable[..., Catalog]
+"""``calibrate(measurements, *, catalog=None) -> Catalog``: the priors updated by a team's
+own measurements (:class:`Measurements`), a Bayesian update carried through the model.
+
+Implemented in :func:`accelsim.study.calibrate` and bound here by ``accelsim/__init__``:
+inverting a measurement needs the model and the studies, which sit above the catalog, so
+the catalog layer cannot import it; the public name stays with the catalog it returns.
+"""
+
+
 def reset() -> Catalog:
     """Go back to the built-in catalog (undoes :func:`load`)."""
     return _reset()
@@ -147,11 +160,13 @@ __all__ = [
     "PRICING_MODELS",
     "BlockLengths",
     "BlockTerms",
+    "CalibratedPrior",
     "Catalog",
     "Chip",
     "Fit",
     "Framework",
     "Kind",
+    "Measurements",
     "ModelPreset",
     "NotPublished",
     "Offer",
@@ -164,11 +179,14 @@ __all__ = [
     "Priors",
     "ProviderKind",
     "ScalingDefaults",
+    "ServingMeasurement",
     "ServingPriors",
     "Source",
     "Stack",
+    "TrainingMeasurement",
     "active",
     "builtin_catalog",
+    "calibrate",
     "cheapest",
     "chip",
     "chips",

@@ -24,8 +24,9 @@ from typing import Any, cast, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accelsim._yaml import line_of, load_yaml, load_yaml_text, to_plain
+from accelsim.catalog.posterior import CalibratedPrior
 from accelsim.catalog._model_presets import ModelPreset, model_presets
-from accelsim.catalog._priors import Priors, priors
+from accelsim.catalog._priors import Prior, Priors, priors
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
@@ -96,6 +97,9 @@ class Catalog:
     """The priors of serving workloads."""
     model_presets: Mapping[str, ModelPreset] = field(default_factory=model_presets)
     """Model presets by id."""
+    calibration: tuple[CalibratedPrior, ...] = ()
+    """What :func:`accelsim.catalog.calibrate` changed: each calibrated prior with its
+    evidence, prior and posterior, by name; empty for a catalog not calibrated."""
     _index: Mapping[tuple[str, str, str], tuple[Offer, ...]] = field(
         init=False, repr=False, compare=False
     )
@@ -126,6 +130,7 @@ class Catalog:
             self.scaling,
             self.serving_priors,
             dict(self.model_presets),
+            self.calibration,
         )
         return (type(self), args)
 
@@ -229,6 +234,26 @@ class Catalog:
                 f"sheets with a site: {', '.join(with_site) or 'none'}"
             )
         return sheet.site
+
+    def calibrated(
+        self,
+        efficiency: Mapping[str, Prior],
+        mfu: Mapping[str, Prior],
+        records: Iterable[CalibratedPrior],
+    ) -> Catalog:
+        """This catalog with posterior serving efficiencies (``efficiency_by_chip``) and
+        reference MFUs (``mfu_reference_by_chip``) by chip laid over its priors, and
+        ``records`` added to :attr:`calibration` (a record of the same name replaced)."""
+        serving = self.serving_priors.model_copy(
+            update={"efficiency_by_chip": {**self.serving_priors.efficiency_by_chip, **efficiency}}
+        )
+        priors = self.priors.model_copy(
+            update={"mfu_reference_by_chip": {**self.priors.mfu_reference_by_chip, **mfu}}
+        )
+        new = {r.name: r for r in records}
+        kept = [r for r in self.calibration if r.name not in new]
+        ordered = tuple(sorted([*kept, *new.values()], key=lambda r: r.name))
+        return replace(self, serving_priors=serving, priors=priors, calibration=ordered)
 
     def merged(self, chips: Iterable[Chip], sheets: Iterable[PriceSheet]) -> Catalog:
         """This catalog with ``chips`` and ``sheets`` laid over it.

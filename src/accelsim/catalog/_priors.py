@@ -150,6 +150,11 @@ class Priors(_Frozen):
     """Per chip generation, where published MFUs separate it from its kind (Ampere runs
     reach higher MFU than Hopper runs), keyed by chip id; other chips use ``mfu_ceiling``.
     [fraction]"""
+    mfu_reference_by_chip: dict[str, Prior] = {}
+    """MFU a team's own code reaches at ``mfu_reference_chips`` on a chip, from its
+    measurements (:func:`accelsim.catalog.calibrate`), keyed by chip id; where present it
+    replaces the ceiling and the learning curve (the measured code is already optimised, as
+    the user's own ``Assumptions.mfu``). The shipped file has none. [fraction]"""
     mfu_ceiling_moe: Prior | None = None
     """MFU ceiling of mixture-of-experts training on GPUs (6 x active parameters x tokens
     over the BF16 peak), in place of the dense ceilings; ``None`` in a priors file without

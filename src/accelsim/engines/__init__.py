@@ -30,7 +30,7 @@ from accelsim.engines._inputs import (
     check_design_runs,
 )
 from accelsim.engines._pricing import price_training, prices_used
-from accelsim.engines._serving import replica_capacity, simulate_serving_fast
+from accelsim.engines._serving import offline_capacity, replica_capacity, simulate_serving_fast
 from accelsim.engines._serving_des import simulate_serving_block
 from accelsim.engines._serving_pair import pair_capacity
 from accelsim.engines._training_inputs import run_info
@@ -47,6 +47,7 @@ __all__ = [
     "check_design_runs",
     "check_runnable",
     "merge_kept",
+    "offline_capacity",
     "pair_capacity",
     "price_training",
     "prices_used",

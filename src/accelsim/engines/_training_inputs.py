@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from accelsim._typing import FloatArray
-from accelsim.catalog import Catalog, Fit, Kind, Pricing, Stack
+from accelsim.catalog import Catalog, Fit, Kind, Pricing, Prior, Stack
 from accelsim.dists import LogNormal
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.engines._offers import lead_time_days, spot_preemption_prior
@@ -128,6 +130,9 @@ def _draw_mfu(
         return MfuInputs(mfu), draws.get(
             "assumptions.optimization_hours", a.optimization_hours, 0.0
         )
+    calibrated = p.mfu_reference_by_chip.get(info.chip)
+    if calibrated is not None:
+        return _calibrated_mfu(scenario, cat, draws, info, calibrated)
     by_chip = p.mfu_ceiling_by_chip.get(info.chip)
     if work.total_params is not None and p.mfu_ceiling_moe is not None:
         # A mixture of experts: routing, all-to-all and small expert matmuls keep its MFU
@@ -156,6 +161,27 @@ def _draw_mfu(
     if a.optimization_hours is None:
         hours = _hours_at_stake(scenario, cat, draws, info, ceiling * start, hours)
     return MfuInputs(None, ceiling, start, scale, batch, chips_ref), hours
+
+
+def _calibrated_mfu(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, prior: Prior
+) -> tuple[MfuInputs, FloatArray]:
+    """The MFU draws of a chip calibrated on the team's measurements: the calibrated MFU at
+    the reference scale in place of ceiling x learning curve (a start fraction of 1 keeps it
+    as drawn), carried across scale as any reference MFU. Like the user's own MFU, it is the
+    team's optimised code: optimisation hours count only if the user states them."""
+    a, work, p = scenario.assumptions, scenario.training, cat.priors
+    reference = draws.get(f"priors.mfu_reference_by_chip.{info.chip}", None, prior.value)
+    reference = reference * _precision_factor(scenario, cat, draws, info)
+    ones = np.ones_like(reference)
+    batch = draws.get(
+        "workload.global_batch_tokens", work.global_batch_tokens, p.global_batch_tokens.value
+    )
+    chips_ref = draws.get("priors.mfu_reference_chips", None, p.mfu_reference_chips.value)
+    mfu = MfuInputs(None, reference, ones, ones, batch, chips_ref)
+    if a.optimization_hours is None:
+        return mfu, draws.fixed("assumptions.optimization_hours", 0.0)
+    return mfu, draws.get("assumptions.optimization_hours", a.optimization_hours, 0.0)
 
 
 def precision_mfu_factor(gain: FloatArray | float, peak_ratio: float) -> FloatArray | float:

@@ -1,0 +1,190 @@
+"""The Bayesian update behind :func:`accelsim.catalog.calibrate`, in closed form.
+
+Each calibrated figure (a chip's serving efficiency, a chip's MFU at the reference scale) is
+log-normal: its log is normal under the prior. A measurement, inverted through the library's
+own model (:mod:`accelsim.study._calibrate`), gives an *implied* log-figure ``y`` with
+known noise variance ``v`` (the record's stated run-to-run noise, squared). Chips of one
+group (a software stack, a chip kind) share part of their prior deviation: under the prior
+
+    log x_c = m_c + s_c (sqrt(rho) a + sqrt(1 - rho) e_c),   a, e_c ~ N(0, 1),
+
+so two chips' log-figures correlate by ``rho`` (``data/calibration.yaml``). The posterior
+of every chip of the group is the normal conditional on the measurements (a hierarchical
+normal with known variances, so conjugate: no sampling). The chip-wise precision-weighted
+mean of its measurements is sufficient, and is summed with :func:`math.fsum` (exactly
+rounded), so the result does not depend on the order of the measurements; adding a
+measurement never widens a posterior (a conditional variance only shrinks).
+
+Examples
+--------
+>>> post = pooled_posterior({"a": (0.0, 1.0), "b": (0.0, 1.0)}, 0.5, [("a", 1.0, 1.0)])
+>>> [round(x, 4) for x in post["a"]], [round(x, 4) for x in post["b"]]
+([0.5, 0.7071], [0.25, 0.9354])
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from accelsim.catalog._priors import Prior, load_validated, shipped
+from accelsim.dists import Dist, LogNormal
+
+_Z95 = 1.6448536269514722  # Phi^-1(0.95): a log-normal's 90 % interval is mu +- z sigma
+OUTLIER_Z = 3.29
+"""A measurement whose implied log-figure lies more than this many standard deviations (of
+prior and noise together) from the prior is flagged: 0.1 % two-sided under the prior. A
+convention, not a measured figure."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+    )
+
+
+class CalibrationPriors(_Frozen):
+    """The priors of the calibration itself, as shipped in ``data/calibration.yaml``."""
+
+    efficiency_chip_correlation: Prior
+    """Correlation of two chips' log serving efficiency within a software stack. [-]"""
+    mfu_chip_correlation: Prior
+    """Correlation of two chips' log MFU at the reference scale within a chip kind. [-]"""
+
+
+def load_calibration_priors(path: str | Path) -> CalibrationPriors:
+    """Read and validate a file laid out like the shipped ``calibration.yaml``."""
+    return load_validated(path, CalibrationPriors, "calibration priors")
+
+
+@functools.cache
+def calibration_priors() -> CalibrationPriors:
+    """The shipped calibration priors, read once per process (frozen)."""
+    return shipped("calibration.yaml", load_calibration_priors)
+
+
+class CalibratedPrior(_Frozen):
+    """What calibration did to one prior: its name, the evidence and prior vs posterior."""
+
+    name: str
+    """Dotted input name, e.g. ``"priors.serving.efficiency_by_chip.h100-sxm"``."""
+    measurements: int
+    """Measurements on this chip itself (others inform it through the pooling only)."""
+    pooled: int
+    """Measurements of its group (stack or chip kind) behind the posterior."""
+    prior: tuple[float, float, float]
+    """Prior 5 %, 50 % and 95 % quantiles. [unit of the prior]"""
+    posterior: tuple[float, float, float]
+    """Posterior 5 %, 50 % and 95 % quantiles. [unit of the prior]"""
+    flags: tuple[str, ...] = ()
+    """Measurements on this chip far outside the prior (still used), one sentence each."""
+
+    def describe(self) -> str:
+        """One line: name, evidence, prior and posterior 90 % intervals.
+
+        >>> CalibratedPrior(name="x", measurements=2, pooled=3, prior=(0.2, 0.4, 0.8),
+        ...                 posterior=(0.45, 0.5, 0.55)).describe()
+        'x: 2 measurements (3 pooled); prior 0.4 [0.2-0.8] -> posterior 0.5 [0.45-0.55]'
+        """
+        p, q = self.prior, self.posterior
+        return (
+            f"{self.name}: {self.measurements} measurement{'s' * (self.measurements != 1)} "
+            f"({self.pooled} pooled); prior {p[1]:.3g} [{p[0]:.3g}-{p[2]:.3g}] -> posterior "
+            f"{q[1]:.3g} [{q[0]:.3g}-{q[2]:.3g}]"
+        )
+
+
+def log_normal_params(dist: Dist) -> tuple[float, float]:
+    """(mu, sigma) of the log-normal with the same median and 5-95 % log-width as ``dist``.
+
+    Exact for a :class:`~accelsim.dists.LogNormal`; for another shape (a PERT MFU ceiling)
+    the log-normal approximation the conjugate update needs. A fixed value has sigma 0.
+    """
+    low, mid, high = (float(dist.ppf(q)) for q in (0.05, 0.5, 0.95))
+    if not 0.0 < low <= mid <= high:
+        raise ValueError(f"a calibrated prior must be positive, got quantiles {low}, {high}")
+    return math.log(mid), (math.log(high) - math.log(low)) / (2.0 * _Z95)
+
+
+def outlier(y: float, prior: tuple[float, float], noise_var: float) -> float:
+    """Standard score of an implied log-figure ``y`` under the prior plus noise."""
+    mu, sigma = prior
+    return (y - mu) / math.sqrt(sigma**2 + noise_var)
+
+
+def pooled_posterior(
+    priors: Mapping[str, tuple[float, float]],
+    rho: float,
+    evidence: Sequence[tuple[str, float, float]],
+) -> dict[str, tuple[float, float]]:
+    """Posterior (mu, sigma) of every chip's log-figure given measurements on some of them.
+
+    Parameters
+    ----------
+    priors : mapping
+        Chip id -> prior (mu, sigma) of its log-figure.
+    rho : float
+        Prior correlation of two chips' log-figures, in [0, 1).
+    evidence : sequence of (chip, y, v)
+        Implied log-figure ``y`` of a measurement on ``chip`` with noise variance ``v`` > 0.
+
+    Returns
+    -------
+    dict
+        Chip id -> posterior (mu, sigma), for every chip of ``priors``.
+    """
+    if not 0.0 <= rho < 1.0:
+        raise ValueError(f"rho must be in [0, 1), got {rho}")
+    chips = sorted(priors)
+    measured = sorted({c for c, _, _ in evidence})
+    if not measured:
+        return {c: priors[c] for c in chips}
+    mu = np.array([priors[c][0] for c in chips])
+    sd = np.array([priors[c][1] for c in chips])
+    cov = rho * np.outer(sd, sd)
+    np.fill_diagonal(cov, sd**2)
+    idx = [chips.index(c) for c in measured]
+    precision = [math.fsum(1.0 / v for c, _, v in evidence if c == m) for m in measured]
+    means = [
+        math.fsum(y / v for c, y, v in evidence if c == m) / p
+        for m, p in zip(measured, precision, strict=True)
+    ]
+    obs = cov[np.ix_(idx, idx)] + np.diag(1.0 / np.array(precision))
+    gain = np.linalg.solve(obs, cov[idx, :]).T
+    post_mu = mu + gain @ (np.array(means) - mu[idx])
+    post_var = np.diag(cov) - np.einsum("ij,ji->i", gain, cov[idx, :])
+    post_sd = np.sqrt(np.maximum(post_var, 0.0))
+    return {c: (float(post_mu[i]), float(post_sd[i])) for i, c in enumerate(chips)}
+
+
+def quantiles(mu: float, sigma: float) -> tuple[float, float, float]:
+    """5 %, 50 % and 95 % quantiles of the log-normal (mu, sigma)."""
+    return (math.exp(mu - _Z95 * sigma), math.exp(mu), math.exp(mu + _Z95 * sigma))
+
+
+def posterior_prior(prior: Prior, mu: float, sigma: float, record: CalibratedPrior) -> Prior:
+    """``prior`` with its value replaced by the log-normal posterior (mu, sigma); the
+    sources stay, and the note says what the calibration did. A posterior without spread
+    (sigma 0: a noiseless prior) stays a fixed value."""
+    low, mid, high = quantiles(mu, sigma)
+    value = LogNormal(low=low, high=high) if high > low else mid
+    note = f"Calibrated to the team's measurements: {record.describe()}. Before: {prior.note}"
+    return prior.model_copy(update={"value": value, "note": note})
+
+
+__all__ = [
+    "OUTLIER_Z",
+    "CalibratedPrior",
+    "CalibrationPriors",
+    "calibration_priors",
+    "log_normal_params",
+    "outlier",
+    "pooled_posterior",
+    "posterior_prior",
+    "quantiles",
+]

@@ -1,0 +1,334 @@
+"""``calibrate``: a team's measurements, inverted through the library's own model, narrow the
+priors they inform (bound as :func:`accelsim.catalog.calibrate`).
+
+Why this lives in the study layer: a measurement is carried to other chips, shapes and
+scales *through the model*, so calibration needs the model's forward prediction of the
+measured figure. The forward prediction is the public study itself --
+:func:`accelsim.serving_capacity` for a serving benchmark (``offline_tokens_per_s_per_chip``)
+and :func:`accelsim.simulate` for a training run (``mfu``) -- run on the measurement's own
+configuration with the calibrated prior fixed at a trial value and every other prior drawn as
+usual (common random numbers: same seed, same input names). The *implied* value is the one
+whose median prediction equals the measurement (Brent's method on the log, the prediction
+rising with the value). Whatever the serving physics or the scaling model become, the
+inversion follows them: no formula is copied here. The catalog layer, below the models,
+holds the conjugate update (:mod:`accelsim.catalog.posterior`); ``accelsim/__init__``
+binds this function as ``accelsim.catalog.calibrate``, so the public name sits with the
+catalog it returns while the layers stay acyclic.
+
+What is calibrated:
+
+- serving: the roofline efficiency of each chip of a measured chip's software stack
+  (``priors.serving.efficiency_by_chip.<chip>``), its prior the chip's own;
+- training: the MFU a team's code reaches at the reference scale on each measured chip
+  (``priors.mfu_reference_by_chip.<chip>``); its prior is the built-in prior's prediction
+  for the measured configuration (ceiling, learning curve and scaling together), inverted
+  at its 5/50/95 % quantiles.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+from scipy.optimize import brentq
+
+from accelsim.catalog import (
+    Catalog,
+    Measurements,
+    Prior,
+    ServingMeasurement,
+    TrainingMeasurement,
+    active,
+)
+from accelsim.catalog.posterior import (
+    OUTLIER_Z,
+    CalibratedPrior,
+    calibration_priors,
+    log_normal_params,
+    outlier,
+    pooled_posterior,
+    posterior_prior,
+    quantiles,
+)
+from accelsim.engines import offline_capacity
+from accelsim.scenario import SLO, Pool, Scenario, Serving, TrainingRun
+from accelsim.seeding import as_seed_sequence
+from accelsim.study._simulate import simulate
+
+_RUNS = 256  # Monte Carlo runs behind each median prediction of the inversion
+_SEED = 20261129  # fixed: the same measurements give the same catalog
+_LOG_LOW = math.log(1e-4)  # smallest efficiency / MFU the inversion searches
+_TOKENS = 1e12  # training tokens of the measured configuration (MFU does not depend on it)
+
+
+class CalibrationWarning(UserWarning):
+    """A measurement lies far outside the prior (likely a unit or configuration error); it is
+    still used."""
+
+
+def _invert(predict: Callable[[float], float], measured: float, what: str) -> tuple[float, str]:
+    """log of the value whose median prediction is ``measured``, and a flag if it is at the
+    edge of (0, 1]."""
+    target = math.log(measured)
+
+    def gap(log_value: float) -> float:
+        return math.log(predict(math.exp(log_value))) - target
+
+    if gap(0.0) <= 0.0:
+        return 0.0, f"{what}: the model predicts at most {predict(1.0):.4g} at 100 %"
+    if gap(_LOG_LOW) >= 0.0:
+        return _LOG_LOW, f"{what}: the model predicts {predict(1e-4):.4g} already at 0.01 %"
+    return float(brentq(gap, _LOG_LOW, 0.0, xtol=1e-6, rtol=1e-10)), ""
+
+
+def _median(values: np.ndarray, what: str) -> float:
+    median = float(np.median(values))
+    if not median > 0.0:
+        raise ValueError(f"{what}: the configuration is infeasible in the model (median 0)")
+    return median
+
+
+def _serving_scenario(m: ServingMeasurement) -> Scenario:
+    svc = Serving(
+        model=m.model,
+        precision=m.precision,
+        input_tokens=m.input_tokens,
+        output_tokens=m.output_tokens,
+        rate_rps=1.0,  # offline capacity does not depend on the rate
+        slo=SLO(ttft_ms=1e6, tpot_ms=1e6),
+        chips_per_replica=m.chips_per_replica,
+    )
+    pool = Pool(chip=m.chip, count=m.chips_per_replica, provider=None)
+    return Scenario(name="measurement", workload=svc, fleet=[pool])
+
+
+def _with_efficiency(cat: Catalog, chip: str, value: float) -> Catalog:
+    base = cat.serving_priors.efficiency_for(chip, cat.chip(chip).software_stack)
+    fixed = base.model_copy(update={"value": value})
+    serving = cat.serving_priors.model_copy(
+        update={"efficiency_by_chip": {**cat.serving_priors.efficiency_by_chip, chip: fixed}}
+    )
+    return replace(cat, serving_priors=serving)
+
+
+def _implied_efficiency(m: ServingMeasurement, cat: Catalog) -> tuple[float, str]:
+    scenario = _serving_scenario(m)
+    what = f"serving measurement {m.source or m.model} on {m.chip}"
+    root = as_seed_sequence(_SEED)  # the draws serving_capacity makes for this seed
+
+    def predict(value: float) -> float:
+        calibrated = _with_efficiency(cat, m.chip, value)
+        return _median(offline_capacity(scenario, root, _RUNS, cat=calibrated), what)
+
+    return _invert(predict, m.output_tokens_per_s_per_chip, what)
+
+
+def _training_scenario(m: TrainingMeasurement) -> Scenario:
+    run = TrainingRun(
+        params=m.params,
+        total_params=m.total_params,
+        tokens=_TOKENS,
+        precision=m.precision,
+        framework=m.framework,
+        global_batch_tokens=m.batch_tokens,
+    )
+    return Scenario(
+        name="measurement", workload=run, fleet=[Pool(chip=m.chip, count=m.count, provider=None)]
+    )
+
+
+def measured_mfu(m: TrainingMeasurement, cat: Catalog) -> float:
+    """The record's MFU, or 6 x params x tokens/s over the chips' peak at its precision."""
+    if m.mfu is not None:
+        return m.mfu
+    assert m.tokens_per_s is not None
+    peak = cat.chip(m.chip).peak_tflops(m.precision) * 1e12 * m.count
+    mfu = 6.0 * m.params * m.tokens_per_s / peak
+    if not 0.0 < mfu <= 1.0:
+        raise ValueError(
+            f"training measurement {m.source or m.chip}: tokens_per_s {m.tokens_per_s:g} is "
+            f"an MFU of {mfu:.3g} on {m.count} {m.chip} (must be in (0, 1]): check the units"
+        )
+    return mfu
+
+
+def _mfu_predictor(m: TrainingMeasurement, cat: Catalog) -> Callable[[float], float]:
+    scenario = _training_scenario(m)
+    chip = cat.chip(m.chip).id
+    template = cat.priors.mfu_reference_by_chip.get(chip) or cat.priors.mfu_reference_chips
+
+    def predict(value: float) -> float:
+        fixed = template.model_copy(update={"value": value})
+        priors = cat.priors.model_copy(
+            update={"mfu_reference_by_chip": {**cat.priors.mfu_reference_by_chip, chip: fixed}}
+        )
+        result = simulate(scenario, runs=_RUNS, seed=_SEED, catalog=replace(cat, priors=priors))
+        return _median(result.samples("mfu"), f"training measurement on {chip}")
+
+    return predict
+
+
+def _mfu_prior(m: TrainingMeasurement, cat: Catalog) -> tuple[float, float]:
+    """(mu, sigma) of the log MFU at the reference scale under the built-in priors: their
+    prediction for the measured configuration, inverted at its 5/50/95 % quantiles."""
+    prior = simulate(_training_scenario(m), runs=4 * _RUNS, seed=_SEED, catalog=cat)
+    low, mid, high = np.quantile(prior.samples("mfu"), [0.05, 0.5, 0.95])
+    predict = _mfu_predictor(m, cat)
+    logs = [_invert(predict, float(q), "the prior's MFU")[0] for q in (low, mid, high)]
+    return logs[1], (logs[2] - logs[0]) / (2.0 * 1.6448536269514722)
+
+
+def _record(
+    name: str,
+    prior: tuple[float, float],
+    post: tuple[float, float],
+    own: Sequence[tuple[float, float, str]],
+    pooled: int,
+) -> CalibratedPrior:
+    """The record of one calibrated prior; ``own``: (y, v, label) of its chip's evidence."""
+    flags = []
+    for y, v, label in own:
+        z = outlier(y, prior, v)
+        if abs(z) > OUTLIER_Z:
+            flags.append(
+                f"{label} implies {math.exp(y):.3g}, {abs(z):.1f} standard deviations "
+                f"{'above' if z > 0 else 'below'} the prior median {math.exp(prior[0]):.3g}: "
+                "likely a unit or configuration error (per-chip vs per-replica throughput, "
+                "chips, precision, model); used all the same"
+            )
+    for flag in flags:
+        warnings.warn(f"{name}: {flag}", CalibrationWarning, stacklevel=4)
+    return CalibratedPrior(
+        name=name,
+        measurements=len(own),
+        pooled=pooled,
+        prior=quantiles(*prior),
+        posterior=quantiles(*post),
+        flags=tuple(flags),
+    )
+
+
+Evidence = list[tuple[str, float, float, str]]
+"""(chip, implied log-value, noise variance, label) of each used measurement."""
+
+
+def _serving_evidence(serving: Sequence[ServingMeasurement], cat: Catalog) -> Evidence:
+    evidence: Evidence = []
+    for m in serving:
+        label = f"serving measurement {m.source or m.model} ({m.chip})"
+        if m.request_rate_rps is not None:
+            warnings.warn(
+                f"{label}: measured at a request rate of {m.request_rate_rps:g}/s, so it "
+                "bounds the capacity rather than measures it; not used (measure offline, "
+                "request rate inf, or closed-loop at a concurrency that fills the replica)",
+                CalibrationWarning,
+                stacklevel=3,
+            )
+            continue
+        y, edge = _implied_efficiency(m, cat)
+        if edge:
+            warnings.warn(f"{label}: {edge}", CalibrationWarning, stacklevel=3)
+        evidence.append((cat.chip(m.chip).id, y, m.noise**2, label))
+    return evidence
+
+
+def _calibrate_serving(
+    serving: Sequence[ServingMeasurement], cat: Catalog
+) -> tuple[dict[str, Prior], list[CalibratedPrior]]:
+    evidence = _serving_evidence(serving, cat)
+    rho = float(calibration_priors().efficiency_chip_correlation.dist().expected_value())
+    out: dict[str, Prior] = {}
+    records: list[CalibratedPrior] = []
+    for stack in sorted({cat.chip(c).software_stack for c, *_ in evidence}):
+        group = sorted(c for c, chip in cat.chips.items() if chip.software_stack == stack)
+        base = {c: cat.serving_priors.efficiency_for(c, stack) for c in group}
+        priors = {c: log_normal_params(base[c].dist()) for c in group}
+        inside = [(c, y, v) for c, y, v, _ in evidence if c in base]
+        post = pooled_posterior(priors, rho, inside)
+        for c in group:
+            own = [(y, v, label) for chip, y, v, label in evidence if chip == c]
+            name = f"priors.serving.efficiency_by_chip.{c}"
+            record = _record(name, priors[c], post[c], own, len(inside))
+            out[c] = posterior_prior(base[c], *post[c], record)
+            records.append(record)
+    return out, records
+
+
+def _calibrate_training(
+    training: Sequence[TrainingMeasurement], cat: Catalog
+) -> tuple[dict[str, Prior], list[CalibratedPrior]]:
+    ordered = sorted(training, key=lambda m: m.model_dump_json())  # order-independent prior
+    chips = sorted({cat.chip(m.chip).id for m in ordered})
+    first = {c: next(m for m in ordered if cat.chip(m.chip).id == c) for c in chips}
+    priors = {c: _mfu_prior(first[c], cat) for c in chips}
+    evidence: Evidence = []
+    for m in ordered:
+        chip = cat.chip(m.chip).id
+        label = f"training measurement {m.source or chip} ({m.count} x {chip})"
+        y, edge = _invert(_mfu_predictor(m, cat), measured_mfu(m, cat), label)
+        if edge:
+            warnings.warn(f"{label}: {edge}", CalibrationWarning, stacklevel=3)
+        evidence.append((chip, y, m.noise**2, label))
+    rho = float(calibration_priors().mfu_chip_correlation.dist().expected_value())
+    out: dict[str, Prior] = {}
+    records: list[CalibratedPrior] = []
+    for kind in sorted({cat.chip(c).kind for c in chips}):
+        group = [c for c in chips if cat.chip(c).kind == kind]
+        inside = [(c, y, v) for c, y, v, _ in evidence if c in group]
+        post = pooled_posterior({c: priors[c] for c in group}, rho, inside)
+        for c in group:
+            own = [(y, v, label) for chip, y, v, label in evidence if chip == c]
+            name = f"priors.mfu_reference_by_chip.{c}"
+            record = _record(name, priors[c], post[c], own, len(inside))
+            template = cat.priors.mfu_reference_by_chip.get(c) or _mfu_template(cat, c)
+            out[c] = posterior_prior(template, *post[c], record)
+            records.append(record)
+    return out, records
+
+
+def _mfu_template(cat: Catalog, chip: str) -> Prior:
+    """The provenance a calibrated reference MFU starts from: the chip's ceiling prior."""
+    p = cat.priors
+    kind = cat.chip(chip).kind
+    return p.mfu_ceiling_by_chip.get(chip) or p.mfu_ceiling[kind]
+
+
+def calibrate(measurements: Measurements, *, catalog: Catalog | None = None) -> Catalog:
+    """A catalog whose priors are updated by ``measurements`` (Bayesian, conjugate).
+
+    Serving benchmarks update the roofline efficiency of their chip and, partially pooled
+    (``data/calibration.yaml``), of the other chips of its software stack; training runs
+    update the MFU the team's code reaches at the reference scale on their chip (pooled with
+    other measured chips of the kind). Each measurement is inverted through the model at its
+    own configuration (model, precision, chips, token lengths; chips, parameters, batch), so
+    it informs other shapes and scales through the model, not by copying the number. The
+    result records what changed (:attr:`Catalog.calibration`); pass it to the studies with
+    ``catalog=``. No measurements: ``catalog`` itself (the active one by default).
+
+    Warns
+    -----
+    CalibrationWarning
+        For a measurement far outside its prior (likely a unit or configuration error; it is
+        still used), one at the model's edge, or an open-loop serving run at a finite rate
+        (not used: it bounds the capacity only).
+
+    Examples
+    --------
+    >>> import accelsim as acs
+    >>> acs.catalog.calibrate(acs.Measurements()) is acs.catalog.active()
+    True
+    """
+    cat = active() if catalog is None else catalog
+    if measurements.count == 0:
+        return cat
+    efficiency, serving_records = _calibrate_serving(measurements.serving, cat)
+    mfu, training_records = (
+        _calibrate_training(measurements.training, cat) if measurements.training else ({}, [])
+    )
+    return cat.calibrated(efficiency, mfu, [*serving_records, *training_records])
+
+
+__all__ = ["CalibrationWarning", "calibrate", "measured_mfu"]
