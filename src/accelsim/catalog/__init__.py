@@ -23,7 +23,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from accelsim.catalog._age import stale_offers
-from accelsim.catalog.posterior import CalibratedPrior
 from accelsim.catalog._loader import Catalog, active, builtin_catalog
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
@@ -46,6 +45,7 @@ from accelsim.catalog._schema import (
     Source,
 )
 from accelsim.catalog._serving_priors import BYTES_PER_VALUE, ServingPriors, serving_priors
+from accelsim.catalog.posterior import CalibratedPrior
 
 
 def chips() -> dict[str, Chip]:

@@ -24,7 +24,6 @@ from typing import Any, cast, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accelsim._yaml import line_of, load_yaml, load_yaml_text, to_plain
-from accelsim.catalog.posterior import CalibratedPrior
 from accelsim.catalog._model_presets import ModelPreset, model_presets
 from accelsim.catalog._priors import Prior, Priors, priors
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
@@ -37,6 +36,7 @@ from accelsim.catalog._schema import (
     Pricing,
 )
 from accelsim.catalog._serving_priors import ServingPriors, serving_priors
+from accelsim.catalog.posterior import CalibratedPrior
 from accelsim.errors import (
     OfferNotFoundError,
     ScenarioFileError,
@@ -240,15 +240,24 @@ class Catalog:
         efficiency: Mapping[str, Prior],
         mfu: Mapping[str, Prior],
         records: Iterable[CalibratedPrior],
+        mfu_chips: Mapping[str, Prior] | None = None,
     ) -> Catalog:
         """This catalog with posterior serving efficiencies (``efficiency_by_chip``) and
         reference MFUs (``mfu_reference_by_chip``) by chip laid over its priors, and
-        ``records`` added to :attr:`calibration` (a record of the same name replaced)."""
+        ``records`` added to :attr:`calibration` (a record of the same name replaced);
+        ``mfu_chips``: the measured scale of each calibrated MFU
+        (``mfu_reference_chips_by_chip``)."""
         serving = self.serving_priors.model_copy(
             update={"efficiency_by_chip": {**self.serving_priors.efficiency_by_chip, **efficiency}}
         )
         priors = self.priors.model_copy(
-            update={"mfu_reference_by_chip": {**self.priors.mfu_reference_by_chip, **mfu}}
+            update={
+                "mfu_reference_by_chip": {**self.priors.mfu_reference_by_chip, **mfu},
+                "mfu_reference_chips_by_chip": {
+                    **self.priors.mfu_reference_chips_by_chip,
+                    **(mfu_chips or {}),
+                },
+            }
         )
         new = {r.name: r for r in records}
         kept = [r for r in self.calibration if r.name not in new]

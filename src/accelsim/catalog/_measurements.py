@@ -4,7 +4,8 @@
 records; :meth:`Measurements.from_file` reads them from the files the benchmark tools already
 write (see :mod:`accelsim.catalog._measurement_files`). Each record states its own noise: the
 standard deviation of the log of the measured figure over repeated runs (0.05: about 5 %),
-which is what the calibration weighs it by.
+which is what the calibration weighs it by (unset: the catalog's default,
+``data/calibration.yaml``).
 
 Examples
 --------
@@ -29,11 +30,6 @@ ServingPrecision = Literal["bf16", "fp8", "int8", "fp4"]
 """Number format of served weights, as in :class:`accelsim.Serving`."""
 TrainingPrecision = Literal["bf16", "fp8", "fp32"]
 """Arithmetic precision of a training run, as in :data:`accelsim.scenario.Precision`."""
-
-DEFAULT_NOISE = 0.05
-"""Default run-to-run noise of a measurement: standard deviation of its log (about 5 %);
-the spread of repeated benchmark runs on one deployment (MLPerf's own run-to-run rule
-accepts 5 % between a submission and its reproduction). [dimensionless]"""
 
 
 class _Frozen(BaseModel):
@@ -75,8 +71,9 @@ class ServingMeasurement(_Frozen):
     """Time-per-output-token percentiles by name. [ms]"""
     stack: str | None = None
     """Serving engine and version, e.g. ``"vLLM 0.11"`` (recorded, not modelled)."""
-    noise: float = Field(default=DEFAULT_NOISE, gt=0, le=2)
-    """Run-to-run noise: standard deviation of the log of the measured figure. [dimensionless]"""
+    noise: float | None = Field(default=None, gt=0, le=2)
+    """Run-to-run noise: standard deviation of the log of the measured figure; ``None``: the
+    catalog's ``serving_noise`` (``data/calibration.yaml``). [dimensionless]"""
     source: str = ""
     """Where the record was read from (a file name), for the summaries."""
 
@@ -110,8 +107,9 @@ class TrainingMeasurement(_Frozen):
     """Job interruptions seen over ``duration_hours`` (recorded, with the duration)."""
     duration_hours: float | None = Field(default=None, gt=0)
     """Length of the measured stretch of training. [h]"""
-    noise: float = Field(default=DEFAULT_NOISE, gt=0, le=2)
-    """Run-to-run noise: standard deviation of the log of the measured MFU. [dimensionless]"""
+    noise: float | None = Field(default=None, gt=0, le=2)
+    """Run-to-run noise: standard deviation of the log of the measured MFU; ``None``: the
+    catalog's ``training_noise`` (``data/calibration.yaml``). [dimensionless]"""
     source: str = ""
     """Where the record was read from, for the summaries."""
 
@@ -173,7 +171,6 @@ class Measurements(_Frozen):
 
 
 __all__ = [
-    "DEFAULT_NOISE",
     "Measurements",
     "ServingMeasurement",
     "TrainingMeasurement",

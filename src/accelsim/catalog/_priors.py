@@ -155,6 +155,9 @@ class Priors(_Frozen):
     measurements (:func:`accelsim.catalog.calibrate`), keyed by chip id; where present it
     replaces the ceiling and the learning curve (the measured code is already optimised, as
     the user's own ``Assumptions.mfu``). The shipped file has none. [fraction]"""
+    mfu_reference_chips_by_chip: dict[str, Prior] = {}
+    """Scale of the measured runs behind ``mfu_reference_by_chip`` (their geometric mean), in
+    place of ``mfu_reference_chips`` for that chip. [chips]"""
     mfu_ceiling_moe: Prior | None = None
     """MFU ceiling of mixture-of-experts training on GPUs (6 x active parameters x tokens
     over the BF16 peak), in place of the dense ceilings; ``None`` in a priors file without

@@ -55,6 +55,10 @@ class CalibrationPriors(_Frozen):
     """Correlation of two chips' log serving efficiency within a software stack. [-]"""
     mfu_chip_correlation: Prior
     """Correlation of two chips' log MFU at the reference scale within a chip kind. [-]"""
+    serving_noise: Prior
+    """Run-to-run noise of a serving measurement stating none: log-standard deviation. [-]"""
+    training_noise: Prior
+    """Run-to-run noise of a training measurement stating none: log-standard deviation. [-]"""
 
 
 def load_calibration_priors(path: str | Path) -> CalibrationPriors:

@@ -167,8 +167,9 @@ def _calibrated_mfu(
     scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, prior: Prior
 ) -> tuple[MfuInputs, FloatArray]:
     """The MFU draws of a chip calibrated on the team's measurements: the calibrated MFU at
-    the reference scale in place of ceiling x learning curve (a start fraction of 1 keeps it
-    as drawn), carried across scale as any reference MFU. Like the user's own MFU, it is the
+    the reference scale (the measured runs' own, where calibration gives it) in place of
+    ceiling x learning curve (a start fraction of 1 keeps it as drawn), carried across scale
+    as any reference MFU. Like the user's own MFU, it is the
     team's optimised code: optimisation hours count only if the user states them."""
     a, work, p = scenario.assumptions, scenario.training, cat.priors
     reference = draws.get(f"priors.mfu_reference_by_chip.{info.chip}", None, prior.value)
@@ -177,7 +178,11 @@ def _calibrated_mfu(
     batch = draws.get(
         "workload.global_batch_tokens", work.global_batch_tokens, p.global_batch_tokens.value
     )
-    chips_ref = draws.get("priors.mfu_reference_chips", None, p.mfu_reference_chips.value)
+    scale = p.mfu_reference_chips_by_chip.get(info.chip)
+    name = f"priors.mfu_reference_chips_by_chip.{info.chip}"
+    if scale is None:
+        scale, name = p.mfu_reference_chips, "priors.mfu_reference_chips"
+    chips_ref = draws.get(name, None, scale.value)
     mfu = MfuInputs(None, reference, ones, ones, batch, chips_ref)
     if a.optimization_hours is None:
         return mfu, draws.fixed("assumptions.optimization_hours", 0.0)

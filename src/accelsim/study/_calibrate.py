@@ -155,28 +155,51 @@ def measured_mfu(m: TrainingMeasurement, cat: Catalog) -> float:
     return mfu
 
 
-def _mfu_predictor(m: TrainingMeasurement, cat: Catalog) -> Callable[[float], float]:
+def _reference_chips(cat: Catalog, count: float) -> Prior:
+    """The measured scale as a reference-chips prior (the shipped one's provenance)."""
+    return cat.priors.mfu_reference_chips.model_copy(update={"value": count})
+
+
+def _with_mfu(cat: Catalog, chip: str, value: float, count: float) -> Catalog:
+    """``cat`` with the chip's reference MFU fixed at ``value`` at ``count`` chips."""
+    p = cat.priors
+    template = p.mfu_reference_by_chip.get(chip) or _mfu_template(cat, chip)
+    priors = p.model_copy(
+        update={
+            "mfu_reference_by_chip": {
+                **p.mfu_reference_by_chip,
+                chip: template.model_copy(update={"value": value}),
+            },
+            "mfu_reference_chips_by_chip": {
+                **p.mfu_reference_chips_by_chip,
+                chip: _reference_chips(cat, count),
+            },
+        }
+    )
+    return replace(cat, priors=priors)
+
+
+def _mfu_predictor(m: TrainingMeasurement, cat: Catalog, count: float) -> Callable[[float], float]:
+    """Median MFU of the measured configuration with the chip's reference MFU fixed at a
+    trial value, at the reference scale ``count``."""
     scenario = _training_scenario(m)
     chip = cat.chip(m.chip).id
-    template = cat.priors.mfu_reference_by_chip.get(chip) or cat.priors.mfu_reference_chips
 
     def predict(value: float) -> float:
-        fixed = template.model_copy(update={"value": value})
-        priors = cat.priors.model_copy(
-            update={"mfu_reference_by_chip": {**cat.priors.mfu_reference_by_chip, chip: fixed}}
+        result = simulate(
+            scenario, runs=_RUNS, seed=_SEED, catalog=_with_mfu(cat, chip, value, count)
         )
-        result = simulate(scenario, runs=_RUNS, seed=_SEED, catalog=replace(cat, priors=priors))
         return _median(result.samples("mfu"), f"training measurement on {chip}")
 
     return predict
 
 
-def _mfu_prior(m: TrainingMeasurement, cat: Catalog) -> tuple[float, float]:
+def _mfu_prior(m: TrainingMeasurement, cat: Catalog, count: float) -> tuple[float, float]:
     """(mu, sigma) of the log MFU at the reference scale under the built-in priors: their
     prediction for the measured configuration, inverted at its 5/50/95 % quantiles."""
     prior = simulate(_training_scenario(m), runs=4 * _RUNS, seed=_SEED, catalog=cat)
     low, mid, high = np.quantile(prior.samples("mfu"), [0.05, 0.5, 0.95])
-    predict = _mfu_predictor(m, cat)
+    predict = _mfu_predictor(m, cat, count)
     logs = [_invert(predict, float(q), "the prior's MFU")[0] for q in (low, mid, high)]
     return logs[1], (logs[2] - logs[0]) / (2.0 * 1.6448536269514722)
 
@@ -215,6 +238,15 @@ Evidence = list[tuple[str, float, float, str]]
 """(chip, implied log-value, noise variance, label) of each used measurement."""
 
 
+def _noise(stated: float | None, kind: str) -> float:
+    """The record's own noise, else the shipped default for its kind."""
+    if stated is not None:
+        return stated
+    p = calibration_priors()
+    default = p.serving_noise if kind == "serving" else p.training_noise
+    return float(default.dist().expected_value())
+
+
 def _serving_evidence(serving: Sequence[ServingMeasurement], cat: Catalog) -> Evidence:
     evidence: Evidence = []
     for m in serving:
@@ -231,7 +263,7 @@ def _serving_evidence(serving: Sequence[ServingMeasurement], cat: Catalog) -> Ev
         y, edge = _implied_efficiency(m, cat)
         if edge:
             warnings.warn(f"{label}: {edge}", CalibrationWarning, stacklevel=3)
-        evidence.append((cat.chip(m.chip).id, y, m.noise**2, label))
+        evidence.append((cat.chip(m.chip).id, y, _noise(m.noise, "serving") ** 2, label))
     return evidence
 
 
@@ -259,19 +291,24 @@ def _calibrate_serving(
 
 def _calibrate_training(
     training: Sequence[TrainingMeasurement], cat: Catalog
-) -> tuple[dict[str, Prior], list[CalibratedPrior]]:
+) -> tuple[dict[str, Prior], dict[str, Prior], list[CalibratedPrior]]:
+    """Posterior reference MFUs, their reference scales and records, by measured chip."""
     ordered = sorted(training, key=lambda m: m.model_dump_json())  # order-independent prior
     chips = sorted({cat.chip(m.chip).id for m in ordered})
-    first = {c: next(m for m in ordered if cat.chip(m.chip).id == c) for c in chips}
-    priors = {c: _mfu_prior(first[c], cat) for c in chips}
+    mine = {c: [m for m in ordered if cat.chip(m.chip).id == c] for c in chips}
+    # The measured runs' own scale is the reference: their geometric mean chip count.
+    count = {
+        c: math.exp(math.fsum(math.log(m.count) for m in ms) / len(ms)) for c, ms in mine.items()
+    }
+    priors = {c: _mfu_prior(mine[c][0], cat, count[c]) for c in chips}
     evidence: Evidence = []
     for m in ordered:
         chip = cat.chip(m.chip).id
         label = f"training measurement {m.source or chip} ({m.count} x {chip})"
-        y, edge = _invert(_mfu_predictor(m, cat), measured_mfu(m, cat), label)
+        y, edge = _invert(_mfu_predictor(m, cat, count[chip]), measured_mfu(m, cat), label)
         if edge:
             warnings.warn(f"{label}: {edge}", CalibrationWarning, stacklevel=3)
-        evidence.append((chip, y, m.noise**2, label))
+        evidence.append((chip, y, _noise(m.noise, "training") ** 2, label))
     rho = float(calibration_priors().mfu_chip_correlation.dist().expected_value())
     out: dict[str, Prior] = {}
     records: list[CalibratedPrior] = []
@@ -286,7 +323,7 @@ def _calibrate_training(
             template = cat.priors.mfu_reference_by_chip.get(c) or _mfu_template(cat, c)
             out[c] = posterior_prior(template, *post[c], record)
             records.append(record)
-    return out, records
+    return out, {c: _reference_chips(cat, count[c]) for c in chips}, records
 
 
 def _mfu_template(cat: Catalog, chip: str) -> Prior:
@@ -325,10 +362,10 @@ def calibrate(measurements: Measurements, *, catalog: Catalog | None = None) -> 
     if measurements.count == 0:
         return cat
     efficiency, serving_records = _calibrate_serving(measurements.serving, cat)
-    mfu, training_records = (
-        _calibrate_training(measurements.training, cat) if measurements.training else ({}, [])
+    mfu, scale, training_records = (
+        _calibrate_training(measurements.training, cat) if measurements.training else ({}, {}, [])
     )
-    return cat.calibrated(efficiency, mfu, [*serving_records, *training_records])
+    return cat.calibrated(efficiency, mfu, [*serving_records, *training_records], scale)
 
 
 __all__ = ["CalibrationWarning", "calibrate", "measured_mfu"]

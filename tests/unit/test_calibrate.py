@@ -1,0 +1,144 @@
+"""acs.catalog.calibrate: the issue's acceptance figures, pooling, flags and the identity.
+
+Acceptance (issue 30): three consistent serving measurements (70B FP8 on 2 x H100, 1k/1k)
+move the P50 per-chip offline throughput within 10 % of their mean and halve the prior's
+P95/P5; a measured MFU of 0.45 on 1,024 H100 moves a 2,048-chip plan's MFU into 0.38-0.46
+and halves its 90 % interval.
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import accelsim as acs
+
+DATA = Path(__file__).parent / "data" / "measurements"
+RUNS = 2000
+
+
+def _serving(chip: str = "h100-sxm", **kw: float) -> acs.ServingMeasurement:
+    fields: dict[str, object] = {
+        "model": "llama-3.1-70b", "precision": "fp8", "chip": chip, "chips_per_replica": 2,
+        "input_tokens": 1000, "output_tokens": 1000, "output_tokens_per_s_per_chip": 1500.0,
+    }  # fmt: skip
+    fields.update(kw)
+    return acs.ServingMeasurement.model_validate(fields)
+
+
+def _capacity(chip: str, catalog: acs.catalog.Catalog | None) -> np.ndarray:
+    svc = acs.Serving(model="llama-3.1-70b", precision="fp8", input_tokens=1000,
+                      output_tokens=1000, rate_rps=1.0, slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
+                      chips_per_replica=2)  # fmt: skip
+    s = acs.Scenario(name="s", workload=svc, fleet=[acs.Pool(chip=chip, count=2, provider=None)])
+    cap = acs.serving_capacity(s, runs=RUNS, seed=7, catalog=catalog)
+    return cap.samples("offline_tokens_per_s_per_chip")
+
+
+def _plan_mfu(chips: int, catalog: acs.catalog.Catalog | None) -> np.ndarray:
+    run = acs.TrainingRun(params=70e9, tokens=1e12)
+    s = acs.Scenario(name="t", workload=run,
+                     fleet=[acs.Pool(chip="h100-sxm", count=chips, provider="aws")])  # fmt: skip
+    return acs.simulate(s, runs=RUNS, seed=7, catalog=catalog).samples("mfu")
+
+
+def test_three_serving_measurements_move_the_median_and_halve_the_spread() -> None:
+    measured = [1450.0, 1600.0, 1525.0]
+    m = acs.Measurements(serving=[_serving(output_tokens_per_s_per_chip=v) for v in measured])
+    cat = acs.catalog.calibrate(m)
+    prior, post = _capacity("h100-sxm", None), _capacity("h100-sxm", cat)
+    p5, p50, p95 = np.percentile(post, [5, 50, 95])
+    q5, q95 = np.percentile(prior, [5, 95])
+    assert abs(p50 / np.mean(measured) - 1.0) <= 0.10
+    assert p95 / p5 <= 0.5 * (q95 / q5)
+
+
+def test_a_measured_mfu_moves_a_larger_plan_and_halves_its_interval() -> None:
+    m = acs.Measurements(
+        training=[acs.TrainingMeasurement(chip="h100-sxm", count=1024, params=70e9, mfu=0.45)]
+    )
+    cat = acs.catalog.calibrate(m)
+    prior, post = _plan_mfu(2048, None), _plan_mfu(2048, cat)
+    p5, p50, p95 = np.percentile(post, [5, 50, 95])
+    q5, q95 = np.percentile(prior, [5, 95])
+    assert 0.38 <= p50 <= 0.46
+    assert p95 - p5 <= 0.5 * (q95 - q5)
+    # Carried through the scaling model, not copied: the larger plan is not above the
+    # measurement (more chips exchange more per step).
+    assert p50 <= 0.45 * 1.02
+
+
+def test_tokens_per_s_is_converted_to_mfu_over_the_peak() -> None:
+    peak = acs.catalog.chip("h100-sxm").peak_tflops("bf16") * 1e12 * 1024
+    tps = 0.45 * peak / (6.0 * 70e9)
+    by_rate = acs.TrainingMeasurement(chip="h100-sxm", count=1024, params=70e9, tokens_per_s=tps)
+    by_mfu = acs.TrainingMeasurement(chip="h100-sxm", count=1024, params=70e9, mfu=0.45)
+    a = acs.catalog.calibrate(acs.Measurements(training=[by_rate]))
+    b = acs.catalog.calibrate(acs.Measurements(training=[by_mfu]))
+    assert a.calibration[0].posterior == pytest.approx(b.calibration[0].posterior, rel=1e-6)
+
+
+def test_calibrating_on_nothing_is_the_catalog_itself() -> None:
+    assert acs.catalog.calibrate(acs.Measurements()) is acs.catalog.active()
+    assert acs.catalog.calibrate(acs.Measurements()).calibration == ()
+
+
+def test_an_h100_measurement_informs_h200_a_little_and_h100_a_lot() -> None:
+    cat = acs.catalog.calibrate(acs.Measurements(serving=[_serving()] * 3))
+    rec = {r.name.rsplit(".", 1)[1]: r for r in cat.calibration}
+    h100, h200 = rec["h100-sxm"], rec["h200"]
+    width = {k: r.posterior[2] / r.posterior[0] for k, r in rec.items()}
+    prior_width = h200.prior[2] / h200.prior[0]
+    assert (h100.measurements, h200.measurements, h200.pooled) == (3, 0, 3)
+    assert width["h100-sxm"] < 0.5 * prior_width
+    assert 0.6 * prior_width < width["h200"] < prior_width  # narrowed, but only a little
+    # Moved the same way as the H100, by less.
+    shift = {k: np.log(rec[k].posterior[1] / rec[k].prior[1]) for k in ("h100-sxm", "h200")}
+    assert np.sign(shift["h200"]) == np.sign(shift["h100-sxm"])
+    assert abs(shift["h200"]) < abs(shift["h100-sxm"])
+    # Other stacks are untouched.
+    assert not any(".tpu" in r.name for r in cat.calibration)
+    assert cat.serving_priors.efficiency["xla"] == acs.catalog.serving_priors().efficiency["xla"]
+
+
+def test_a_measurement_far_outside_the_prior_is_flagged_and_still_used() -> None:
+    wrong = _serving(output_tokens_per_s_per_chip=20.0)  # per-replica per hour, say
+    with pytest.warns(acs.CalibrationWarning, match="likely a unit or configuration error"):
+        cat = acs.catalog.calibrate(acs.Measurements(serving=[wrong]))
+    (rec,) = [r for r in cat.calibration if r.name.endswith("h100-sxm")]
+    assert rec.flags
+    assert "standard deviations below" in rec.flags[0]
+    assert rec.posterior[1] < 0.5 * rec.prior[1]  # used all the same
+
+
+def test_an_open_loop_run_at_a_finite_rate_is_not_used() -> None:
+    bounded = _serving(request_rate_rps=2.0)
+    with pytest.warns(acs.CalibrationWarning, match="bounds the capacity"):
+        cat = acs.catalog.calibrate(acs.Measurements(serving=[bounded]))
+    assert cat.calibration == ()
+
+
+def test_the_vllm_file_calibrates_through_the_public_names() -> None:
+    m = acs.Measurements.from_file(DATA / "vllm_bench_serve.json", chip="h100-sxm", chips=2,
+                                   precision="fp8")  # fmt: skip
+    cat = acs.catalog.calibrate(m)
+    p50 = float(np.median(_capacity("h100-sxm", cat)))
+    assert abs(p50 / 1550.0 - 1.0) <= 0.10
+
+
+def test_a_calibrated_catalog_pickles_and_says_what_it_did() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # consistent measurements raise no flag
+        cat = acs.catalog.calibrate(acs.Measurements.from_file(DATA / "measurements.yaml"))
+    again = pickle.loads(pickle.dumps(cat))
+    assert again.calibration == cat.calibration
+    assert again.priors == cat.priors
+    names = [r.name for r in cat.calibration]
+    assert "priors.mfu_reference_by_chip.h100-sxm" in names
+    assert "priors.serving.efficiency_by_chip.h100-sxm" in names
+    note = cat.priors.mfu_reference_by_chip["h100-sxm"].note
+    assert note.startswith("Calibrated to the team's measurements")
