@@ -142,3 +142,19 @@ def test_a_calibrated_catalog_pickles_and_says_what_it_did() -> None:
     assert "priors.serving.efficiency_by_chip.h100-sxm" in names
     note = cat.priors.mfu_reference_by_chip["h100-sxm"].note
     assert note.startswith("Calibrated to the team's measurements")
+
+
+def test_a_calibrated_catalog_saves_and_loads(tmp_path: Path) -> None:
+    cat = acs.catalog.calibrate(acs.Measurements.from_file(DATA / "measurements.yaml"))
+    path = acs.catalog.save(cat, tmp_path / "calibrated.yaml")
+    try:
+        back = acs.catalog.load(path)
+    finally:
+        acs.catalog.reset()
+    assert back.priors == cat.priors
+    assert back.serving_priors == cat.serving_priors
+    assert back.calibration == cat.calibration
+    assert dict(back.chips) == dict(cat.chips)
+    assert dict(back.sheets) == dict(cat.sheets)
+    same = _plan_mfu(2048, back), _plan_mfu(2048, cat)
+    assert np.array_equal(*same)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from accelsim.catalog._age import stale_offers
-from accelsim.catalog._loader import Catalog, active, builtin_catalog
+from accelsim.catalog._loader import Catalog, active, builtin_catalog, save
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
 from accelsim.catalog._measurements import Measurements, ServingMeasurement, TrainingMeasurement
@@ -198,6 +198,7 @@ __all__ = [
     "price_sheets",
     "priors",
     "reset",
+    "save",
     "scaling_defaults",
     "serving_priors",
     "site",

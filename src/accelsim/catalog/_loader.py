@@ -13,6 +13,7 @@ this module's state.
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -49,12 +50,17 @@ _HOURS_PER_YEAR = 365.25 * 24.0  # calendar constant, for ranking purchases per 
 
 
 class _CatalogFile(BaseModel):
-    """Shape of a catalog file: optional ``chips`` and ``price_sheets`` lists."""
+    """Shape of a catalog file: optional ``chips`` and ``price_sheets`` lists, and the
+    priors of a saved catalog (:func:`save`): ``priors``, ``serving_priors`` (whole) and
+    the ``calibration`` records."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     chips: tuple[Chip, ...] = ()
     price_sheets: tuple[PriceSheet, ...] = ()
+    priors: Priors | None = None
+    serving_priors: ServingPriors | None = None
+    calibration: tuple[CalibratedPrior, ...] = ()
 
 
 def _check_pricing(pricing: str) -> Pricing:
@@ -373,8 +379,30 @@ def load(path: str | Path) -> Catalog:
         raise _merge_error(source, doc, _offer_loc(parsed, exc.chip_id), exc) from None
     except ValueError as exc:  # a sheet with on_prem offers and no site, here or built in
         raise _merge_error(source, doc, _sheet_loc(parsed, str(exc)), exc) from None
+    catalog = replace(
+        catalog,
+        priors=parsed.priors or catalog.priors,
+        serving_priors=parsed.serving_priors or catalog.serving_priors,
+        calibration=parsed.calibration,
+    )
     _active = catalog
     return catalog
+
+
+def save(catalog: Catalog, path: str | Path) -> Path:
+    """Write ``catalog`` to ``path`` so that :func:`load` gives it back: its chips, price
+    sheets, priors, serving priors and calibration records (JSON, which is YAML 1.2). The
+    scaling defaults and model presets are the built-ins' and are not written."""
+    doc = {
+        "chips": [c.model_dump(mode="json") for c in catalog.chips.values()],
+        "price_sheets": [s.model_dump(mode="json") for s in catalog.sheets.values()],
+        "priors": catalog.priors.model_dump(mode="json"),
+        "serving_priors": catalog.serving_priors.model_dump(mode="json"),
+        "calibration": [r.model_dump(mode="json") for r in catalog.calibration],
+    }
+    out = Path(path)
+    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return out
 
 
 def _merge_error(source: str, doc: Any, loc: tuple[str | int, ...], exc: Exception) -> Exception:
@@ -405,4 +433,4 @@ def reset() -> Catalog:
     return builtin_catalog()
 
 
-__all__ = ["Catalog", "active", "builtin_catalog", "load", "reset"]
+__all__ = ["Catalog", "active", "builtin_catalog", "load", "reset", "save"]
