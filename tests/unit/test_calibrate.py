@@ -17,7 +17,7 @@ import pytest
 
 import accelsim as acs
 
-DATA = Path(__file__).parent / "data" / "measurements"
+DATA = Path(__file__).resolve().parents[2] / "examples" / "measurements"
 RUNS = 2000
 
 
@@ -115,11 +115,16 @@ def test_a_measurement_far_outside_the_prior_is_flagged_and_still_used() -> None
     assert rec.posterior[1] < 0.5 * rec.prior[1]  # used all the same
 
 
-def test_an_open_loop_run_at_a_finite_rate_is_not_used() -> None:
-    bounded = _serving(request_rate_rps=2.0)
+def test_an_open_loop_run_is_used_only_when_it_could_not_keep_up() -> None:
+    # 1 request/s of 1,000 tokens on 2 chips offers 500 tokens/s per chip, all delivered.
+    kept_up = _serving(request_rate_rps=1.0, output_tokens_per_s_per_chip=495.0)
     with pytest.warns(acs.CalibrationWarning, match="bounds the capacity"):
-        cat = acs.catalog.calibrate(acs.Measurements(serving=[bounded]))
+        cat = acs.catalog.calibrate(acs.Measurements(serving=[kept_up]))
     assert cat.calibration == ()
+    # 10 requests/s offer 5,000 per chip; 1,500 delivered: saturated, a capacity.
+    saturated = _serving(request_rate_rps=10.0, output_tokens_per_s_per_chip=1500.0)
+    cat = acs.catalog.calibrate(acs.Measurements(serving=[saturated]))
+    assert any(r.measurements == 1 for r in cat.calibration)
 
 
 def test_the_vllm_file_calibrates_through_the_public_names() -> None:

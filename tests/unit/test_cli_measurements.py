@@ -12,7 +12,7 @@ from accelsim.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 H100 = str(ROOT / "examples" / "llama70b_h100_aws.yaml")
 TPU = str(ROOT / "examples" / "llama70b_tpu_v5p_gcp.yaml")
-DATA = Path(__file__).parent / "data" / "measurements"
+DATA = Path(__file__).resolve().parents[2] / "examples" / "measurements"
 
 
 def _mfu_p50(capsys: pytest.CaptureFixture[str], *extra: str) -> float:

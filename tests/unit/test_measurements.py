@@ -1,6 +1,6 @@
 """acs.Measurements and Measurements.from_file: the records and the files tools write.
 
-The fixtures in data/measurements use the tools' own key names: vLLM ``bench serve
+The fixtures in examples/measurements use the tools' own key names: vLLM ``bench serve
 --save-result`` (the ``result_json`` of vllm/benchmarks/serve.py: ``completed``,
 ``total_output_tokens``, ``output_throughput``, ``median_ttft_ms`` ...) and MLPerf loadgen's
 ``mlperf_log_summary.txt`` (``Scenario``, ``Tokens per second``, ``Result is``).
@@ -17,7 +17,7 @@ from pydantic import ValidationError
 import accelsim as acs
 from accelsim.errors import ScenarioFileError
 
-DATA = Path(__file__).parent / "data" / "measurements"
+DATA = Path(__file__).resolve().parents[2] / "examples" / "measurements"
 
 
 def test_vllm_json_reads_into_a_serving_measurement() -> None:
@@ -89,6 +89,45 @@ def test_mlperf_summary_needs_the_token_lengths() -> None:
             DATA / "mlperf_log_summary.txt", chip="h100-sxm", chips=8, precision="fp8",
             model="llama-2-70b",
         )  # fmt: skip
+
+
+def test_guidellm_report_reads_one_record_per_benchmark() -> None:
+    m = acs.Measurements.from_file(DATA / "guidellm_report.json", chip="h100-sxm", chips=2,
+                                   precision="fp8", model="llama-3.1-70b")  # fmt: skip
+    saturated, constant = m.serving
+    assert saturated.output_tokens_per_s_per_chip == pytest.approx(1520.0)  # 3,040 over 2
+    assert (saturated.input_tokens, saturated.output_tokens) == (1000.0, 1000.0)
+    assert saturated.request_rate_rps is None
+    assert saturated.ttft_ms["p99"] == pytest.approx(41000.0)
+    assert saturated.tpot_ms["p50"] == pytest.approx(95.1)
+    assert constant.request_rate_rps == pytest.approx(0.5)
+    with pytest.raises(ScenarioFileError, match="missing field 'model'"):
+        acs.Measurements.from_file(DATA / "guidellm_report.json", chip="h100-sxm", chips=2,
+                                   precision="fp8")  # fmt: skip
+
+
+def test_inference_perf_report_reads_throughput_and_load() -> None:
+    m = acs.Measurements.from_file(
+        DATA / "inference_perf_summary_lifecycle_metrics.json", chip="h100-sxm", chips=2,
+        precision="fp8", model="llama-3.1-70b",
+    )  # fmt: skip
+    (s,) = m.serving
+    assert s.output_tokens_per_s_per_chip == pytest.approx(2925.4 / 2)
+    assert (s.input_tokens, s.output_tokens) == (1000.0, 1000.0)
+    assert s.request_rate_rps == pytest.approx(5.0)
+    assert s.ttft_ms["p99"] == pytest.approx(98000.0)  # seconds in the report
+    assert s.tpot_ms["p50"] == pytest.approx(97.0)
+
+
+def test_mllog_reads_a_training_measurement() -> None:
+    m = acs.Measurements.from_file(DATA / "mllog_result_0.txt", chip="h100-sxm", chips=8,
+                                   params=8e9)  # fmt: skip
+    (t,) = m.training
+    assert t.count == 8
+    assert t.tokens_per_s == pytest.approx(8.05 * 8192)  # mean samples/s x sequence length
+    assert t.batch_tokens == pytest.approx(32 * 8192)
+    with pytest.raises(ScenarioFileError, match="missing field 'params'"):
+        acs.Measurements.from_file(DATA / "mllog_result_0.txt", chip="h100-sxm", chips=8)
 
 
 def test_own_yaml_and_csv_read_both_kinds() -> None:

@@ -42,9 +42,10 @@ class ServingMeasurement(_Frozen):
     """One measured serving benchmark: a replica of ``chips_per_replica`` chips serving
     ``model`` at ``precision`` and the output tokens per second per chip it delivered.
 
-    The calibration reads a saturated run (offline, or a closed loop at a concurrency that
-    fills the replica) as the replica's offline throughput; a run at a request rate the
-    replica served in full only bounds it and is flagged, not used.
+    The calibration reads a saturated run as the replica's offline throughput: an offline
+    run, a closed loop (``concurrency``), or an open loop whose delivered output falls
+    clearly short of the offered load; a run at a request rate the endpoint kept up with
+    only bounds the capacity and is flagged, not used.
     """
 
     model: str = Field(min_length=1)
@@ -55,6 +56,8 @@ class ServingMeasurement(_Frozen):
     """Chip id of the catalog, e.g. ``"h100-sxm"``."""
     chips_per_replica: int = Field(ge=1)
     """Chips one replica (one copy of the model) spans. [chips]"""
+    chips: int | None = Field(default=None, ge=1)
+    """Chips behind the benchmarked endpoint (several replicas); ``None``: one replica. [chips]"""
     input_tokens: float = Field(gt=0)
     """Mean prompt length of the benchmark. [tokens]"""
     output_tokens: float = Field(gt=0)

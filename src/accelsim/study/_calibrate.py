@@ -61,6 +61,9 @@ from accelsim.study._simulate import simulate
 _RUNS = 256  # Monte Carlo runs behind each median prediction of the inversion
 _SEED = 20261129  # fixed: the same measurements give the same catalog
 _LOG_LOW = math.log(1e-4)  # smallest efficiency / MFU the inversion searches
+# An open-loop run delivering less than this share of its offered output tokens could not keep
+# up: it ran saturated, at its capacity (a convention; run-to-run noise is a few per cent).
+_SATURATED_SHARE = 0.9
 _TOKENS = 1e12  # training tokens of the measured configuration (MFU does not depend on it)
 
 
@@ -247,15 +250,26 @@ def _noise(stated: float | None, kind: str) -> float:
     return float(default.dist().expected_value())
 
 
+def _saturated(m: ServingMeasurement) -> bool:
+    """Whether a serving run measured the capacity: offline, closed loop, or an open loop
+    whose delivered output falls short of the offered load by more than
+    ``_SATURATED_SHARE``."""
+    if m.request_rate_rps is None or m.concurrency is not None:
+        return True
+    offered = m.request_rate_rps * m.output_tokens / (m.chips or m.chips_per_replica)
+    return m.output_tokens_per_s_per_chip <= _SATURATED_SHARE * offered
+
+
 def _serving_evidence(serving: Sequence[ServingMeasurement], cat: Catalog) -> Evidence:
     evidence: Evidence = []
     for m in serving:
         label = f"serving measurement {m.source or m.model} ({m.chip})"
-        if m.request_rate_rps is not None:
+        if not _saturated(m):
             warnings.warn(
-                f"{label}: measured at a request rate of {m.request_rate_rps:g}/s, so it "
-                "bounds the capacity rather than measures it; not used (measure offline, "
-                "request rate inf, or closed-loop at a concurrency that fills the replica)",
+                f"{label}: at a request rate of {m.request_rate_rps:g}/s the endpoint "
+                "delivered the offered load, so the run bounds the capacity rather than "
+                "measures it; not used (measure offline, request rate inf, closed-loop at a "
+                "concurrency that fills the replica, or at a rate above the capacity)",
                 CalibrationWarning,
                 stacklevel=3,
             )
