@@ -67,3 +67,15 @@ def test_sweep_and_report_take_measurements(
     html = page.read_text(encoding="utf-8")
     assert "Calibrated to your measurements: priors.mfu_reference_by_chip.h100-sxm" in html
     assert f"--measurements {own}" in html
+
+
+def test_the_report_lists_calibrated_priors_as_your_measurements(tmp_path: Path) -> None:
+    page = tmp_path / "r.html"
+    own = str(DATA / "measurements.yaml")
+    assert main(["report", H100, "-o", str(page), "--runs", "100", "--no-sensitivity",
+                 "--measurements", own]) == 0  # fmt: skip
+    html = page.read_text(encoding="utf-8")
+    row = html.split('<th scope="row">priors.mfu_reference_by_chip.h100-sxm</th>')[1]
+    row = row.split("</tr>")[0]
+    assert "your measurements" in row
+    assert "1 measurement(s)" in row
