@@ -163,3 +163,17 @@ def test_a_calibrated_catalog_saves_and_loads(tmp_path: Path) -> None:
     assert dict(back.sheets) == dict(cat.sheets)
     same = _plan_mfu(2048, back), _plan_mfu(2048, cat)
     assert np.array_equal(*same)
+
+
+def test_a_mixture_of_experts_run_calibrates_moe_plans_only() -> None:
+    moe = acs.TrainingMeasurement(chip="h100-sxm", count=256, params=37e9, total_params=671e9,
+                                  mfu=0.30)  # fmt: skip
+    cat = acs.catalog.calibrate(acs.Measurements(training=[moe]))
+    assert [r.name for r in cat.calibration] == ["priors.mfu_reference_by_chip.h100-sxm:moe"]
+    dense = _plan_mfu(2048, None), _plan_mfu(2048, cat)
+    assert np.array_equal(*dense)  # a dense plan keeps its priors
+    run = acs.TrainingRun(params=37e9, total_params=671e9, tokens=1e12)
+    s = acs.Scenario(name="moe", workload=run,
+                     fleet=[acs.Pool(chip="h100-sxm", count=256, provider="aws")])  # fmt: skip
+    p50 = float(np.median(acs.simulate(s, runs=RUNS, seed=7, catalog=cat).samples("mfu")))
+    assert abs(np.log(p50 / 0.30)) <= 0.03  # its own configuration, within its noise

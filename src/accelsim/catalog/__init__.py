@@ -28,7 +28,16 @@ from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
 from accelsim.catalog._measurements import Measurements, ServingMeasurement, TrainingMeasurement
 from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
-from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, ProviderKind, Stack
+from accelsim.catalog._priors import (
+    Fit,
+    Framework,
+    Kind,
+    Prior,
+    Priors,
+    ProviderKind,
+    Stack,
+    mfu_reference_key,
+)
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
@@ -191,6 +200,7 @@ __all__ = [
     "chip",
     "chips",
     "load",
+    "mfu_reference_key",
     "model_preset",
     "model_presets",
     "offers",

@@ -152,12 +152,14 @@ class Priors(_Frozen):
     [fraction]"""
     mfu_reference_by_chip: dict[str, Prior] = {}
     """MFU a team's own code reaches at ``mfu_reference_chips`` on a chip, from its
-    measurements (:func:`accelsim.catalog.calibrate`), keyed by chip id; where present it
-    replaces the ceiling and the learning curve (the measured code is already optimised, as
-    the user's own ``Assumptions.mfu``). The shipped file has none. [fraction]"""
+    measurements (:func:`accelsim.catalog.calibrate`), keyed by :func:`mfu_reference_key`
+    (the chip id; ``"<chip>:moe"`` for a mixture of experts); where present it replaces the
+    ceiling and the learning curve of runs of that kind on that chip (the measured code is
+    already optimised, as the user's own ``Assumptions.mfu``). The shipped file has none.
+    [fraction]"""
     mfu_reference_chips_by_chip: dict[str, Prior] = {}
     """Scale of the measured runs behind ``mfu_reference_by_chip`` (their geometric mean), in
-    place of ``mfu_reference_chips`` for that chip. [chips]"""
+    place of ``mfu_reference_chips``, under the same keys. [chips]"""
     mfu_ceiling_moe: Prior | None = None
     """MFU ceiling of mixture-of-experts training on GPUs (6 x active parameters x tokens
     over the BF16 peak), in place of the dense ceilings; ``None`` in a priors file without
@@ -304,6 +306,16 @@ class Priors(_Frozen):
         return out
 
 
+def mfu_reference_key(chip_id: str, moe: bool) -> str:
+    """The key of a calibrated reference MFU: the chip id, ``"<chip>:moe"`` for a mixture of
+    experts (whose routing and all-to-all keep its MFU apart from a dense model's).
+
+    >>> mfu_reference_key("h100-sxm", False), mfu_reference_key("h100-sxm", True)
+    ('h100-sxm', 'h100-sxm:moe')
+    """
+    return f"{chip_id}:moe" if moe else chip_id
+
+
 def load_priors(path: str | Path) -> Priors:
     """Read and validate a priors file laid out like the shipped ``data/priors.yaml``.
 
@@ -349,5 +361,6 @@ __all__ = [
     "Stack",
     "TrainingPrecision",
     "load_priors",
+    "mfu_reference_key",
     "priors",
 ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.catalog import Catalog, Fit, Kind, Pricing, Prior, Stack
+from accelsim.catalog import Catalog, Fit, Kind, Pricing, Stack, mfu_reference_key
 from accelsim.dists import LogNormal
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.engines._offers import lead_time_days, spot_preemption_prior
@@ -130,9 +130,9 @@ def _draw_mfu(
         return MfuInputs(mfu), draws.get(
             "assumptions.optimization_hours", a.optimization_hours, 0.0
         )
-    calibrated = p.mfu_reference_by_chip.get(info.chip)
-    if calibrated is not None:
-        return _calibrated_mfu(scenario, cat, draws, info, calibrated)
+    key = mfu_reference_key(info.chip, work.total_params is not None)
+    if key in p.mfu_reference_by_chip:
+        return _calibrated_mfu(scenario, cat, draws, info, key)
     by_chip = p.mfu_ceiling_by_chip.get(info.chip)
     if work.total_params is not None and p.mfu_ceiling_moe is not None:
         # A mixture of experts: routing, all-to-all and small expert matmuls keep its MFU
@@ -164,7 +164,7 @@ def _draw_mfu(
 
 
 def _calibrated_mfu(
-    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, prior: Prior
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, key: str
 ) -> tuple[MfuInputs, FloatArray]:
     """The MFU draws of a chip calibrated on the team's measurements: the calibrated MFU at
     the reference scale (the measured runs' own, where calibration gives it) in place of
@@ -172,14 +172,15 @@ def _calibrated_mfu(
     as any reference MFU. Like the user's own MFU, it is the
     team's optimised code: optimisation hours count only if the user states them."""
     a, work, p = scenario.assumptions, scenario.training, cat.priors
-    reference = draws.get(f"priors.mfu_reference_by_chip.{info.chip}", None, prior.value)
+    prior = p.mfu_reference_by_chip[key]
+    reference = draws.get(f"priors.mfu_reference_by_chip.{key}", None, prior.value)
     reference = reference * _precision_factor(scenario, cat, draws, info)
     ones = np.ones_like(reference)
     batch = draws.get(
         "workload.global_batch_tokens", work.global_batch_tokens, p.global_batch_tokens.value
     )
-    scale = p.mfu_reference_chips_by_chip.get(info.chip)
-    name = f"priors.mfu_reference_chips_by_chip.{info.chip}"
+    scale = p.mfu_reference_chips_by_chip.get(key)
+    name = f"priors.mfu_reference_chips_by_chip.{key}"
     if scale is None:
         scale, name = p.mfu_reference_chips, "priors.mfu_reference_chips"
     chips_ref = draws.get(name, None, scale.value)

@@ -42,6 +42,7 @@ from accelsim.catalog import (
     ServingMeasurement,
     TrainingMeasurement,
     active,
+    mfu_reference_key,
 )
 from accelsim.catalog.posterior import (
     OUTLIER_Z,
@@ -163,36 +164,45 @@ def _reference_chips(cat: Catalog, count: float) -> Prior:
     return cat.priors.mfu_reference_chips.model_copy(update={"value": count})
 
 
-def _with_mfu(cat: Catalog, chip: str, value: float, count: float) -> Catalog:
-    """``cat`` with the chip's reference MFU fixed at ``value`` at ``count`` chips."""
+def _with_mfu(cat: Catalog, key: str, value: float, count: float) -> Catalog:
+    """``cat`` with the reference MFU under ``key`` (:func:`mfu_reference_key`) fixed at
+    ``value`` at ``count`` chips."""
     p = cat.priors
-    template = p.mfu_reference_by_chip.get(chip) or _mfu_template(cat, chip)
+    template = _mfu_template(cat, key)
     priors = p.model_copy(
         update={
             "mfu_reference_by_chip": {
                 **p.mfu_reference_by_chip,
-                chip: template.model_copy(update={"value": value}),
+                key: template.model_copy(update={"value": value}),
             },
             "mfu_reference_chips_by_chip": {
                 **p.mfu_reference_chips_by_chip,
-                chip: _reference_chips(cat, count),
+                key: _reference_chips(cat, count),
             },
         }
     )
     return replace(cat, priors=priors)
 
 
+def _key(m: TrainingMeasurement, cat: Catalog) -> str:
+    return mfu_reference_key(cat.chip(m.chip).id, m.total_params is not None)
+
+
+def _chip_of(key: str) -> str:
+    return key.split(":", 1)[0]
+
+
 def _mfu_predictor(m: TrainingMeasurement, cat: Catalog, count: float) -> Callable[[float], float]:
     """Median MFU of the measured configuration with the chip's reference MFU fixed at a
     trial value, at the reference scale ``count``."""
     scenario = _training_scenario(m)
-    chip = cat.chip(m.chip).id
+    key = _key(m, cat)
 
     def predict(value: float) -> float:
         result = simulate(
-            scenario, runs=_RUNS, seed=_SEED, catalog=_with_mfu(cat, chip, value, count)
+            scenario, runs=_RUNS, seed=_SEED, catalog=_with_mfu(cat, key, value, count)
         )
-        return _median(result.samples("mfu"), f"training measurement on {chip}")
+        return _median(result.samples("mfu"), f"training measurement on {key}")
 
     return predict
 
@@ -308,8 +318,8 @@ def _calibrate_training(
 ) -> tuple[dict[str, Prior], dict[str, Prior], list[CalibratedPrior]]:
     """Posterior reference MFUs, their reference scales and records, by measured chip."""
     ordered = sorted(training, key=lambda m: m.model_dump_json())  # order-independent prior
-    chips = sorted({cat.chip(m.chip).id for m in ordered})
-    mine = {c: [m for m in ordered if cat.chip(m.chip).id == c] for c in chips}
+    chips = sorted({_key(m, cat) for m in ordered})  # chip ids, "<chip>:moe" for MoE runs
+    mine = {c: [m for m in ordered if _key(m, cat) == c] for c in chips}
     # The measured runs' own scale is the reference: their geometric mean chip count.
     count = {
         c: math.exp(math.fsum(math.log(m.count) for m in ms) / len(ms)) for c, ms in mine.items()
@@ -317,8 +327,8 @@ def _calibrate_training(
     priors = {c: _mfu_prior(mine[c][0], cat, count[c]) for c in chips}
     evidence: Evidence = []
     for m in ordered:
-        chip = cat.chip(m.chip).id
-        label = f"training measurement {m.source or chip} ({m.count} x {chip})"
+        chip = _key(m, cat)
+        label = f"training measurement {m.source or chip} ({m.count} x {m.chip})"
         y, edge = _invert(_mfu_predictor(m, cat, count[chip]), measured_mfu(m, cat), label)
         if edge:
             warnings.warn(f"{label}: {edge}", CalibrationWarning, stacklevel=3)
@@ -326,25 +336,29 @@ def _calibrate_training(
     rho = float(calibration_priors().mfu_chip_correlation.dist().expected_value())
     out: dict[str, Prior] = {}
     records: list[CalibratedPrior] = []
-    for kind in sorted({cat.chip(c).kind for c in chips}):
-        group = [c for c in chips if cat.chip(c).kind == kind]
+    for kind in sorted({cat.chip(_chip_of(c)).kind for c in chips}):
+        group = [c for c in chips if cat.chip(_chip_of(c)).kind == kind]
         inside = [(c, y, v) for c, y, v, _ in evidence if c in group]
         post = pooled_posterior({c: priors[c] for c in group}, rho, inside)
         for c in group:
             own = [(y, v, label) for chip, y, v, label in evidence if chip == c]
             name = f"priors.mfu_reference_by_chip.{c}"
             record = _record(name, priors[c], post[c], own, len(inside))
-            template = cat.priors.mfu_reference_by_chip.get(c) or _mfu_template(cat, c)
-            out[c] = posterior_prior(template, *post[c], record)
+            out[c] = posterior_prior(_mfu_template(cat, c), *post[c], record)
             records.append(record)
     return out, {c: _reference_chips(cat, count[c]) for c in chips}, records
 
 
-def _mfu_template(cat: Catalog, chip: str) -> Prior:
-    """The provenance a calibrated reference MFU starts from: the chip's ceiling prior."""
+def _mfu_template(cat: Catalog, key: str) -> Prior:
+    """The provenance a calibrated reference MFU starts from: an earlier calibration's, else
+    the ceiling prior its runs would draw (the MoE one for ``"<chip>:moe"``)."""
     p = cat.priors
-    kind = cat.chip(chip).kind
-    return p.mfu_ceiling_by_chip.get(chip) or p.mfu_ceiling[kind]
+    if key in p.mfu_reference_by_chip:
+        return p.mfu_reference_by_chip[key]
+    chip = _chip_of(key)
+    if key != chip and p.mfu_ceiling_moe is not None:
+        return p.mfu_ceiling_moe
+    return p.mfu_ceiling_by_chip.get(chip) or p.mfu_ceiling[cat.chip(chip).kind]
 
 
 def calibrate(measurements: Measurements, *, catalog: Catalog | None = None) -> Catalog:
