@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import accelsim as acs
-from accelsim.catalog.posterior import pooled_posterior
+from accelsim.catalog.posterior import poisson_rate_posterior, pooled_posterior
 
 CHIPS = ("a", "b", "c", "d")
 PRIOR = st.tuples(st.floats(-3.0, 0.0), st.floats(0.01, 1.0))
@@ -102,3 +102,23 @@ def test_a_training_measurement_is_reproduced_within_its_noise(mfu: float, count
                      fleet=[acs.Pool(chip="h100-sxm", count=count, provider="aws")])  # fmt: skip
     p50 = float(np.median(acs.simulate(s, runs=1000, seed=3, catalog=cat).samples("mfu")))
     assert abs(math.log(p50 / mfu)) <= 0.03
+
+
+@given(
+    counts=st.lists(st.tuples(st.integers(0, 200), st.floats(1e3, 1e8)), min_size=1, max_size=5),
+    extra=st.tuples(st.integers(0, 200), st.floats(1e3, 1e8)),
+)
+def test_a_further_interruption_count_never_widens_the_rate(
+    counts: list[tuple[int, float]], extra: tuple[int, float]
+) -> None:
+    prior = acs.catalog.priors().failure_rate_per_chip_hour.dist()
+
+    def width(pairs: list[tuple[int, float]]) -> float:
+        k = sum(c for c, _ in pairs)
+        e = math.fsum(h for _, h in pairs)
+        (low, _, high), _ = poisson_rate_posterior(prior, k, e)
+        return high / low
+
+    assert width([*counts, extra]) <= width(counts) * (1.0 + 1e-9)
+    (low, _, high), _ = poisson_rate_posterior(prior, 0, 0.0)
+    assert width(counts) <= high / low * (1.0 + 1e-9)

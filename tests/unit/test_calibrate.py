@@ -177,3 +177,26 @@ def test_a_mixture_of_experts_run_calibrates_moe_plans_only() -> None:
                      fleet=[acs.Pool(chip="h100-sxm", count=256, provider="aws")])  # fmt: skip
     p50 = float(np.median(acs.simulate(s, runs=RUNS, seed=7, catalog=cat).samples("mfu")))
     assert abs(np.log(p50 / 0.30)) <= 0.03  # its own configuration, within its noise
+
+
+def test_interruptions_over_a_duration_calibrate_the_failure_rate() -> None:
+    t = acs.TrainingMeasurement(chip="h100-sxm", count=1024, params=70e9, mfu=0.45,
+                                interruptions=12, duration_hours=14 * 24)  # fmt: skip
+    cat = acs.catalog.calibrate(acs.Measurements(training=[t]))
+    (rec,) = [r for r in cat.calibration if r.name == "assumptions.failure_rate_per_chip_hour"]
+    observed = 12 / (1024 * 14 * 24)
+    assert rec.posterior[0] < observed < rec.posterior[2]
+    assert rec.posterior[2] / rec.posterior[0] < 0.5 * rec.prior[2] / rec.prior[0]
+    assert rec.flags == ()
+    run = acs.TrainingRun(params=70e9, tokens=1e12)
+    s = acs.Scenario(name="t", workload=run,
+                     fleet=[acs.Pool(chip="h100-sxm", count=2048, provider="aws")])  # fmt: skip
+    drawn = acs.simulate(s, runs=500, seed=1, catalog=cat).inputs[rec.name]
+    assert rec.posterior[0] * 0.9 < np.median(drawn) < rec.posterior[2]
+    # A count no prior allows (per node-day read as per chip-hour, say) is flagged, still used.
+    wrong = t.model_copy(update={"interruptions": 500, "duration_hours": 24.0})
+    with pytest.warns(acs.CalibrationWarning, match="likely a unit or configuration error"):
+        cat = acs.catalog.calibrate(acs.Measurements(training=[wrong]))
+    (rec,) = [r for r in cat.calibration if r.name == "assumptions.failure_rate_per_chip_hour"]
+    assert rec.flags
+    assert rec.posterior[0] > rec.prior[2]

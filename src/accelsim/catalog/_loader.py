@@ -247,12 +247,14 @@ class Catalog:
         mfu: Mapping[str, Prior],
         records: Iterable[CalibratedPrior],
         mfu_chips: Mapping[str, Prior] | None = None,
+        failure_rate: Prior | None = None,
     ) -> Catalog:
         """This catalog with posterior serving efficiencies (``efficiency_by_chip``) and
         reference MFUs (``mfu_reference_by_chip``) by chip laid over its priors, and
         ``records`` added to :attr:`calibration` (a record of the same name replaced);
         ``mfu_chips``: the measured scale of each calibrated MFU
-        (``mfu_reference_chips_by_chip``)."""
+        (``mfu_reference_chips_by_chip``); ``failure_rate``: a posterior
+        ``failure_rate_per_chip_hour``."""
         serving = self.serving_priors.model_copy(
             update={"efficiency_by_chip": {**self.serving_priors.efficiency_by_chip, **efficiency}}
         )
@@ -263,6 +265,8 @@ class Catalog:
                     **self.priors.mfu_reference_chips_by_chip,
                     **(mfu_chips or {}),
                 },
+                "failure_rate_per_chip_hour": failure_rate
+                or self.priors.failure_rate_per_chip_hour,
             }
         )
         new = {r.name: r for r in records}

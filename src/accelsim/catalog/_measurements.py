@@ -107,7 +107,8 @@ class TrainingMeasurement(_Frozen):
     batch_tokens: float | None = Field(default=None, gt=0)
     """Global batch of the run; ``None``: the prior's. [tokens]"""
     interruptions: int | None = Field(default=None, ge=0)
-    """Job interruptions seen over ``duration_hours`` (recorded, with the duration)."""
+    """Job interruptions seen over ``duration_hours``: they update the interruption rate per
+    chip-hour (``failure_rate_per_chip_hour``)."""
     duration_hours: float | None = Field(default=None, gt=0)
     """Length of the measured stretch of training. [h]"""
     noise: float | None = Field(default=None, gt=0, le=2)

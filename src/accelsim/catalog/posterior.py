@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import scipy.stats
 from pydantic import BaseModel, ConfigDict
 
 from accelsim.catalog._priors import Prior, load_validated, shipped
@@ -166,6 +167,36 @@ def pooled_posterior(
     return {c: (float(post_mu[i]), float(post_sd[i])) for i, c in enumerate(chips)}
 
 
+def poisson_rate_posterior(
+    prior: Dist, events: int, exposure: float
+) -> tuple[tuple[float, float, float], float]:
+    """A rate's posterior 5/50/95 % quantiles after ``events`` in ``exposure`` (gamma-Poisson),
+    and the prior-predictive tail probability of a count at least that far out.
+
+    The prior is matched by a gamma of the same mean and variance (exact conjugacy for a
+    Poisson count); the posterior is gamma(shape + events, rate + exposure). Its 5-95 %
+    width on the log scale depends on the shape alone and shrinks as the shape grows, so a
+    further measurement never widens it. The tail probability is the smaller of P(K >= k)
+    and P(K <= k) under the negative binomial prior predictive.
+
+    >>> from accelsim.dists import LogNormal
+    >>> (low, mid, high), tail = poisson_rate_posterior(LogNormal(low=8e-6, high=8e-5), 0, 0.0)
+    >>> round(low * 1e6, 1), round(high * 1e5, 1), tail
+    (4.1, 8.3, 1.0)
+    """
+    mean, var = prior.expected_value(), prior.variance()
+    if not (mean > 0.0 and var > 0.0):
+        raise ValueError("a calibrated rate needs a prior with a positive mean and variance")
+    shape, rate = mean**2 / var, mean / var
+    post = scipy.stats.gamma(shape + events, scale=1.0 / (rate + exposure))
+    low, mid, high = (float(post.ppf(q)) for q in (0.05, 0.5, 0.95))
+    if exposure <= 0.0:
+        return (low, mid, high), 1.0
+    predictive = scipy.stats.nbinom(shape, rate / (rate + exposure))
+    tail = min(float(predictive.sf(events - 1)), float(predictive.cdf(events)))
+    return (low, mid, high), min(1.0, 2.0 * tail)
+
+
 def quantiles(mu: float, sigma: float) -> tuple[float, float, float]:
     """5 %, 50 % and 95 % quantiles of the log-normal (mu, sigma)."""
     return (math.exp(mu - _Z95 * sigma), math.exp(mu), math.exp(mu + _Z95 * sigma))
@@ -188,6 +219,7 @@ __all__ = [
     "calibration_priors",
     "log_normal_params",
     "outlier",
+    "poisson_rate_posterior",
     "pooled_posterior",
     "posterior_prior",
     "quantiles",

@@ -50,6 +50,7 @@ from accelsim.catalog.posterior import (
     calibration_priors,
     log_normal_params,
     outlier,
+    poisson_rate_posterior,
     pooled_posterior,
     posterior_prior,
     quantiles,
@@ -66,6 +67,10 @@ _LOG_LOW = math.log(1e-4)  # smallest efficiency / MFU the inversion searches
 # up: it ran saturated, at its capacity (a convention; run-to-run noise is a few per cent).
 _SATURATED_SHARE = 0.9
 _TOKENS = 1e12  # training tokens of the measured configuration (MFU does not depend on it)
+_Z95 = 1.6448536269514722  # Phi^-1(0.95)
+# Two-sided prior-predictive probability below which an interruption count is flagged: the
+# 3.29-standard-deviation rule of the normal updates (posterior.OUTLIER_Z).
+_OUTLIER_TAIL = 0.001
 
 
 class CalibrationWarning(UserWarning):
@@ -214,7 +219,7 @@ def _mfu_prior(m: TrainingMeasurement, cat: Catalog, count: float) -> tuple[floa
     low, mid, high = np.quantile(prior.samples("mfu"), [0.05, 0.5, 0.95])
     predict = _mfu_predictor(m, cat, count)
     logs = [_invert(predict, float(q), "the prior's MFU")[0] for q in (low, mid, high)]
-    return logs[1], (logs[2] - logs[0]) / (2.0 * 1.6448536269514722)
+    return logs[1], (logs[2] - logs[0]) / (2.0 * _Z95)
 
 
 def _record(
@@ -361,6 +366,40 @@ def _mfu_template(cat: Catalog, key: str) -> Prior:
     return p.mfu_ceiling_by_chip.get(chip) or p.mfu_ceiling[cat.chip(chip).kind]
 
 
+def _calibrate_failures(
+    training: Sequence[TrainingMeasurement], cat: Catalog
+) -> tuple[Prior | None, list[CalibratedPrior]]:
+    """The job-interruption rate updated by the interruptions the runs saw over their
+    chip-hours (gamma-Poisson on the pooled count; ``None`` when no run states any)."""
+    seen = [m for m in training if m.interruptions is not None and m.duration_hours is not None]
+    if not seen:
+        return None, []
+    events = sum(m.interruptions or 0 for m in seen)
+    exposure = math.fsum(m.count * (m.duration_hours or 0.0) for m in seen)
+    prior = cat.priors.failure_rate_per_chip_hour
+    (low, _, high), tail = poisson_rate_posterior(prior.dist(), events, exposure)
+    name = "assumptions.failure_rate_per_chip_hour"
+    flags: tuple[str, ...] = ()
+    if tail < _OUTLIER_TAIL:
+        flags = (
+            f"{events} interruptions in {exposure:,.0f} chip-hours ({events / exposure:.3g} per "
+            f"chip-hour) has prior-predictive probability {tail:.2g}: likely a unit or "
+            "configuration error (hours vs days, chips vs nodes); used all the same",
+        )
+        warnings.warn(f"{name}: {flags[0]}", CalibrationWarning, stacklevel=3)
+    before = prior.dist()
+    record = CalibratedPrior(
+        name=name,
+        measurements=len(seen),
+        pooled=len(seen),
+        prior=(float(before.ppf(0.05)), float(before.ppf(0.5)), float(before.ppf(0.95))),
+        posterior=(low, math.sqrt(low * high), high),
+        flags=flags,
+    )
+    mu, sigma = math.log(low * high) / 2.0, math.log(high / low) / (2.0 * _Z95)
+    return posterior_prior(prior, mu, sigma, record), [record]
+
+
 def calibrate(measurements: Measurements, *, catalog: Catalog | None = None) -> Catalog:
     """A catalog whose priors are updated by ``measurements`` (Bayesian, conjugate).
 
@@ -393,7 +432,9 @@ def calibrate(measurements: Measurements, *, catalog: Catalog | None = None) -> 
     mfu, scale, training_records = (
         _calibrate_training(measurements.training, cat) if measurements.training else ({}, {}, [])
     )
-    return cat.calibrated(efficiency, mfu, [*serving_records, *training_records], scale)
+    failures, failure_records = _calibrate_failures(measurements.training, cat)
+    records = [*serving_records, *training_records, *failure_records]
+    return cat.calibrated(efficiency, mfu, records, scale, failures)
 
 
 __all__ = ["CalibrationWarning", "calibrate", "measured_mfu"]
