@@ -14,8 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.same_results import assert_same
 
 import accelsim as acs
+from accelsim.engines import BLOCK_RUNS
 
 DATA = Path(__file__).resolve().parents[2] / "examples" / "measurements"
 RUNS = 2000
@@ -200,3 +202,16 @@ def test_interruptions_over_a_duration_calibrate_the_failure_rate() -> None:
     (rec,) = [r for r in cat.calibration if r.name == "assumptions.failure_rate_per_chip_hour"]
     assert rec.flags
     assert rec.posterior[0] > rec.prior[2]
+
+
+def test_a_calibrated_catalog_travels_to_worker_processes() -> None:
+    cat = acs.catalog.calibrate(acs.Measurements.from_file(DATA / "measurements.yaml"))
+    run = acs.TrainingRun(params=70e9, tokens=1e12)
+    s = acs.Scenario(name="t", workload=run,
+                     fleet=[acs.Pool(chip="h100-sxm", count=2048, provider="aws")])  # fmt: skip
+    runs = 2 * BLOCK_RUNS  # two chunks, so the pool really runs two workers
+    here = acs.simulate(s, runs=runs, seed=5, catalog=cat)
+    there = acs.simulate(s, runs=runs, seed=5, catalog=cat, executor="processes")
+    assert_same(here, there)
+    assert here.extras["calibration"] == there.extras["calibration"]
+    assert "priors.mfu_reference_by_chip.h100-sxm" in here.inputs
