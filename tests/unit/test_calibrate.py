@@ -215,3 +215,15 @@ def test_a_calibrated_catalog_travels_to_worker_processes() -> None:
     assert_same(here, there)
     assert here.extras["calibration"] == there.extras["calibration"]
     assert "priors.mfu_reference_by_chip.h100-sxm" in here.inputs
+
+
+def test_a_configuration_the_model_cannot_run_is_refused_naming_the_measurement() -> None:
+    too_big = _serving(precision="bf16", chips_per_replica=1)  # 141 GB of weights on 80 GB
+    with pytest.raises(ValueError, match=r"serving measurement llama-3.1-70b on 1 x h100-sxm"):
+        acs.catalog.calibrate(acs.Measurements(serving=[too_big]))
+
+
+def test_chip_ids_are_read_in_any_case() -> None:
+    upper = acs.catalog.calibrate(acs.Measurements(serving=[_serving(chip="H100-SXM")]))
+    lower = acs.catalog.calibrate(acs.Measurements(serving=[_serving()]))
+    assert upper.calibration == lower.calibration

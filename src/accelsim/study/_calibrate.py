@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
+from pydantic import ValidationError
 from scipy.optimize import brentq
 
 from accelsim.catalog import (
@@ -100,6 +101,27 @@ def _median(values: np.ndarray, what: str) -> float:
     return median
 
 
+def _label(m: ServingMeasurement | TrainingMeasurement) -> str:
+    if isinstance(m, ServingMeasurement):
+        where = f"{m.model} on {m.chips_per_replica} x {m.chip}"
+        return f"serving measurement {m.source or where} ({where})"
+    return f"training measurement {m.source or m.chip} ({m.count} x {m.chip})"
+
+
+def _scenario(m: ServingMeasurement | TrainingMeasurement) -> Scenario:
+    """The measurement's own configuration as a scenario; one the model refuses (a model
+    that does not fit its chips, say) is an error naming the measurement."""
+    try:
+        if isinstance(m, ServingMeasurement):
+            return _serving_scenario(m)
+        return _training_scenario(m)
+    except ValidationError as exc:
+        reasons = "; ".join(str(e["msg"]) for e in exc.errors(include_url=False))
+        raise ValueError(
+            f"{_label(m)}: the model cannot run its configuration: {reasons}"
+        ) from None
+
+
 def _serving_scenario(m: ServingMeasurement) -> Scenario:
     svc = Serving(
         model=m.model,
@@ -124,12 +146,14 @@ def _with_efficiency(cat: Catalog, chip: str, value: float) -> Catalog:
 
 
 def _implied_efficiency(m: ServingMeasurement, cat: Catalog) -> tuple[float, str]:
-    scenario = _serving_scenario(m)
-    what = f"serving measurement {m.source or m.model} on {m.chip}"
+    scenario = _scenario(m)
+    what = _label(m)
     root = as_seed_sequence(_SEED)  # the draws serving_capacity makes for this seed
 
+    chip = cat.chip(m.chip).id  # the catalog's spelling, which the engines look up
+
     def predict(value: float) -> float:
-        calibrated = _with_efficiency(cat, m.chip, value)
+        calibrated = _with_efficiency(cat, chip, value)
         return _median(offline_capacity(scenario, root, _RUNS, cat=calibrated), what)
 
     return _invert(predict, m.output_tokens_per_s_per_chip, what)
@@ -200,7 +224,7 @@ def _chip_of(key: str) -> str:
 def _mfu_predictor(m: TrainingMeasurement, cat: Catalog, count: float) -> Callable[[float], float]:
     """Median MFU of the measured configuration with the chip's reference MFU fixed at a
     trial value, at the reference scale ``count``."""
-    scenario = _training_scenario(m)
+    scenario = _scenario(m)
     key = _key(m, cat)
 
     def predict(value: float) -> float:
@@ -215,7 +239,7 @@ def _mfu_predictor(m: TrainingMeasurement, cat: Catalog, count: float) -> Callab
 def _mfu_prior(m: TrainingMeasurement, cat: Catalog, count: float) -> tuple[float, float]:
     """(mu, sigma) of the log MFU at the reference scale under the built-in priors: their
     prediction for the measured configuration, inverted at its 5/50/95 % quantiles."""
-    prior = simulate(_training_scenario(m), runs=4 * _RUNS, seed=_SEED, catalog=cat)
+    prior = simulate(_scenario(m), runs=4 * _RUNS, seed=_SEED, catalog=cat)
     low, mid, high = np.quantile(prior.samples("mfu"), [0.05, 0.5, 0.95])
     predict = _mfu_predictor(m, cat, count)
     logs = [_invert(predict, float(q), "the prior's MFU")[0] for q in (low, mid, high)]
@@ -278,7 +302,7 @@ def _saturated(m: ServingMeasurement) -> bool:
 def _serving_evidence(serving: Sequence[ServingMeasurement], cat: Catalog) -> Evidence:
     evidence: Evidence = []
     for m in serving:
-        label = f"serving measurement {m.source or m.model} ({m.chip})"
+        label = _label(m)
         if not _saturated(m):
             warnings.warn(
                 f"{label}: at a request rate of {m.request_rate_rps:g}/s the endpoint "
@@ -333,7 +357,7 @@ def _calibrate_training(
     evidence: Evidence = []
     for m in ordered:
         chip = _key(m, cat)
-        label = f"training measurement {m.source or chip} ({m.count} x {m.chip})"
+        label = _label(m)
         y, edge = _invert(_mfu_predictor(m, cat, count[chip]), measured_mfu(m, cat), label)
         if edge:
             warnings.warn(f"{label}: {edge}", CalibrationWarning, stacklevel=3)
