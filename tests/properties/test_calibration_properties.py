@@ -6,8 +6,9 @@
 - a measurement's own configuration is reproduced within its stated noise (through the
   public studies: serving_capacity, simulate).
 
-Strategies: 1-4 chips with prior log-medians in [-3, 0] and log-sds in [0.01, 1]; implied
-log-values in [-4, 0.5] with noise sds in [0.005, 0.5]; correlations in [0, 0.95].
+Strategies: 1-4 chips with prior log-medians in [-3, 0] and log-sds in [0.01, 1], up to 3
+configurations each; implied log-values in [-4, 0.5] with noise sds in [0.005, 0.5];
+correlations and configuration shares in [0, 0.95].
 """
 
 from __future__ import annotations
@@ -19,49 +20,59 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import accelsim as acs
-from accelsim.catalog.posterior import poisson_rate_posterior, pooled_posterior
+from accelsim.catalog.posterior import hierarchical_posterior, poisson_rate_posterior
 
 CHIPS = ("a", "b", "c", "d")
 PRIOR = st.tuples(st.floats(-3.0, 0.0), st.floats(0.01, 1.0))
 RHO = st.floats(0.0, 0.95)
+SHARE = st.floats(0.0, 0.95)
+Case = tuple[dict[str, tuple[float, float]], float, float, list[tuple[str, str, float, float]]]
 
 
 @st.composite
-def _case(
-    draw: st.DrawFn,
-) -> tuple[dict[str, tuple[float, float]], float, list[tuple[str, float, float]]]:
+def _case(draw: st.DrawFn) -> Case:
     n = draw(st.integers(1, len(CHIPS)))
     priors = {c: draw(PRIOR) for c in CHIPS[:n]}
-    evidence = draw(
-        st.lists(
-            st.tuples(st.sampled_from(CHIPS[:n]), st.floats(-4.0, 0.5), st.floats(0.005, 0.5)),
-            max_size=6,
-        )
+    measured = st.tuples(
+        st.sampled_from(CHIPS[:n]), st.integers(0, 2), st.floats(-4.0, 0.5), st.floats(0.005, 0.5)
     )
-    return priors, draw(RHO), [(c, y, s**2) for c, y, s in evidence]
+    evidence = [(c, f"{c}/m{k}", y, s**2) for c, k, y, s in draw(st.lists(measured, max_size=6))]
+    return priors, draw(RHO), draw(SHARE), evidence
 
 
 @given(case=_case(), data=st.data())
-def test_order_does_not_matter(case: tuple, data: st.DataObject) -> None:  # type: ignore[type-arg]
-    priors, rho, evidence = case
+def test_order_does_not_matter(case: Case, data: st.DataObject) -> None:
+    priors, rho, share, evidence = case
     shuffled = data.draw(st.permutations(evidence))
-    assert pooled_posterior(priors, rho, evidence) == pooled_posterior(priors, rho, shuffled)
+    assert hierarchical_posterior(priors, rho, share, evidence) == hierarchical_posterior(
+        priors, rho, share, shuffled
+    )
 
 
 @given(case=_case(), extra=st.data())
-def test_a_further_measurement_never_widens(case: tuple, extra: st.DataObject) -> None:  # type: ignore[type-arg]
-    priors, rho, evidence = case
+def test_a_further_measurement_never_widens(case: Case, extra: st.DataObject) -> None:
+    priors, rho, share, evidence = case
     chip = extra.draw(st.sampled_from(sorted(priors)))
-    more = [*evidence, (chip, extra.draw(st.floats(-4.0, 0.5)), extra.draw(st.floats(1e-4, 0.25)))]
-    before, after = pooled_posterior(priors, rho, evidence), pooled_posterior(priors, rho, more)
+    config = f"{chip}/m{extra.draw(st.integers(0, 2))}"
+    y, s = extra.draw(st.floats(-4.0, 0.5)), extra.draw(st.floats(0.01, 0.5))
+    more = [*evidence, (chip, config, y, s**2)]
+    new0, seen0 = hierarchical_posterior(priors, rho, share, evidence)
+    new1, seen1 = hierarchical_posterior(priors, rho, share, more)
     for c in priors:
-        assert after[c][1] <= before[c][1] * (1.0 + 1e-9) + 1e-12
-        assert before[c][1] <= priors[c][1] * (1.0 + 1e-9) + 1e-12
+        assert new1[c][1] <= new0[c][1] * (1.0 + 1e-9) + 1e-12
+        assert new0[c][1] <= priors[c][1] * (1.0 + 1e-9) + 1e-12
+    for k, (_, sd) in seen0.items():
+        assert seen1[k][1] <= sd * (1.0 + 1e-9) + 1e-12
+    # a measured configuration is known at least as well as the chip's other ones
+    for k, (_, sd) in seen1.items():
+        assert sd <= new1[k.split("/")[0]][1] * (1.0 + 1e-9) + 1e-12
 
 
-@given(priors=st.dictionaries(st.sampled_from(CHIPS), PRIOR, min_size=1), rho=RHO)
-def test_no_evidence_is_the_prior(priors: dict[str, tuple[float, float]], rho: float) -> None:
-    assert pooled_posterior(priors, rho, []) == priors
+@given(priors=st.dictionaries(st.sampled_from(CHIPS), PRIOR, min_size=1), rho=RHO, share=SHARE)
+def test_no_evidence_is_the_prior(
+    priors: dict[str, tuple[float, float]], rho: float, share: float
+) -> None:
+    assert hierarchical_posterior(priors, rho, share, []) == (priors, {})
 
 
 def test_calibrating_on_nothing_is_the_catalog() -> None:

@@ -30,9 +30,9 @@ def test_run_with_measurements_moves_the_mfu_and_says_so(
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
     assert "calibrated to 2 measurement(s)" in captured.err
-    assert "priors.mfu_reference_by_chip.h100-sxm: 1 measurement" in captured.err
+    assert "priors.mfu_reference_by_chip.h100-sxm/7e+10: 1 measurement" in captured.err
     (record,) = doc["calibration"]
-    assert record["name"] == "priors.mfu_reference_by_chip.h100-sxm"
+    assert record["name"] == "priors.mfu_reference_by_chip.h100-sxm/7e+10"
     assert record["measurements"] == 1
     after = float(doc["metrics"]["mfu"]["p50"])
     assert after > before + 0.03  # 0.45 measured against a prior median near 0.35
@@ -65,7 +65,7 @@ def test_sweep_and_report_take_measurements(
     assert main(["report", H100, "-o", str(page), "--runs", "100", "--no-sensitivity",
                  "--measurements", own]) == 0  # fmt: skip
     html = page.read_text(encoding="utf-8")
-    assert "Calibrated to your measurements: priors.mfu_reference_by_chip.h100-sxm" in html
+    assert "Calibrated to your measurements: priors.mfu_reference_by_chip.h100-sxm/7e+10" in html
     assert f"--measurements {own}" in html
 
 
@@ -75,7 +75,7 @@ def test_the_report_lists_calibrated_priors_as_your_measurements(tmp_path: Path)
     assert main(["report", H100, "-o", str(page), "--runs", "100", "--no-sensitivity",
                  "--measurements", own]) == 0  # fmt: skip
     html = page.read_text(encoding="utf-8")
-    row = html.split('<th scope="row">priors.mfu_reference_by_chip.h100-sxm</th>')[1]
+    row = html.split('<th scope="row">priors.mfu_reference_by_chip.h100-sxm/7e+10</th>')[1]
     row = row.split("</tr>")[0]
     assert "your measurements" in row
     assert "1 measurement(s)" in row

@@ -53,7 +53,12 @@ from accelsim.catalog._schema import (
     Pricing,
     Source,
 )
-from accelsim.catalog._serving_priors import BYTES_PER_VALUE, ServingPriors, serving_priors
+from accelsim.catalog._serving_priors import (
+    BYTES_PER_VALUE,
+    ServingPriors,
+    serving_priors,
+    serving_workload_key,
+)
 from accelsim.catalog.posterior import CalibratedPrior
 
 
@@ -211,6 +216,7 @@ __all__ = [
     "save",
     "scaling_defaults",
     "serving_priors",
+    "serving_workload_key",
     "site",
     "stale_offers",
 ]

@@ -243,30 +243,38 @@ class Catalog:
 
     def calibrated(
         self,
-        efficiency: Mapping[str, Prior],
-        mfu: Mapping[str, Prior],
         records: Iterable[CalibratedPrior],
+        *,
+        efficiency: Mapping[str, Prior] | None = None,
+        efficiency_workload: Mapping[str, Prior] | None = None,
+        mfu: Mapping[str, Prior] | None = None,
         mfu_chips: Mapping[str, Prior] | None = None,
         failure_rate: Prior | None = None,
     ) -> Catalog:
-        """This catalog with posterior serving efficiencies (``efficiency_by_chip``) and
-        reference MFUs (``mfu_reference_by_chip``) by chip laid over its priors, and
-        ``records`` added to :attr:`calibration` (a record of the same name replaced);
-        ``mfu_chips``: the measured scale of each calibrated MFU
-        (``mfu_reference_chips_by_chip``); ``failure_rate``: a posterior
-        ``failure_rate_per_chip_hour``."""
-        serving = self.serving_priors.model_copy(
-            update={"efficiency_by_chip": {**self.serving_priors.efficiency_by_chip, **efficiency}}
-        )
-        priors = self.priors.model_copy(
+        """This catalog with posteriors laid over its priors and ``records`` added to
+        :attr:`calibration` (a record of the same name replaced): serving efficiencies by
+        chip and by measured configuration (``efficiency_by_chip``,
+        ``efficiency_by_workload``), reference MFUs and their measured scales
+        (``mfu_reference_by_chip``, ``mfu_reference_chips_by_chip``) and the job
+        interruption rate (``failure_rate_per_chip_hour``)."""
+        sp, p = self.serving_priors, self.priors
+        serving = sp.model_copy(
             update={
-                "mfu_reference_by_chip": {**self.priors.mfu_reference_by_chip, **mfu},
+                "efficiency_by_chip": {**sp.efficiency_by_chip, **(efficiency or {})},
+                "efficiency_by_workload": {
+                    **sp.efficiency_by_workload,
+                    **(efficiency_workload or {}),
+                },
+            }
+        )
+        priors = p.model_copy(
+            update={
+                "mfu_reference_by_chip": {**p.mfu_reference_by_chip, **(mfu or {})},
                 "mfu_reference_chips_by_chip": {
-                    **self.priors.mfu_reference_chips_by_chip,
+                    **p.mfu_reference_chips_by_chip,
                     **(mfu_chips or {}),
                 },
-                "failure_rate_per_chip_hour": failure_rate
-                or self.priors.failure_rate_per_chip_hour,
+                "failure_rate_per_chip_hour": failure_rate or p.failure_rate_per_chip_hour,
             }
         )
         new = {r.name: r for r in records}

@@ -73,6 +73,11 @@ class ServingPriors(_Frozen):
     [fraction]"""
     efficiency_by_chip: dict[str, Prior] = {}
     """Per chip id, where evidence separates a chip from its stack. [fraction]"""
+    efficiency_by_workload: dict[str, Prior] = {}
+    """Per measured configuration, keyed by :func:`serving_workload_key` (chip, model,
+    precision, chips per replica): the team's own measurements of it
+    (:func:`accelsim.catalog.calibrate`); it comes before ``efficiency_by_chip``. The shipped
+    file has none. [fraction]"""
     overhead_seconds: Prior
     """Fixed time per continuous-batching iteration (scheduling, launches, sampling). [s]"""
     memory_share: Prior
@@ -121,6 +126,16 @@ class ServingPriors(_Frozen):
     def efficiency_for(self, chip_id: str, stack: Stack) -> Prior:
         """The efficiency prior of a chip: its own entry if any, else its stack's."""
         return self.efficiency_by_chip.get(chip_id, self.efficiency[stack])
+
+    def efficiency_entry(self, chip_id: str, stack: Stack, workload: str) -> tuple[str, Prior]:
+        """The efficiency prior a replica draws and its dotted name: the measured
+        configuration's (``workload``, a :func:`serving_workload_key`), else the chip's, else
+        the stack's."""
+        if workload in self.efficiency_by_workload:
+            return f"efficiency_by_workload.{workload}", self.efficiency_by_workload[workload]
+        if chip_id in self.efficiency_by_chip:
+            return f"efficiency_by_chip.{chip_id}", self.efficiency_by_chip[chip_id]
+        return f"efficiency.{stack}", self.efficiency[stack]
 
     def prefill_chunk_for(self, chip_id: str, stack: Stack) -> tuple[str, Prior]:
         """The default chunked-prefill budget of a chip and its dotted name: the chip's own
@@ -176,6 +191,15 @@ class ServingPriors(_Frozen):
         return out
 
 
+def serving_workload_key(chip_id: str, model: str | None, precision: str, chips: int) -> str:
+    """Key of a measured serving configuration: ``"<chip>/<model>/<precision>/x<chips>"``.
+
+    >>> serving_workload_key("h100-sxm", "llama-3.1-70b", "fp8", 2)
+    'h100-sxm/llama-3.1-70b/fp8/x2'
+    """
+    return f"{chip_id}/{model or 'custom'}/{precision}/x{chips}"
+
+
 def load_serving_priors(path: str | Path) -> ServingPriors:
     """Read and validate a serving-priors file laid out like the shipped ``serving.yaml``."""
     return load_validated(path, ServingPriors, "serving priors")
@@ -187,4 +211,10 @@ def serving_priors() -> ServingPriors:
     return shipped(_SHIPPED, load_serving_priors)
 
 
-__all__ = ["BYTES_PER_VALUE", "ServingPriors", "load_serving_priors", "serving_priors"]
+__all__ = [
+    "BYTES_PER_VALUE",
+    "ServingPriors",
+    "load_serving_priors",
+    "serving_priors",
+    "serving_workload_key",
+]

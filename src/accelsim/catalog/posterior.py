@@ -1,25 +1,30 @@
 """The Bayesian update behind :func:`accelsim.catalog.calibrate`, in closed form.
 
-Each calibrated figure (a chip's serving efficiency, a chip's MFU at the reference scale) is
-log-normal: its log is normal under the prior. A measurement, inverted through the library's
-own model (:mod:`accelsim.study._calibrate`), gives an *implied* log-figure ``y`` with
-known noise variance ``v`` (the record's stated run-to-run noise, squared). Chips of one
-group (a software stack, a chip kind) share part of their prior deviation: under the prior
+Each calibrated figure (a serving efficiency, a reference MFU) is log-normal: its log is
+normal under the prior. A measurement, inverted through the library's own model
+(:mod:`accelsim.study._calibrate`), gives an *implied* log-figure ``y`` with known noise
+variance ``v`` (the record's stated run-to-run noise, squared). The figure of a
+*configuration* (a model, precision and layout on a chip) is the chip's term plus its own:
 
-    log x_c = m_c + s_c (sqrt(rho) a + sqrt(1 - rho) e_c),   a, e_c ~ N(0, 1),
+    log x_k = m_c + a_c + e_k,   Var a_c = (1 - share) s_c**2,   Var e_k = share s_c**2,
 
-so two chips' log-figures correlate by ``rho`` (``data/calibration.yaml``). The posterior
-of every chip of the group is the normal conditional on the measurements (a hierarchical
-normal with known variances, so conjugate: no sampling). The chip-wise precision-weighted
-mean of its measurements is sufficient, and is summed with :func:`math.fsum` (exactly
-rounded), so the result does not depend on the order of the measurements; adding a
-measurement never widens a posterior (a conditional variance only shrinks).
+the chip terms of one group (a software stack, a chip kind) correlating by ``rho``
+(``data/calibration.yaml``), so the prior of any configuration is the chip's prior
+``N(m_c, s_c**2)``. The posterior of every chip term and every measured configuration is
+the normal conditional on the measurements (a hierarchical normal with known variances, so
+conjugate: no sampling). A measured configuration is then known to its noise; another one
+on its chip keeps at least ``share`` of its prior variance; another chip learns through
+``rho``. Each configuration's precision-weighted mean of its measurements is sufficient and
+is summed with :func:`math.fsum` (exactly rounded), so the result does not depend on the
+order of the measurements; adding a measurement never widens a posterior (a conditional
+variance only shrinks).
 
 Examples
 --------
->>> post = pooled_posterior({"a": (0.0, 1.0), "b": (0.0, 1.0)}, 0.5, [("a", 1.0, 1.0)])
->>> [round(x, 4) for x in post["a"]], [round(x, 4) for x in post["b"]]
-([0.5, 0.7071], [0.25, 0.9354])
+>>> new, seen = hierarchical_posterior(
+...     {"a": (0.0, 1.0), "b": (0.0, 1.0)}, 0.5, 0.5, [("a", "a/k", 1.0, 0.01)])
+>>> [round(x, 3) for x in seen["a/k"]], [round(x, 3) for x in new["b"]]
+([0.99, 0.1], [0.248, 0.969])
 """
 
 from __future__ import annotations
@@ -56,6 +61,10 @@ class CalibrationPriors(_Frozen):
     """Correlation of two chips' log serving efficiency within a software stack. [-]"""
     mfu_chip_correlation: Prior
     """Correlation of two chips' log MFU at the reference scale within a chip kind. [-]"""
+    efficiency_config_share: Prior
+    """Share of the serving-efficiency prior's log-variance specific to a configuration. [-]"""
+    mfu_config_share: Prior
+    """Share of the reference-MFU prior's log-variance specific to a model size. [-]"""
     serving_noise: Prior
     """Run-to-run noise of a serving measurement stating none: log-standard deviation. [-]"""
     training_noise: Prior
@@ -122,51 +131,6 @@ def outlier(y: float, prior: tuple[float, float], noise_var: float) -> float:
     return (y - mu) / math.sqrt(sigma**2 + noise_var)
 
 
-def pooled_posterior(
-    priors: Mapping[str, tuple[float, float]],
-    rho: float,
-    evidence: Sequence[tuple[str, float, float]],
-) -> dict[str, tuple[float, float]]:
-    """Posterior (mu, sigma) of every chip's log-figure given measurements on some of them.
-
-    Parameters
-    ----------
-    priors : mapping
-        Chip id -> prior (mu, sigma) of its log-figure.
-    rho : float
-        Prior correlation of two chips' log-figures, in [0, 1).
-    evidence : sequence of (chip, y, v)
-        Implied log-figure ``y`` of a measurement on ``chip`` with noise variance ``v`` > 0.
-
-    Returns
-    -------
-    dict
-        Chip id -> posterior (mu, sigma), for every chip of ``priors``.
-    """
-    if not 0.0 <= rho < 1.0:
-        raise ValueError(f"rho must be in [0, 1), got {rho}")
-    chips = sorted(priors)
-    measured = sorted({c for c, _, _ in evidence})
-    if not measured:
-        return {c: priors[c] for c in chips}
-    mu = np.array([priors[c][0] for c in chips])
-    sd = np.array([priors[c][1] for c in chips])
-    cov = rho * np.outer(sd, sd)
-    np.fill_diagonal(cov, sd**2)
-    idx = [chips.index(c) for c in measured]
-    precision = [math.fsum(1.0 / v for c, _, v in evidence if c == m) for m in measured]
-    means = [
-        math.fsum(y / v for c, y, v in evidence if c == m) / p
-        for m, p in zip(measured, precision, strict=True)
-    ]
-    obs = cov[np.ix_(idx, idx)] + np.diag(1.0 / np.array(precision))
-    gain = np.linalg.solve(obs, cov[idx, :]).T
-    post_mu = mu + gain @ (np.array(means) - mu[idx])
-    post_var = np.diag(cov) - np.einsum("ij,ji->i", gain, cov[idx, :])
-    post_sd = np.sqrt(np.maximum(post_var, 0.0))
-    return {c: (float(post_mu[i]), float(post_sd[i])) for i, c in enumerate(chips)}
-
-
 def poisson_rate_posterior(
     prior: Dist, events: int, exposure: float
 ) -> tuple[tuple[float, float, float], float]:
@@ -197,6 +161,84 @@ def poisson_rate_posterior(
     return (low, mid, high), min(1.0, 2.0 * tail)
 
 
+def hierarchical_posterior(
+    priors: Mapping[str, tuple[float, float]],
+    rho: float,
+    share: float,
+    evidence: Sequence[tuple[str, str, float, float]],
+) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float]]]:
+    """Posteriors of each chip's and each measured configuration's log-figure.
+
+    A configuration (a model, precision and layout on a chip) deviates from its chip by its
+    own term: ``log x = m_c + a_c + e_k``, where the chip terms ``a_c`` carry ``1 - share``
+    of the prior variance ``s_c**2`` and correlate by ``rho`` between chips, and the
+    configuration term ``e_k`` carries ``share`` of it, independently. The prior marginal of
+    any configuration is the prior, ``N(m_c, s_c**2)``.
+
+    Parameters
+    ----------
+    priors : mapping
+        Chip -> prior (mu, sigma) of the log-figure of a configuration on it.
+    rho : float
+        Correlation of two chips' chip terms, in [0, 1).
+    share : float
+        Share of the prior variance specific to a configuration, in [0, 1).
+    evidence : sequence of (chip, configuration, y, v)
+        Implied log-figure ``y`` of a measurement of ``configuration`` on ``chip`` with
+        noise variance ``v`` > 0.
+
+    Returns
+    -------
+    (dict, dict)
+        Chip -> (mu, sigma) of a configuration not measured on it (chip term posterior plus
+        the configuration term), for every chip of ``priors``; configuration -> (mu, sigma)
+        of each measured configuration.
+
+    Examples
+    --------
+    >>> new, seen = hierarchical_posterior({"a": (0.0, 1.0)}, 0.0, 0.5, [("a", "k", 1.0, 0.01)])
+    >>> [round(x, 3) for x in seen["k"]], [round(x, 3) for x in new["a"]]
+    ([0.99, 0.1], [0.495, 0.867])
+    """
+    if not (0.0 <= rho < 1.0 and 0.0 <= share < 1.0):
+        raise ValueError(f"rho and share must be in [0, 1), got {rho}, {share}")
+    chips = sorted(priors)
+    configs = sorted({(c, k) for c, k, _, _ in evidence})
+    sd = np.array([priors[c][1] for c in chips]) * math.sqrt(1.0 - share)
+    mu = np.array([priors[c][0] for c in chips])
+    # Targets: every chip term, then every measured configuration (chip term + own term).
+    index = [chips.index(c) for c, _ in configs]
+    load = np.vstack([np.eye(len(chips)), np.eye(len(chips))[index]]) if configs else None
+    chip_cov = rho * np.outer(sd, sd)
+    np.fill_diagonal(chip_cov, sd**2)
+    if load is None:
+        return {c: priors[c] for c in chips}, {}
+    own = np.zeros(len(chips) + len(configs))
+    own[len(chips) :] = [share * priors[c][1] ** 2 for c, _ in configs]
+    cov = load @ chip_cov @ load.T + np.diag(own)
+    mean = load @ mu
+    precision = [math.fsum(1.0 / v for c, k, _, v in evidence if (c, k) == ck) for ck in configs]
+    means = [
+        math.fsum(y / v for c, k, y, v in evidence if (c, k) == ck) / p
+        for ck, p in zip(configs, precision, strict=True)
+    ]
+    obs = list(range(len(chips), len(chips) + len(configs)))
+    gain = np.linalg.solve(
+        cov[np.ix_(obs, obs)] + np.diag(1.0 / np.array(precision)), cov[obs, :]
+    ).T
+    post_mu = mean + gain @ (np.array(means) - mean[obs])
+    post_var = np.maximum(np.diag(cov) - np.einsum("ij,ji->i", gain, cov[obs, :]), 0.0)
+    new = {
+        c: (float(post_mu[i]), math.sqrt(float(post_var[i]) + share * priors[c][1] ** 2))
+        for i, c in enumerate(chips)
+    }
+    seen = {
+        k: (float(post_mu[len(chips) + j]), math.sqrt(float(post_var[len(chips) + j])))
+        for j, (_, k) in enumerate(configs)
+    }
+    return new, seen
+
+
 def quantiles(mu: float, sigma: float) -> tuple[float, float, float]:
     """5 %, 50 % and 95 % quantiles of the log-normal (mu, sigma)."""
     return (math.exp(mu - _Z95 * sigma), math.exp(mu), math.exp(mu + _Z95 * sigma))
@@ -217,10 +259,10 @@ __all__ = [
     "CalibratedPrior",
     "CalibrationPriors",
     "calibration_priors",
+    "hierarchical_posterior",
     "log_normal_params",
     "outlier",
     "poisson_rate_posterior",
-    "pooled_posterior",
     "posterior_prior",
     "quantiles",
 ]

@@ -130,9 +130,10 @@ def _draw_mfu(
         return MfuInputs(mfu), draws.get(
             "assumptions.optimization_hours", a.optimization_hours, 0.0
         )
-    key = mfu_reference_key(info.chip, work.total_params is not None)
-    if key in p.mfu_reference_by_chip:
-        return _calibrated_mfu(scenario, cat, draws, info, key)
+    moe = work.total_params is not None
+    for key in (mfu_reference_key(info.chip, moe, work.params), mfu_reference_key(info.chip, moe)):
+        if key in p.mfu_reference_by_chip:  # the measured model size first, then the chip
+            return _calibrated_mfu(scenario, cat, draws, info, key)
     by_chip = p.mfu_ceiling_by_chip.get(info.chip)
     if work.total_params is not None and p.mfu_ceiling_moe is not None:
         # A mixture of experts: routing, all-to-all and small expert matmuls keep its MFU
