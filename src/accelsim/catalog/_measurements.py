@@ -76,7 +76,9 @@ class ServingMeasurement(_Frozen):
     """Serving engine and version, e.g. ``"vLLM 0.11"`` (recorded, not modelled)."""
     noise: float | None = Field(default=None, gt=0, le=2)
     """Run-to-run noise: standard deviation of the log of the measured figure; ``None``: the
-    catalog's ``serving_noise`` (``data/calibration.yaml``). [dimensionless]"""
+    catalog's ``serving_noise`` (``data/calibration.yaml``). Someone else's published result
+    is not a repeat of your stack: two MLPerf submitters' results for one configuration
+    differ by a median 12 %, so give such a record about 0.15. [dimensionless]"""
     source: str = ""
     """Where the record was read from (a file name), for the summaries."""
 
