@@ -6,6 +6,7 @@ The public surface is listed in ``__all__``; see DESIGN.md's public contract.
 from importlib.metadata import version as _version
 
 from accelsim import catalog
+from accelsim.catalog import Measurements, ServingMeasurement, TrainingMeasurement
 from accelsim.dists import (
     PERT,
     Beta,
@@ -41,6 +42,7 @@ from accelsim.scenario import (
     load_scenario,
 )
 from accelsim.study import (
+    CalibrationWarning,
     FleetSizing,
     MorrisResult,
     SensitivityResult,
@@ -55,6 +57,12 @@ from accelsim.study import (
     size_fleet,
     sweep,
 )
+from accelsim.study import calibrate as _calibrate
+
+# The catalog's public calibrate inverts measurements through the model and the studies,
+# which sit above the catalog layer: it is implemented in accelsim.study and bound here,
+# where every layer is loaded (importing any accelsim module runs this file first).
+catalog.calibrate = _calibrate
 
 __version__ = _version("accelsim")
 
@@ -64,6 +72,7 @@ __all__ = [
     "AccelsimError",
     "Assumptions",
     "Beta",
+    "CalibrationWarning",
     "Choice",
     "Comparison",
     "Credit",
@@ -74,6 +83,7 @@ __all__ = [
     "Goals",
     "JobStream",
     "LogNormal",
+    "Measurements",
     "MorrisResult",
     "Normal",
     "OfferNotFoundError",
@@ -84,11 +94,13 @@ __all__ = [
     "ScenarioFileError",
     "SensitivityResult",
     "Serving",
+    "ServingMeasurement",
     "SobolResult",
     "SpearmanResult",
     "SweepResult",
     "TornadoResult",
     "Trace",
+    "TrainingMeasurement",
     "TrainingPhase",
     "TrainingRun",
     "Triangular",

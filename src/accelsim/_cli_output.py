@@ -88,6 +88,8 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
         out: dict[str, Any] = {"scenario": res.scenario_name, "runs": res.runs, "metrics": summary}
         if "precision" in res.extras:
             out["precision"] = res.extras["precision"]
+        if "calibration" in res.extras:
+            out["calibration"] = res.extras["calibration"]
         print(_json(out), file=stream)
     elif fmt == "csv":
         writer = csv.writer(stream, lineterminator="\n")

@@ -34,6 +34,7 @@ from accelsim._cli_goals import (
     _MaxWait,
     _SloGoal,
 )
+from accelsim._cli_measurements import _MeasuredContext, _MeasurementFiles, measured_catalog
 from accelsim._cli_output import _emit, _format, _json, _show
 from accelsim._cli_prices import _Prices, with_prices
 from accelsim._yaml import load_yaml, to_plain
@@ -248,9 +249,12 @@ def run(
     csv_out: _Csv = False,
     max_price_age_days: _MaxPriceAge = 182,
     prices: _Prices = None,
+    measurements: _MeasurementFiles = None,
+    measured: _MeasuredContext = None,
 ) -> None:
     """Simulate one scenario file: mean, Monte Carlo error and P5/P50/P95 of each metric."""
     fmt = _format(json_out, csv_out)
+    cat = measured_catalog(measurements, measured)
     n_runs = _runs(runs)
     if out is not None and Path(out).suffix.lower() not in {".csv", ".json"}:
         raise AccelsimError(f"--out takes a .csv or .json file, not {out!r}")
@@ -269,6 +273,7 @@ def run(
             engine=engine,  # type: ignore[arg-type]  # simulate checks it and names the choices
             store=store,
             resume=resume,
+            catalog=cat,
         )
     _emit(res, fmt)
     _warn_stale_prices([res], max_price_age_days)
@@ -313,6 +318,8 @@ def compare_(
     max_wait_hours: _MaxWait = None,
     confidence: _Confidence = 0.9,
     prices: _Prices = None,
+    measurements: _MeasurementFiles = None,
+    measured: _MeasuredContext = None,
 ) -> None:
     """Compare scenario files with common random numbers: table, odds and a recommendation.
 
@@ -328,8 +335,9 @@ def compare_(
     goals = _goals(
         named.values(), deadline_days, budget_usd, slo_attainment, max_wait_hours, confidence
     )
+    cat = measured_catalog(measurements, measured)
     with _executor(workers) as pool:
-        cmp = compare(named, runs=runs, seed=seed, executor=pool, goals=goals)
+        cmp = compare(named, runs=runs, seed=seed, executor=pool, goals=goals, catalog=cat)
     _warn_stale_prices(cmp.results.values(), max_price_age_days)
     if json_out:
         rec = cmp.recommendation
@@ -400,9 +408,12 @@ def sweep_(
     json_out: _Json = False,
     csv_out: _Csv = False,
     prices: _Prices = None,
+    measurements: _MeasurementFiles = None,
+    measured: _MeasuredContext = None,
 ) -> None:
     """Simulate every point of a grid, with common random numbers across points."""
     fmt = _format(json_out, csv_out)
+    cat = measured_catalog(measurements, measured)
     s = load_scenario(scenario)
     if not Path(grid).is_file():
         raise AccelsimError(f"{grid}: no such grid file")
@@ -423,7 +434,9 @@ def sweep_(
                 raise AccelsimError(text) from None
     _check_metrics(s, metrics.split(","), "--metrics")
     with _executor(workers) as pool:
-        sw = sweep(s, axes, runs=runs, seed=seed, metrics=metrics.split(","), executor=pool)
+        sw = sweep(
+            s, axes, runs=runs, seed=seed, metrics=metrics.split(","), executor=pool, catalog=cat
+        )
     rows = sw.rows
     if fmt == "json":
         print(_json(list(rows)))
@@ -474,6 +487,8 @@ def report_(
     max_wait_hours: _MaxWait = None,
     confidence: _Confidence = 0.9,
     prices: _Prices = None,
+    measurements: _MeasurementFiles = None,
+    measured: _MeasuredContext = None,
 ) -> None:
     """Write a self-contained HTML report: question, answer, figures, assumptions, sources.
 
@@ -494,11 +509,13 @@ def report_(
         raise AccelsimError(
             "goals are read on a comparison: give two scenario files or more, or drop the goals"
         )
+    cat = measured_catalog(measurements, measured)
     with _executor(workers) as pool:
         if len(named) == 1:
-            results: Any = simulate(next(iter(named.values())), runs=runs, seed=seed, executor=pool)
+            only = next(iter(named.values()))
+            results: Any = simulate(only, runs=runs, seed=seed, executor=pool, catalog=cat)
         else:
-            results = compare(named, runs=runs, seed=seed, executor=pool, goals=goals)
+            results = compare(named, runs=runs, seed=seed, executor=pool, goals=goals, catalog=cat)
     files = " ".join(scenarios)
     flags = "".join(
         f" --{g.replace('_', '-')} {getattr(goals, g):g}" for g in (goals.names if goals else ())
@@ -506,6 +523,8 @@ def report_(
     if goals is not None:
         flags += f" --confidence {goals.confidence:g}"
     flags += f" --prices {prices}" if prices is not None else ""
+    flags += "".join(f" --measurements {m}" for m in measurements or ())
+    flags += "".join(f" --measured {m}" for m in measured or ())
     how = f"accelsim report {files} --runs {runs} --seed {seed}{flags}"
     out = write_report(
         results, output, scenarios=named, title=title, sensitivity=sensitivity, reproduce=how

@@ -19,14 +19,25 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from accelsim.catalog._age import stale_offers
-from accelsim.catalog._loader import Catalog, activate, active, builtin_catalog
+from accelsim.catalog._loader import Catalog, activate, active, builtin_catalog, save
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
+from accelsim.catalog._measurements import Measurements, ServingMeasurement, TrainingMeasurement
 from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
-from accelsim.catalog._priors import Fit, Framework, Kind, Prior, Priors, ProviderKind, Stack
+from accelsim.catalog._priors import (
+    Fit,
+    Framework,
+    Kind,
+    Prior,
+    Priors,
+    ProviderKind,
+    Stack,
+    mfu_reference_key,
+)
 from accelsim.catalog._quote import quote_document
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
@@ -43,7 +54,12 @@ from accelsim.catalog._schema import (
     Pricing,
     Source,
 )
-from accelsim.catalog._serving_priors import BYTES_PER_VALUE, ServingPriors, serving_priors
+from accelsim.catalog._serving_priors import (
+    BYTES_PER_VALUE,
+    ServingPriors,
+    serving_priors,
+    serving_workload_key,
+)
 from accelsim.catalog._skypilot import (
     SkyPilotFeed,
     UnmappedAccelerator,
@@ -51,6 +67,7 @@ from accelsim.catalog._skypilot import (
     read_skypilot,
 )
 from accelsim.catalog._skypilot import load_skypilot as _load_skypilot
+from accelsim.catalog.posterior import CalibratedPrior
 
 
 def chips() -> dict[str, Chip]:
@@ -168,6 +185,16 @@ def load_skypilot(path: str | Path) -> Catalog:
     return _load_skypilot(path)
 
 
+calibrate: Callable[..., Catalog]
+"""``calibrate(measurements, *, catalog=None) -> Catalog``: the priors updated by a team's
+own measurements (:class:`Measurements`), a Bayesian update carried through the model.
+
+Implemented in :func:`accelsim.study.calibrate` and bound here by ``accelsim/__init__``:
+inverting a measurement needs the model and the studies, which sit above the catalog, so
+the catalog layer cannot import it; the public name stays with the catalog it returns.
+"""
+
+
 def reset() -> Catalog:
     """Go back to the built-in catalog (undoes :func:`load`)."""
     return _reset()
@@ -178,11 +205,13 @@ __all__ = [
     "PRICING_MODELS",
     "BlockLengths",
     "BlockTerms",
+    "CalibratedPrior",
     "Catalog",
     "Chip",
     "Fit",
     "Framework",
     "Kind",
+    "Measurements",
     "ModelPreset",
     "NotPublished",
     "Offer",
@@ -195,20 +224,24 @@ __all__ = [
     "Priors",
     "ProviderKind",
     "ScalingDefaults",
+    "ServingMeasurement",
     "ServingPriors",
     "SkyPilotFeed",
     "Source",
     "Stack",
+    "TrainingMeasurement",
     "UnmappedAccelerator",
     "UnmappedAcceleratorWarning",
     "activate",
     "active",
     "builtin_catalog",
+    "calibrate",
     "cheapest",
     "chip",
     "chips",
     "load",
     "load_skypilot",
+    "mfu_reference_key",
     "model_preset",
     "model_presets",
     "offers",
@@ -218,8 +251,10 @@ __all__ = [
     "quote_document",
     "read_skypilot",
     "reset",
+    "save",
     "scaling_defaults",
     "serving_priors",
+    "serving_workload_key",
     "site",
     "stale_offers",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from accelsim._yaml import line_of, load_yaml, load_yaml_text, to_plain
 from accelsim.catalog._model_presets import ModelPreset, model_presets
-from accelsim.catalog._priors import Priors, priors
+from accelsim.catalog._priors import Prior, Priors, priors
 from accelsim.catalog._scaling import ScalingDefaults, scaling_defaults
 from accelsim.catalog._schema import (
     PRICING_MODELS,
@@ -37,6 +38,7 @@ from accelsim.catalog._schema import (
     Pricing,
 )
 from accelsim.catalog._serving_priors import ServingPriors, serving_priors
+from accelsim.catalog.posterior import CalibratedPrior
 from accelsim.errors import (
     OfferNotFoundError,
     ScenarioFileError,
@@ -68,12 +70,17 @@ def quote_command(chip: str, provider: str, pricing: str, region: str | None = N
 
 
 class _CatalogFile(BaseModel):
-    """Shape of a catalog file: optional ``chips`` and ``price_sheets`` lists."""
+    """Shape of a catalog file: optional ``chips`` and ``price_sheets`` lists, and the
+    priors of a saved catalog (:func:`save`): ``priors``, ``serving_priors`` (whole) and
+    the ``calibration`` records."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     chips: tuple[Chip, ...] = ()
     price_sheets: tuple[PriceSheet, ...] = ()
+    priors: Priors | None = None
+    serving_priors: ServingPriors | None = None
+    calibration: tuple[CalibratedPrior, ...] = ()
 
 
 def _check_pricing(pricing: str) -> Pricing:
@@ -116,6 +123,9 @@ class Catalog:
     """The priors of serving workloads."""
     model_presets: Mapping[str, ModelPreset] = field(default_factory=model_presets)
     """Model presets by id."""
+    calibration: tuple[CalibratedPrior, ...] = ()
+    """What :func:`accelsim.catalog.calibrate` changed: each calibrated prior with its
+    evidence, prior and posterior, by name; empty for a catalog not calibrated."""
     _index: Mapping[tuple[str, str, str], tuple[Offer, ...]] = field(
         init=False, repr=False, compare=False
     )
@@ -146,6 +156,7 @@ class Catalog:
             self.scaling,
             self.serving_priors,
             dict(self.model_presets),
+            self.calibration,
         )
         return (type(self), args)
 
@@ -250,6 +261,47 @@ class Catalog:
                 f"sheets with a site: {', '.join(with_site) or 'none'}"
             )
         return sheet.site
+
+    def calibrated(
+        self,
+        records: Iterable[CalibratedPrior],
+        *,
+        efficiency: Mapping[str, Prior] | None = None,
+        efficiency_workload: Mapping[str, Prior] | None = None,
+        mfu: Mapping[str, Prior] | None = None,
+        mfu_chips: Mapping[str, Prior] | None = None,
+        failure_rate: Prior | None = None,
+    ) -> Catalog:
+        """This catalog with posteriors laid over its priors and ``records`` added to
+        :attr:`calibration` (a record of the same name replaced): serving efficiencies by
+        chip and by measured configuration (``efficiency_by_chip``,
+        ``efficiency_by_workload``), reference MFUs and their measured scales
+        (``mfu_reference_by_chip``, ``mfu_reference_chips_by_chip``) and the job
+        interruption rate (``failure_rate_per_chip_hour``)."""
+        sp, p = self.serving_priors, self.priors
+        serving = sp.model_copy(
+            update={
+                "efficiency_by_chip": {**sp.efficiency_by_chip, **(efficiency or {})},
+                "efficiency_by_workload": {
+                    **sp.efficiency_by_workload,
+                    **(efficiency_workload or {}),
+                },
+            }
+        )
+        priors = p.model_copy(
+            update={
+                "mfu_reference_by_chip": {**p.mfu_reference_by_chip, **(mfu or {})},
+                "mfu_reference_chips_by_chip": {
+                    **p.mfu_reference_chips_by_chip,
+                    **(mfu_chips or {}),
+                },
+                "failure_rate_per_chip_hour": failure_rate or p.failure_rate_per_chip_hour,
+            }
+        )
+        new = {r.name: r for r in records}
+        kept = [r for r in self.calibration if r.name not in new]
+        ordered = tuple(sorted([*kept, *new.values()], key=lambda r: r.name))
+        return replace(self, serving_priors=serving, priors=priors, calibration=ordered)
 
     def merged(self, chips: Iterable[Chip], sheets: Iterable[PriceSheet]) -> Catalog:
         """This catalog with ``chips`` and ``sheets`` laid over it.
@@ -360,8 +412,30 @@ def load(path: str | Path) -> Catalog:
         raise _merge_error(source, doc, _offer_loc(parsed, exc.chip_id), exc) from None
     except ValueError as exc:  # a sheet with on_prem offers and no site, here or built in
         raise _merge_error(source, doc, _sheet_loc(parsed, str(exc)), exc) from None
+    catalog = replace(
+        catalog,
+        priors=parsed.priors or catalog.priors,
+        serving_priors=parsed.serving_priors or catalog.serving_priors,
+        calibration=parsed.calibration,
+    )
     _active = catalog
     return catalog
+
+
+def save(catalog: Catalog, path: str | Path) -> Path:
+    """Write ``catalog`` to ``path`` so that :func:`load` gives it back: its chips, price
+    sheets, priors, serving priors and calibration records (JSON, which is YAML 1.2). The
+    scaling defaults and model presets are the built-ins' and are not written."""
+    doc = {
+        "chips": [c.model_dump(mode="json") for c in catalog.chips.values()],
+        "price_sheets": [s.model_dump(mode="json") for s in catalog.sheets.values()],
+        "priors": catalog.priors.model_dump(mode="json"),
+        "serving_priors": catalog.serving_priors.model_dump(mode="json"),
+        "calibration": [r.model_dump(mode="json") for r in catalog.calibration],
+    }
+    out = Path(path)
+    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return out
 
 
 def _merge_error(source: str, doc: Any, loc: tuple[str | int, ...], exc: Exception) -> Exception:
@@ -402,4 +476,4 @@ def reset() -> Catalog:
     return builtin_catalog()
 
 
-__all__ = ["Catalog", "activate", "active", "builtin_catalog", "load", "reset"]
+__all__ = ["Catalog", "activate", "active", "builtin_catalog", "load", "reset", "save"]

@@ -150,6 +150,17 @@ class Priors(_Frozen):
     """Per chip generation, where published MFUs separate it from its kind (Ampere runs
     reach higher MFU than Hopper runs), keyed by chip id; other chips use ``mfu_ceiling``.
     [fraction]"""
+    mfu_reference_by_chip: dict[str, Prior] = {}
+    """MFU a team's own code reaches at ``mfu_reference_chips`` on a chip, from its
+    measurements (:func:`accelsim.catalog.calibrate`), keyed by :func:`mfu_reference_key`:
+    a measured model size (``"<chip>/<params>"``) first, else the chip (``"<chip>"``,
+    ``"<chip>:moe"`` for a mixture of experts). Where present it replaces the ceiling and
+    the learning curve of runs of that kind on that chip (the measured code is already
+    optimised, as the user's own ``Assumptions.mfu``). The shipped file has none.
+    [fraction]"""
+    mfu_reference_chips_by_chip: dict[str, Prior] = {}
+    """Scale of the measured runs behind ``mfu_reference_by_chip`` (their geometric mean), in
+    place of ``mfu_reference_chips``, under the same keys. [chips]"""
     mfu_ceiling_moe: Prior | None = None
     """MFU ceiling of mixture-of-experts training on GPUs (6 x active parameters x tokens
     over the BF16 peak), in place of the dense ceilings; ``None`` in a priors file without
@@ -351,6 +362,18 @@ class Priors(_Frozen):
         return out
 
 
+def mfu_reference_key(chip_id: str, moe: bool, params: float | None = None) -> str:
+    """The key of a calibrated reference MFU: the chip id, ``"<chip>:moe"`` for a mixture of
+    experts (whose routing and all-to-all keep its MFU apart from a dense model's); with
+    ``params``, the key of one measured model size on it, ``"<chip>/<params>"``.
+
+    >>> mfu_reference_key("h100-sxm", False), mfu_reference_key("h100-sxm", True, 37e9)
+    ('h100-sxm', 'h100-sxm:moe/3.7e+10')
+    """
+    chip = f"{chip_id}:moe" if moe else chip_id
+    return chip if params is None else f"{chip}/{params:.6g}"
+
+
 def load_priors(path: str | Path) -> Priors:
     """Read and validate a priors file laid out like the shipped ``data/priors.yaml``.
 
@@ -396,5 +419,6 @@ __all__ = [
     "Stack",
     "TrainingPrecision",
     "load_priors",
+    "mfu_reference_key",
     "priors",
 ]

@@ -94,6 +94,11 @@ class ServingPriors(_Frozen):
     efficiency_by_precision: dict[Precision, Prior] = {}
     """Per weight precision, where evidence separates a number format from its stack (FP4:
     its tensor peak is reached less than FP8's); a chip's own entry comes first. [fraction]"""
+    efficiency_by_workload: dict[str, Prior] = {}
+    """Per measured configuration, keyed by :func:`serving_workload_key` (chip, model,
+    precision, chips per replica): the team's own measurements of it
+    (:func:`accelsim.catalog.calibrate`); it comes before ``efficiency_by_chip``. The shipped
+    file has none. [fraction]"""
     overhead_seconds: Prior
     """Fixed time per continuous-batching iteration (scheduling, launches, sampling). [s]"""
     memory_share: Prior
@@ -147,15 +152,19 @@ class ServingPriors(_Frozen):
         return self.efficiency_by_chip.get(chip_id, self.efficiency[stack])
 
     def efficiency_entry(
-        self, chip_id: str, stack: Stack, precision: Precision
+        self, chip_id: str, stack: Stack, precision: Precision, workload: str | None = None
     ) -> tuple[str, Prior]:
-        """The efficiency prior of a deployment and its dotted name: the chip's own entry,
-        else its weight precision's, else its stack's.
+        """The efficiency prior of a deployment and its dotted name: the measured
+        configuration's (``workload``, a :func:`serving_workload_key`; the team's own
+        measurements), else the chip's own entry, else its weight precision's, else its
+        stack's.
 
         >>> p = serving_priors()
         >>> [p.efficiency_entry("b200", "cuda", bits)[0] for bits in ("fp4", "fp8")]
         ['efficiency_by_precision.fp4', 'efficiency.cuda']
         """
+        if workload is not None and workload in self.efficiency_by_workload:
+            return f"efficiency_by_workload.{workload}", self.efficiency_by_workload[workload]
         if chip_id in self.efficiency_by_chip:
             return f"efficiency_by_chip.{chip_id}", self.efficiency_by_chip[chip_id]
         if precision in self.efficiency_by_precision:
@@ -227,6 +236,15 @@ class ServingPriors(_Frozen):
         return out
 
 
+def serving_workload_key(chip_id: str, model: str | None, precision: str, chips: int) -> str:
+    """Key of a measured serving configuration: ``"<chip>/<model>/<precision>/x<chips>"``.
+
+    >>> serving_workload_key("h100-sxm", "llama-3.1-70b", "fp8", 2)
+    'h100-sxm/llama-3.1-70b/fp8/x2'
+    """
+    return f"{chip_id}/{model or 'custom'}/{precision}/x{chips}"
+
+
 def load_serving_priors(path: str | Path) -> ServingPriors:
     """Read and validate a serving-priors file laid out like the shipped ``serving.yaml``."""
     return load_validated(path, ServingPriors, "serving priors")
@@ -244,4 +262,5 @@ __all__ = [
     "ServingPriors",
     "load_serving_priors",
     "serving_priors",
+    "serving_workload_key",
 ]

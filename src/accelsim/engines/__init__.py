@@ -39,6 +39,7 @@ from accelsim.engines.cluster import (
     simulate_training_block,
 )
 from accelsim.engines.serving import (
+    offline_capacity,
     pair_capacity,
     replica_capacity,
     simulate_serving_block,
@@ -58,6 +59,7 @@ __all__ = [
     "check_design_runs",
     "check_runnable",
     "merge_kept",
+    "offline_capacity",
     "pair_capacity",
     "pipeline_layout",
     "price_training",

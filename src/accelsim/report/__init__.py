@@ -145,6 +145,7 @@ def render_html(
     price_list = _assumptions.prices(options, named)
     version = importlib.metadata.version("accelsim")
     calibration, calibration_page = _provenance.calibration_lines(kind, calibration_status())
+    calibration = (*_provenance.measured_lines(options.values()), *calibration)
     if not named:
         assumptions_note = (
             "The scenarios were not given to the report, so assumptions you set cannot be "

@@ -4,6 +4,7 @@ catalog offer behind each pool."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +65,24 @@ def _user_value(scenario: Scenario | None, scope: str, path: str) -> object | No
     return value
 
 
+_MEASURED_SCALE = "priors.mfu_reference_chips_by_chip."
+
+
+def _calibrated_row(
+    name: str, record: dict[str, Any] | None, drawn: str, used_by: str
+) -> Assumption:
+    """The row of a prior calibrated to the user's measurements (``record``: the result's
+    ``extras["calibration"]`` entry; ``None`` for the measured scale of a calibrated MFU)."""
+    if record is None:
+        value, basis, note = drawn.removesuffix(" (every run)"), "the measured runs' scale", ""
+    else:
+        low, mid, high = record["posterior"]
+        value = f"{mid:.3g} [{low:.3g}-{high:.3g}]"
+        basis = f"{record['measurements']} measurement(s), {record['pooled']} pooled"
+        note = f"{record['summary']}" + "".join(f" Flagged: {f}" for f in record["flags"])
+    return Assumption(name, value, "", "your measurements", False, basis, (), drawn, used_by, note)
+
+
 def assumptions(
     results: Mapping[str, Result], scenarios: Mapping[str, Scenario]
 ) -> tuple[Assumption, ...]:
@@ -73,6 +92,7 @@ def assumptions(
     # prefill_chunk_tokens_by_chip.a100-80gb...): looked up under ``serving.<name>``.
     by_name |= {f"serving.{k}": v for k, v in catalog.serving_priors().by_name().items()}
     names = list(dict.fromkeys(k for r in results.values() for k in r.inputs))
+    calibrated = {c["name"]: c for r in results.values() for c in r.extras.get("calibration", ())}
     rows: list[Assumption] = []
     for name in names:
         users = [n for n, r in results.items() if name in r.inputs]
@@ -101,6 +121,8 @@ def assumptions(
                     used_by,
                 )
             )
+        elif name in calibrated or name.startswith(_MEASURED_SCALE):
+            rows.append(_calibrated_row(name, calibrated.get(name), _drawn(x), used_by))
         elif path in _SITE_FIELDS and pricing == "on_prem":
             provider = getattr(res.info, "provider", None) or "on_prem"
             site = catalog.site(provider)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from accelsim.report._page_data import SERVING, TRAINING, Price
@@ -88,3 +88,15 @@ def reproduce_rows(
 def today() -> str:
     """The date the page is written (UTC)."""
     return datetime.datetime.now(datetime.UTC).date().isoformat()
+
+
+def measured_lines(results: Iterable[Result]) -> list[str]:
+    """One line per calibrated prior the results drew (``extras["calibration"]``, from
+    :func:`accelsim.catalog.calibrate`): its name, the measurements behind it, prior against
+    posterior, and each flag raised on a measurement; no line twice."""
+    lines: list[str] = []
+    for res in results:
+        for record in res.extras.get("calibration", ()):
+            lines.append(f"Calibrated to your measurements: {record['summary']}.")
+            lines.extend(f"Flagged measurement: {flag}." for flag in record.get("flags", ()))
+    return list(dict.fromkeys(lines))

@@ -286,6 +286,10 @@ class Result:
         (over pair means for ``"antithetic"``), which the first line names when not ``"mc"``.
         With one run the error reads ``n/a``.
 
+        With a calibrated catalog (:func:`accelsim.catalog.calibrate`), a line per calibrated
+        prior the study drew names it, the measurements behind it and its prior and
+        posterior, and repeats any flag raised on a measurement.
+
         A last line warns when a price the study used is older than ``max_price_age_days``
         today (default 182, about six months; ``None`` turns the warning off), naming each
         such offer: see :meth:`stale_prices`.
@@ -293,6 +297,9 @@ class Result:
         text = str(self.as_table(metrics))
         if (moved := self.price_change_note()) is not None:
             text = f"{text}\n{moved}"
+        for record in self.extras.get("calibration", ()):
+            text += f"\ncalibrated: {record['summary']}"
+            text += "".join(f"\n  flagged: {flag}" for flag in record.get("flags", ()))
         if max_price_age_days is None:
             return text
         warning = self.price_age_warning(max_price_age_days)

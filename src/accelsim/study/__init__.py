@@ -6,6 +6,7 @@ the usage and gathers one array per metric. Chunks run in-process or on any
 whatever the executor. Stores keep finished chunks on disk for resuming.
 """
 
+from accelsim.study._calibrate import CalibrationWarning, calibrate
 from accelsim.study._chunks import DEFAULT_RUNS
 from accelsim.study._compare import compare
 from accelsim.study._runner import ExecutorLike, open_executor
@@ -25,6 +26,7 @@ from accelsim.study._sweep import SERVING_SWEEP_METRICS, SweepResult, sweep
 __all__ = [
     "DEFAULT_RUNS",
     "SERVING_SWEEP_METRICS",
+    "CalibrationWarning",
     "ExecutorLike",
     "FleetSizing",
     "MorrisResult",
@@ -33,6 +35,7 @@ __all__ = [
     "SpearmanResult",
     "SweepResult",
     "TornadoResult",
+    "calibrate",
     "compare",
     "open_executor",
     "sensitivity",

@@ -7,6 +7,7 @@ from accelsim.engines import pair_capacity, replica_capacity
 from accelsim.results import Result
 from accelsim.scenario import Scenario, Serving
 from accelsim.seeding import SeedLike, as_seed_sequence
+from accelsim.study._calibration_used import calibration_used
 
 
 def serving_capacity(
@@ -75,6 +76,7 @@ def serving_capacity(
     else:
         data, draws = replica_capacity(scenario, root, 0, runs, cat=cat)
     entropy = root.entropy if isinstance(root.entropy, int) else None
+    calibrated = calibration_used(cat, draws.drawn)
     return Result(
         scenario_name=scenario.name,
         data={k: v.copy() for k, v in data.items()},
@@ -82,6 +84,7 @@ def serving_capacity(
         engine="serving_capacity",
         inputs={k: v.copy() for k, v in draws.drawn.items()},
         scenario=scenario,
+        extras={"calibration": calibrated} if calibrated else {},
     )
 
 

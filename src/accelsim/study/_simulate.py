@@ -31,6 +31,7 @@ from accelsim.engines import (
 from accelsim.results import Result
 from accelsim.scenario import Scenario, Serving, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
+from accelsim.study._calibration_used import calibration_used
 from accelsim.study._chunks import (
     DEFAULT_RUNS,
     MAX_RUNS,
@@ -325,6 +326,8 @@ def simulate(
     if used := prices_used(scenario, cat):
         extras["prices_used"] = used
         extras["oldest_price_as_of"] = used[0]["as_of"]
+    if calibrated := calibration_used(cat, inputs):
+        extras["calibration"] = calibrated
     entropy = root.entropy if isinstance(root.entropy, int) else None
     return Result(
         scenario_name=scenario.name,

@@ -11,10 +11,15 @@ the same pipeline (:mod:`._disagg`, :mod:`._blocks_disagg`).
 """
 
 from accelsim.engines.serving._blocks import simulate_serving_block
-from accelsim.engines.serving._fast import replica_capacity, simulate_serving_fast
+from accelsim.engines.serving._fast import (
+    offline_capacity,
+    replica_capacity,
+    simulate_serving_fast,
+)
 from accelsim.engines.serving._pair import pair_capacity
 
 __all__ = [
+    "offline_capacity",
     "pair_capacity",
     "replica_capacity",
     "simulate_serving_block",

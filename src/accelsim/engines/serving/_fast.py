@@ -266,4 +266,17 @@ def replica_capacity(
     }, draws
 
 
-__all__ = ["replica_capacity", "serving_metrics", "simulate_serving_fast"]
+def offline_capacity(
+    scenario: Scenario, root: InputPlan | np.random.SeedSequence, runs: int, *, cat: Catalog
+) -> FloatArray:
+    """``offline_tokens_per_s_per_chip`` of :func:`replica_capacity` alone (same draws for
+    the same root), without the SLO search: what calibration inverts, many times over.
+    [tokens/(s*chip)]"""
+    setup = planned_setup(scenario, cat)
+    draws = as_plan(root).draws(0, runs)
+    replica = draw_replica(setup, draws, cat.serving_priors)
+    per_chip = setup.output_mean / setup.chips_per_replica
+    return np.broadcast_to(np.asarray(replica.saturated_rps * per_chip, dtype=float), (runs,))
+
+
+__all__ = ["offline_capacity", "replica_capacity", "serving_metrics", "simulate_serving_fast"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from accelsim import catalog
 from accelsim._typing import BoolArray, FloatArray
-from accelsim.catalog import Catalog, Chip, ServingPriors
+from accelsim.catalog import Catalog, Chip, ServingPriors, serving_workload_key
 from accelsim.dists import Dist, Fixed, as_dist
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.models import serving as physics
@@ -310,8 +310,9 @@ def draw_replica_inputs(
     chunked-prefill budget and batch cap (each recorded under its input name)."""
     work, chip = setup.work, setup.chip
     stack = chip.software_stack
-    name, prior = serving.efficiency_entry(chip.id, stack, work.precision)
-    name = f"priors.serving.{name}"
+    measured = serving_workload_key(chip.id, work.model, work.precision, setup.chips_per_replica)
+    entry, prior = serving.efficiency_entry(chip.id, stack, work.precision, measured)
+    name = f"priors.serving.{entry}"
     # Efficiency is a share of the roofline: a draw of the prior's upper tail past 1 is 1.
     efficiency = np.minimum(draws.get(name, None, prior.value), 1.0)
     overhead = draws.get("priors.serving.overhead_seconds", None, serving.overhead_seconds.value)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from accelsim._typing import FloatArray
-from accelsim.catalog import Catalog, Fit, Kind, Pricing, Stack
+from accelsim.catalog import Catalog, Fit, Kind, Pricing, Stack, mfu_reference_key
 from accelsim.dists import LogNormal
 from accelsim.engines._inputs import InputDraws, constant
 from accelsim.engines._offers import lead_time_days, spot_preemption_prior
@@ -167,6 +169,10 @@ def _draw_mfu(
         return MfuInputs(mfu), draws.get(
             "assumptions.optimization_hours", a.optimization_hours, 0.0
         )
+    moe = work.total_params is not None
+    for key in (mfu_reference_key(info.chip, moe, work.params), mfu_reference_key(info.chip, moe)):
+        if key in p.mfu_reference_by_chip:  # the measured model size first, then the chip
+            return _calibrated_mfu(scenario, cat, draws, info, key)
     ceiling = _draw_ceiling(scenario, cat, draws, info)
     # The ceilings are BF16 figures: carried to the run's precision's peak.
     ceiling = ceiling * _precision_factor(scenario, cat, draws, info)
@@ -239,6 +245,45 @@ def _draw_ceiling(scenario: Scenario, cat: Catalog, draws: InputDraws, info: Run
     if work.fine_tune is not None and factor is not None:
         ceiling = ceiling * draws.get("priors.mfu_fine_tune_factor", None, factor.value)
     return ceiling
+
+
+def _calibrated_mfu(
+    scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo, key: str
+) -> tuple[MfuInputs, FloatArray]:
+    """The MFU draws of a chip calibrated on the team's measurements: the calibrated MFU at
+    the reference scale (the measured runs' own, where calibration gives it) in place of
+    ceiling x learning curve (a start fraction of 1 keeps it as drawn), carried across scale
+    as any reference MFU. Like the user's own MFU, it is the
+    team's optimised code: optimisation hours count only if the user states them."""
+    a, work, p = scenario.assumptions, scenario.training, cat.priors
+    prior = p.mfu_reference_by_chip[key]
+    reference = draws.get(f"priors.mfu_reference_by_chip.{key}", None, prior.value)
+    reference = reference * _precision_factor(scenario, cat, draws, info)
+    ones = np.ones_like(reference)
+    batch = draws.get(
+        "workload.global_batch_tokens", work.global_batch_tokens, p.global_batch_tokens.value
+    )
+    scale = p.mfu_reference_chips_by_chip.get(key)
+    name = f"priors.mfu_reference_chips_by_chip.{key}"
+    if scale is None:
+        scale, name = p.mfu_reference_chips, "priors.mfu_reference_chips"
+    chips_ref = draws.get(name, None, scale.value)
+    per_chip = p.global_batch_tokens_per_chip
+    mfu = MfuInputs(
+        None,
+        reference,
+        ones,
+        ones,
+        batch,
+        chips_ref,
+        batch_fixed=work.global_batch_tokens is not None,
+        tokens_per_chip=0.0
+        if per_chip is None
+        else draws.get("priors.global_batch_tokens_per_chip", None, per_chip.value),
+    )
+    if a.optimization_hours is None:
+        return mfu, draws.fixed("assumptions.optimization_hours", 0.0)
+    return mfu, draws.get("assumptions.optimization_hours", a.optimization_hours, 0.0)
 
 
 def precision_mfu_factor(gain: FloatArray | float, peak_ratio: float) -> FloatArray | float:
