@@ -97,18 +97,29 @@ def catalog_(
         _show(catalog_table(mfu=mfu))
         return
     if what is Listing.priors:
-        rows = [
-            [
-                name,
-                _describe(prior.value),
-                prior.unit,
-                "assumption" if prior.assumption else "published",
-                prior.sources[0].url,
-            ]
-            for name, prior in catalog.priors().by_name().items()
-        ]
-        _show(Table(("prior", "value", "unit", "basis", "first source"), _cells(rows)))
+        _show_priors()
         return
+    _show_prices(provider, stale, max_age_days)
+
+
+def _show_priors() -> None:
+    """The priors table: name, value, unit, published or assumption, first source."""
+    rows = [
+        [
+            name,
+            _describe(prior.value),
+            prior.unit,
+            "assumption" if prior.assumption else "published",
+            prior.sources[0].url,
+        ]
+        for name, prior in catalog.priors().by_name().items()
+    ]
+    _show(Table(("prior", "value", "unit", "basis", "first source"), _cells(rows)))
+
+
+def _show_prices(provider: str | None, stale: bool, max_age_days: int) -> None:
+    """The offers table (one provider's, or only those older than ``max_age_days``), with
+    the windows each capacity block is sold in."""
     offers = catalog.offers(provider=provider)
     if stale:
         old = {id(o) for o in catalog.stale_offers(max_age_days=max_age_days)}

@@ -289,6 +289,26 @@ def calibrate(csv_path: str | Path) -> list[RowResult]:
     return [_evaluate(row, cases[row["id"]], implied, rng) for row in rows]
 
 
+def _throughput_row(
+    row_id: str,
+    case: _Case,
+    implied: dict[str, tuple[tuple[str, ...], float]],
+    published: float,
+    rng: np.random.Generator,
+) -> RowResult:
+    """A throughput row predicted from the efficiencies the other rows imply."""
+    pool = [i for i in implied if i != row_id]
+    effs = _draws(implied, _groups(case), row_id, rng, _DRAWS)
+    overhead, share = _nuisance(rng, _DRAWS)
+    pred = _per_chip_offline(case, effs, overhead, share)
+    p5, p50, p95 = (float(v) for v in np.quantile(pred, [0.05, 0.5, 0.95]))
+    status = "covered" if p5 <= published <= p95 else "missed"
+    return RowResult(
+        row_id, "throughput", status, "", published, p5, p50, p95, case.chips, tuple(pool),
+        _classes(case),
+    )  # fmt: skip
+
+
 def _evaluate(
     row: dict[str, str],
     case: _Case | str,
@@ -305,25 +325,7 @@ def _evaluate(
     if published is None:
         return RowResult(row_id, "skipped", "skipped", reason="no per-chip throughput")
     if row_id in implied:
-        pool = [i for i in implied if i != row_id]
-        effs = _draws(implied, _groups(case), row_id, rng, _DRAWS)
-        overhead, share = _nuisance(rng, _DRAWS)
-        pred = _per_chip_offline(case, effs, overhead, share)
-        p5, p50, p95 = (float(v) for v in np.quantile(pred, [0.05, 0.5, 0.95]))
-        status = "covered" if p5 <= published <= p95 else "missed"
-        return RowResult(
-            row_id,
-            "throughput",
-            status,
-            "",
-            published,
-            p5,
-            p50,
-            p95,
-            case.chips,
-            tuple(pool),
-            _classes(case),
-        )
+        return _throughput_row(row_id, case, implied, published, rng)
     ttft, tpot = _number(row["ttft_p99_ms"]), _number(row["tpot_p99_ms"])
     bounds = re.findall(r"(TTFT|TPOT) p99<=([\d,]+) ms", row["latency_constraint"])
     limits = {name: float(value.replace(",", "")) for name, value in bounds}
@@ -481,28 +483,7 @@ def render_markdown(results: list[RowResult]) -> str:
         "tests/validation/data/inference.csv docs/serving_calibration.md`; "
         "`tests/validation/test_serving_calibration.py` fails when this page is out of date.",
         "",
-        "Every row of the inference validation set (`tests/validation/data/inference.csv`, "
-        "see `inference_README.md` there) is listed below: evaluated, or skipped with the "
-        "reason. For throughput rows the efficiency prior is fitted **leave-one-out**: a "
-        "log-normal from the efficiencies the other throughput rows imply, partially pooled "
-        "over nested groups (software stack, then precision, then dense or MoE: "
-        "each group's mean is shrunk toward its parent's by how much its rows agree, "
-        "empirical Bayes), with a Student-t predictive law of a new row in its groups. The groups "
-        "were chosen with these rows in view; the efficiencies never include the tested "
-        "row. Overhead and memory share are the shipped priors, "
-        "stated judgements not fitted to these rows. Server and Interactive rows use the "
-        "efficiencies implied by the throughput rows (never the tested row) and mixed "
-        "batching (a token budget of "
-        f"{_mixed_batch_tokens():,.0f} per iteration, decodes first and prompts the rest: an "
-        "assumption, as MLPerf submitters' in-flight batching), on the replica size a "
-        "submitter would pick for the bounds: of the power-of-two sizes from the smallest "
-        "that holds the weights up to the system (within its scale-up domain), the one whose "
-        "median per-chip rate is highest (the model's own choice). Price rows use "
-        "the shipped efficiency prior (a judgement set with these rows in view) on the "
-        "cheapest catalog on-demand offer for the chip (H100 where the provider does not "
-        "disclose its hardware), FP8, 1,500 input / 500 output tokens (3:1 blend); a "
-        "provider price is not a cost, so these are sanity bands only.",
-        "",
+        *_method_lines(),
         "## Summary",
         "",
         f"- Throughput rows: {s.throughput_rows}; median |error| of the P50 per-chip "
@@ -536,6 +517,41 @@ def render_markdown(results: list[RowResult]) -> str:
         "| row | kind | status | published | P5 | P50 | P95 | chips | note |",
         "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
+    lines += _row_lines(results)
+    return "\n".join(lines) + "\n"
+
+
+def _method_lines() -> list[str]:
+    """The page's account of how each kind of row is predicted."""
+    return [
+        "Every row of the inference validation set (`tests/validation/data/inference.csv`, "
+        "see `inference_README.md` there) is listed below: evaluated, or skipped with the "
+        "reason. For throughput rows the efficiency prior is fitted **leave-one-out**: a "
+        "log-normal from the efficiencies the other throughput rows imply, partially pooled "
+        "over nested groups (software stack, then precision, then dense or MoE: "
+        "each group's mean is shrunk toward its parent's by how much its rows agree, "
+        "empirical Bayes), with a Student-t predictive law of a new row in its groups. The groups "
+        "were chosen with these rows in view; the efficiencies never include the tested "
+        "row. Overhead and memory share are the shipped priors, "
+        "stated judgements not fitted to these rows. Server and Interactive rows use the "
+        "efficiencies implied by the throughput rows (never the tested row) and mixed "
+        "batching (a token budget of "
+        f"{_mixed_batch_tokens():,.0f} per iteration, decodes first and prompts the rest: an "
+        "assumption, as MLPerf submitters' in-flight batching), on the replica size a "
+        "submitter would pick for the bounds: of the power-of-two sizes from the smallest "
+        "that holds the weights up to the system (within its scale-up domain), the one whose "
+        "median per-chip rate is highest (the model's own choice). Price rows use "
+        "the shipped efficiency prior (a judgement set with these rows in view) on the "
+        "cheapest catalog on-demand offer for the chip (H100 where the provider does not "
+        "disclose its hardware), FP8, 1,500 input / 500 output tokens (3:1 blend); a "
+        "provider price is not a cost, so these are sanity bands only.",
+        "",
+    ]
+
+
+def _row_lines(results: list[RowResult]) -> list[str]:
+    """One table row per validation row: evaluated, or skipped with the reason."""
+    lines = []
     for r in results:
         if r.kind == "skipped":
             lines.append(f"| `{r.id}` | skipped | skipped | | | | | | {r.reason} |")
@@ -544,7 +560,7 @@ def render_markdown(results: list[RowResult]) -> str:
                 f"| `{r.id}` | {r.kind} | {r.status} | {r.published:,.4g} | {r.p5:,.4g} | "
                 f"{r.p50:,.4g} | {r.p95:,.4g} | {r.chips_per_replica} | {r.reason} |"
             )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -239,31 +239,10 @@ def mfu_at_scale(
     )
     ref_layout = layout(mp)
     run_layout = layout(mp_run)
-
-    def prior(
-        count: FloatArray, group: FloatArray, micro: ArrayLike, ceiling: ArrayLike
-    ) -> FloatArray:
-        return batch_prior_tokens(
-            count,
-            base_tokens=batch.base_tokens,
-            tokens_per_chip=batch.tokens_per_chip,
-            ceiling_tokens=ceiling,
-            floor_tokens=count / group * _f(micro),
-        )
-
-    # The reference is the published runs' practice at its scale, which the run's own
-    # compute-optimal batch does not cap: so the reference (and the local MFU) does not
-    # depend on the run's token count, and a longer run's larger batch only helps it.
-    batch_ref = (
-        prior(n_ref, mp, ref_layout["micro_batch_tokens"], np.inf)
-        if batch.reference_tokens is None
-        else _f(batch.reference_tokens)
-    )
-    batch_run = (
-        prior(n, mp_run, run_layout["micro_batch_tokens"], batch.ceiling_tokens)
-        if batch.fixed_tokens is None
-        else _f(batch.fixed_tokens)
-    )
+    batch_ref, batch_run = _batches(
+        batch, (n_ref, mp, ref_layout["micro_batch_tokens"]),
+        (n, mp_run, run_layout["micro_batch_tokens"]),
+    )  # fmt: skip
     local = local_mfu(
         mfu_ref,
         n_ref,
@@ -294,6 +273,38 @@ def mfu_at_scale(
     carried = local * eta
     usable = (local > 0.0) & (local <= 1.0) & np.isfinite(carried)
     return _f(np.where(usable, carried, _f(mfu_ref)))
+
+
+def _batches(
+    batch: BatchPrior,
+    reference: tuple[FloatArray, FloatArray, ArrayLike],
+    run: tuple[FloatArray, FloatArray, ArrayLike],
+) -> tuple[FloatArray, FloatArray]:
+    """Global batches of the reference configuration and of the run, each ``(chips,
+    model-parallel chips, micro-batch tokens)``: the prior's, or the ones fixed in ``batch``.
+
+    The reference is the published runs' practice at its scale, which the run's own
+    compute-optimal batch does not cap: so the reference (and the local MFU) does not depend
+    on the run's token count, and a longer run's larger batch only helps it. [tokens]
+    """
+
+    def prior(config: tuple[FloatArray, FloatArray, ArrayLike], ceiling: ArrayLike) -> FloatArray:
+        count, group, micro = config
+        return batch_prior_tokens(
+            count,
+            base_tokens=batch.base_tokens,
+            tokens_per_chip=batch.tokens_per_chip,
+            ceiling_tokens=ceiling,
+            floor_tokens=count / group * _f(micro),
+        )
+
+    batch_ref = (
+        prior(reference, np.inf) if batch.reference_tokens is None else _f(batch.reference_tokens)
+    )
+    batch_run = (
+        prior(run, batch.ceiling_tokens) if batch.fixed_tokens is None else _f(batch.fixed_tokens)
+    )
+    return batch_ref, batch_run
 
 
 __all__ = [

@@ -6,6 +6,7 @@ Part of :mod:`accelsim.models.serving` (import the names from there):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,25 +117,7 @@ def slo_capacity_rps(
 
     hi_rate = np.maximum(saturated_rps, 1e-300)
     feasible = meets(hi_rate * 1e-6) & (limit >= 1.0)
-    # The model's latency need not rise with the rate all the way to λ_sat (beyond ~0.9 of
-    # it a prompt's interference falls as the averaged batch grows: engines.serving._usage._rising),
-    # so the search stops at the first failing share of a scan, as the fast path's SLO load
-    # does at its first failing load node: no rate above a failing one counts.
-    lo = hi_rate * 1e-6
-    hi = hi_rate.copy()
-    top_ok = np.ones(np.shape(hi_rate), dtype=np.bool_)
-    for share in _SCAN_SHARES:
-        ok = top_ok & meets(hi_rate * share)
-        failed_here = top_ok & ~ok
-        hi = np.where(failed_here, hi_rate * share, hi)
-        top_ok = ok
-        lo = np.where(ok, hi_rate * share, lo)
-    for _ in range(_RATE_ITERATIONS):
-        mid = 0.5 * (lo + hi)
-        ok = meets(mid)
-        lo = np.where(ok, mid, lo)
-        hi = np.where(ok, hi, mid)
-    rate = np.where(top_ok, hi_rate, lo)
+    rate = _largest_meeting(meets, hi_rate)
     rate, saturated_rps, feasible = np.broadcast_arrays(
         np.where(feasible, rate, 0.0), np.where(limit >= 1.0, saturated_rps, 0.0), feasible
     )
@@ -143,3 +126,33 @@ def slo_capacity_rps(
         saturated_rps=_f(saturated_rps.copy()),
         feasible=np.array(feasible, dtype=np.bool_),
     )
+
+
+def _largest_meeting(meets: Callable[[FloatArray], BoolArray], top: FloatArray) -> FloatArray:
+    """The largest rate in ``(0, top]`` below the first failing share of a scan at which
+    ``meets`` holds: a scan of shares of ``top`` (:data:`_SCAN_SHARES`), then bisection
+    between the last passing and the first failing share, vectorised over runs. [1/s]
+
+    The model's latency need not rise with the rate all the way to ``λ_sat`` (beyond ~0.9 of
+    it a prompt's interference falls as the averaged batch grows: the fast path's latency
+    table takes each latency's running maximum over its load nodes), so the search stops at
+    the first failing share, as the fast path's SLO load does at its first failing load
+    node: no rate above a failing one counts. The predicate is a step (saturation, bounds),
+    not a continuous function whose sign changes, so scipy's root finders do not apply; a
+    fixed number of halvings (:data:`_RATE_ITERATIONS`) keeps every run's work the same.
+    """
+    lo = top * 1e-6
+    hi = top.copy()
+    top_ok = np.ones(np.shape(top), dtype=np.bool_)
+    for share in _SCAN_SHARES:
+        ok = top_ok & meets(top * share)
+        failed_here = top_ok & ~ok
+        hi = np.where(failed_here, top * share, hi)
+        top_ok = ok
+        lo = np.where(ok, top * share, lo)
+    for _ in range(_RATE_ITERATIONS):
+        mid = 0.5 * (lo + hi)
+        ok = meets(mid)
+        lo = np.where(ok, mid, lo)
+        hi = np.where(ok, hi, mid)
+    return _f(np.where(top_ok, top, lo))
