@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from accelsim.results import Result, Table
+from accelsim.results import Result, Table, lower_bounds
 
 
 def _rich(table: Table) -> list[Text | RichTable]:
@@ -86,6 +86,8 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
     if fmt == "json":
         summary = {m: res.stats(m) for m in res.metrics}
         out: dict[str, Any] = {"scenario": res.scenario_name, "runs": res.runs, "metrics": summary}
+        # statistics of a run censored at the horizon are lower bounds: named, not hidden
+        out["lower_bounds"] = sorted(lower_bounds(res))
         if "precision" in res.extras:
             out["precision"] = res.extras["precision"]
         print(_json(out), file=stream)

@@ -46,6 +46,7 @@ from accelsim.results import (
     Table,
     format_error,
     format_value,
+    lower_bounds,
 )
 from accelsim.scenario import Scenario, format_validation_error, load_scenario
 from accelsim.study import DEFAULT_RUNS, compare, open_executor, simulate, sweep
@@ -328,7 +329,11 @@ def compare_(
     _warn_stale_prices(cmp.results.values(), max_price_age_days)
     if json_out:
         rec = cmp.recommendation
-        metrics = [m for m in ("tco_usd", "time_to_train_days") if m in cmp[cmp.options[0]].data]
+        metrics = [
+            m
+            for m in ("tco_usd", "time_to_train_days")
+            if all(m in r.data for r in cmp.results.values())
+        ]
         doc = {
             "runs": runs,
             "options": {
@@ -341,7 +346,12 @@ def compare_(
                 }
                 for m in metrics
             },
-            "recommendation": {"choice": rec.choice, "rationale": list(rec.rationale)},
+            "lower_bounds": {name: sorted(lower_bounds(r)) for name, r in cmp.results.items()},
+            "recommendation": {
+                "choice": rec.choice,
+                "meets_goals": rec.meets_goals,
+                "rationale": list(rec.rationale),
+            },
         }
         if goals is not None:
             doc["goals"] = {

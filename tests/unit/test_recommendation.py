@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelsim.results import Comparison, Result, format_value
+from accelsim.results import Comparison, Result, format_value, recommend
 from accelsim.results._recommendation import CLOSE_CALL, _pct
 
 
@@ -134,8 +134,12 @@ def test_one_option_and_bad_input() -> None:
     rec = compare(a=option("a", np.ones(3))).recommendation
     assert rec.choice == "a"
     assert rec.rationale == ("only one option was compared",)
-    with pytest.raises(ValueError, match="tco_usd"):
-        Comparison({"a": Result("a", {"x": np.ones(3)})}).recommendation  # noqa: B018
+    with pytest.raises(ValueError, match="at least one option"):
+        recommend({})
+    # an option without a price is named, not an error (issue 32)
+    unpriced = Comparison({"a": Result("a", {"x": np.ones(3)})}).recommendation
+    assert not unpriced.decided
+    assert "No option has a price (a)" in unpriced.rationale[0]
 
 
 def test_percentages_never_round_a_share_to_never_or_always() -> None:

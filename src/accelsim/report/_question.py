@@ -18,7 +18,7 @@ from accelsim.report._page_data import (
     count_words,
     fmt,
 )
-from accelsim.results import Result, prob_lowest
+from accelsim.results import Result, completes, marked
 from accelsim.scenario import Scenario, TrainingRun
 
 # ---------------------------------------------------------------- kind and question
@@ -148,8 +148,18 @@ def question(results: Mapping[str, Result], scenarios: Mapping[str, Scenario], k
 
 
 def _cheapest_share(results: Mapping[str, Result], name: str) -> float:
+    """Share of paired runs in which ``name`` completes its work at the lowest TCO among the
+    options that complete theirs in that run: a run that does not finish is censored at the
+    horizon, so its cost is no saving (ties split as in :func:`prob_lowest`)."""
     tco = np.stack([r.samples("tco_usd") for r in results.values()])
-    return float(prob_lowest(tco)[list(results).index(name)])
+    done = np.stack([completes(r) for r in results.values()])
+    some = done.any(axis=0)
+    if not some.any():
+        return 0.0
+    ranked = np.where(done, tco, np.inf)[:, some]
+    lowest = (ranked == ranked.min(axis=0)) & done[:, some]
+    shares = (lowest / lowest.sum(axis=0)).sum(axis=1) / tco.shape[1]
+    return float(shares[list(results).index(name)])
 
 
 def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[KeyFigure, ...]:
@@ -163,7 +173,7 @@ def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[Ke
             out.append(
                 KeyFigure(
                     label,
-                    fmt(metric, mean),
+                    marked(res, metric, fmt(metric, mean)),
                     f"± {fmt(metric, _mc_error(res, metric))} (95% MC error); "
                     f"P5–P95 {_spread(res, metric)}",
                     metric,
@@ -175,7 +185,7 @@ def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[Ke
             out.append(
                 KeyFigure(
                     label,
-                    fmt(metric, res.quantile(metric, 0.5)),
+                    marked(res, metric, fmt(metric, res.quantile(metric, 0.5))),
                     f"median; P5–P95 {_spread(res, metric)}",
                     metric,
                 )
@@ -195,9 +205,10 @@ def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[Ke
         share = _cheapest_share(results, name)
         out.append(
             KeyFigure(
-                "Cheapest option in",
+                "Cheapest finished option in",
                 f"{share:.0%} of runs",
-                "paired runs (common random numbers)",
+                "paired runs (common random numbers); a run that does not finish is not "
+                "counted as cheapest",
                 "cheapest",
             )
         )

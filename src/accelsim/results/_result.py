@@ -55,6 +55,64 @@ def quantiles(x: FloatArray, q: FloatArray | Sequence[float]) -> FloatArray:
     return out
 
 
+LOWER_BOUND_MARK = "≥ "
+"""Prefix of a printed statistic that is a lower bound (censored at the horizon)."""
+
+CENSORED_METRICS = frozenset(
+    {
+        "time_to_train_days",
+        "training_days",
+        "compute_days",
+        "failure_overhead_days",
+        "instability_days",
+        "recovery_wait_days",
+        "fallback_days",
+        "tco_usd",
+        "hardware_cost_usd",
+        "energy_cost_usd",
+        "delay_cost_usd",
+        "chip_hours",
+        "held_hours",
+        "energy_kwh",
+        "emissions_kg_co2e",
+        "interruptions",
+    }
+)
+"""Metrics of a training run that accumulate up to its end, hence up to the horizon in a
+run that does not finish (a mix's fleet-wide ``tco_usd`` and the like with them)."""
+
+
+def _training_unfinished(res: Result) -> bool:
+    """Whether some run of a training workload (lone or in a mix) does not finish."""
+    if "time_to_train_days" in res.data and "finished" in res.data:
+        return bool(np.any(res.samples("finished") == 0))
+    for metric in res.data:
+        who, _, base = metric.rpartition(".")
+        finished = f"{who}.finished"
+        named = who and base == "time_to_train_days" and finished in res.data
+        if named and np.any(res.samples(finished) == 0):
+            return True
+    return False
+
+
+def lower_bounds(res: Result) -> frozenset[str]:
+    """The metrics of ``res`` whose statistics are lower bounds: those of
+    :data:`CENSORED_METRICS` (a mix's ``<workload>.`` ones too) when a training run does
+    not finish within the horizon in some run; empty otherwise."""
+    if not _training_unfinished(res):
+        return frozenset()
+    out = set()
+    for metric in res.data:
+        who, _, base = metric.rpartition(".")
+        if base not in CENSORED_METRICS:
+            continue
+        finished = f"{who}.finished" if who else "finished"
+        if who and finished in res.data and not np.any(res.samples(finished) == 0):
+            continue
+        out.add(metric)
+    return frozenset(out)
+
+
 STALE_PRICE_DAYS = 182
 """Default age beyond which a price used is flagged: about six months. [days]"""
 
@@ -246,22 +304,30 @@ class Result:
     def as_table(self, metrics: Sequence[str] | None = None) -> Table:
         """:meth:`summary` as a :class:`~accelsim.results.Table` (its cells, for the CLI)."""
         names = list(metrics) if metrics is not None else list(self.data)
+        bounds = lower_bounds(self)
+
+        def mark(metric: str) -> str:
+            return LOWER_BOUND_MARK if metric in bounds else ""
+
         rows = []
         for m in names:
             st = self.stats(m)
             rows.append(
                 (
                     m,
-                    f"{format_value(m, st['mean'])} ± {format_error(m, Z95 * st['std_error'])}",
-                    format_value(m, st["p5"]),
-                    format_value(m, st["p50"]),
-                    format_value(m, st["p95"]),
+                    mark(m)
+                    + f"{format_value(m, st['mean'])} ± {format_error(m, Z95 * st['std_error'])}",
+                    mark(m) + format_value(m, st["p5"]),
+                    mark(m) + format_value(m, st["p50"]),
+                    mark(m) + format_value(m, st["p95"]),
                 )
             )
         how = f"{self.engine} engine" + ("" if self.design == "mc" else f", {self.design} design")
         head = f"{self.scenario_name}: {self.runs} run{'s' * (self.runs != 1)} ({how})"
         if (note := self.unfinished_note()) is not None:
             head += f"; {note}"
+        if bounds:
+            head += f"\n{LOWER_BOUND_MARK}: a lower bound (counted up to the horizon)"
         return Table(("metric", "mean ± 95% MC error", "P5", "P50", "P95"), tuple(rows), head)
 
     def unfinished_note(self) -> str | None:

@@ -1,0 +1,211 @@
+"""Issue 32: decisions that cannot mislead.
+
+No recommendation on a censored number (a run that never finishes, a stream past its
+capacity), commitments paid but unused named, an unpriced option named rather than an
+error, censored numbers marked as lower bounds wherever printed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+import accelsim as acs
+from accelsim.results import Comparison, Result
+
+LOWER_BOUND_MARK = "≥ "  # accelsim.results._finish.LOWER_BOUND_MARK, written out
+
+
+def _training(name: str, tco: list[float], finished: list[float]) -> Result:
+    n = len(tco)
+    return Result(
+        name,
+        {
+            "tco_usd": np.asarray(tco, dtype=float),
+            "hardware_cost_usd": np.asarray(tco, dtype=float),
+            "time_to_train_days": np.where(np.asarray(finished) > 0, 50.0, 1096.0),
+            "finished": np.asarray(finished, dtype=float),
+            "training_days": np.full(n, 40.0),
+        },
+    )
+
+
+def test_a_cheap_option_that_rarely_finishes_is_not_recommended_and_the_text_says_why() -> None:
+    """Cheaper in every paired run, but finishes in 1 of 10: its cost is counted up to the
+    horizon, a lower bound. Finishing is a goal at 90 % without any goals given."""
+    cheap = _training("cheap", [1.0] * 10, [1.0] + [0.0] * 9)
+    dear = _training("dear", [5.0] * 10, [1.0] * 10)
+    rec = Comparison({"cheap": cheap, "dear": dear}).recommendation
+    assert rec.choice == "dear"
+    text = str(rec)
+    assert "cheap finishes within its horizon in 10% of runs (needs 90%)" in text
+    assert "lower bound" in text
+
+
+def test_the_finish_share_needed_is_the_goals_confidence() -> None:
+    """With goals at confidence 0.5, an option finishing in 6 runs of 10 is an option."""
+    cheap = _training("cheap", [1.0] * 10, [1.0] * 6 + [0.0] * 4)
+    dear = _training("dear", [5.0] * 10, [1.0] * 10)
+    results = {"cheap": cheap, "dear": dear}
+    assert Comparison(results).recommendation.choice == "dear"
+    loose = acs.Goals(budget_usd=100.0, confidence=0.5)
+    assert Comparison(results, goals=loose).recommendation.choice == "cheap"
+
+
+def test_when_no_option_finishes_none_is_recommended_and_the_closest_is_named() -> None:
+    a = _training("a", [1.0] * 10, [1.0] * 3 + [0.0] * 7)
+    b = _training("b", [2.0] * 10, [1.0] * 5 + [0.0] * 5)
+    rec = Comparison({"a": a, "b": b}).recommendation
+    assert not rec.meets_goals
+    assert rec.choice == "b"
+    assert rec.headline.startswith("none completes its work")
+
+
+def test_issue_32_v5p_spot_case_recommends_an_option_that_finishes() -> None:
+    """70B on 2T tokens: 1,024 H100 on-demand vs 2,048 TPU v5p spot vs 1,024 v6e: the spot
+    option finishes in a few runs only and is the cheapest on censored costs."""
+    run = acs.TrainingRun(params=70e9, tokens=2e12, framework="pytorch", stage="production")
+
+    def option(name: str, pool: acs.Pool) -> acs.Scenario:
+        return acs.Scenario(name=name, workload=run, fleet=[pool])
+
+    options = {
+        "h100": option("h100", acs.Pool(chip="h100-sxm", count=1024, provider="aws")),
+        "v5p-spot": option(
+            "v5p-spot", acs.Pool(chip="tpu-v5p", count=2048, provider="gcp", pricing="spot")
+        ),
+        "v6e": option("v6e", acs.Pool(chip="tpu-v6e", count=1024, provider="gcp")),
+    }
+    cmp = acs.compare(options, runs=200, seed=1)
+    assert cmp["v5p-spot"].mean("finished") < 0.5  # the case of the issue
+    rec = cmp.recommendation
+    assert cmp[rec.choice].mean("finished") >= 0.9
+    text = str(rec)
+    assert "Left out: v5p-spot finishes within its horizon in" in text
+    assert "fallback_after_preemptions" in text  # the policy that makes it finish
+    # the table marks its censored numbers as lower bounds, and says what the mark means
+    table = cmp.as_table(["tco_usd", "time_to_train_days", "mfu"])
+    cells = {row[0]: row[1:] for row in table.rows}
+    spot = cmp.options.index("v5p-spot")
+    assert cells["tco_usd"][spot].startswith(LOWER_BOUND_MARK)
+    assert cells["time_to_train_days"][spot].startswith(LOWER_BOUND_MARK)
+    assert not cells["mfu"][spot].startswith(LOWER_BOUND_MARK)
+    assert not cells["tco_usd"][cmp.options.index("h100")].startswith(LOWER_BOUND_MARK)
+    assert "lower bound" in table.title
+    # and the fallback the text suggests does make it finish
+    fb = options["v5p-spot"].model_copy(
+        update={
+            "fleet": [
+                acs.Pool(
+                    chip="tpu-v5p", count=2048, provider="gcp", pricing="spot",
+                    fallback_after_preemptions=10,
+                )
+            ]
+        }
+    )  # fmt: skip
+    assert acs.simulate(fb, runs=50, seed=1).mean("finished") >= 0.9
+
+
+def test_lower_bounds_are_the_accumulated_metrics_of_an_unfinished_training_run() -> None:
+    from accelsim.results._finish import lower_bounds
+
+    res = _training("x", [1.0, 2.0], [1.0, 0.0])
+    assert {"tco_usd", "time_to_train_days", "training_days"} <= lower_bounds(res)
+    assert "finished" not in lower_bounds(res)
+    assert lower_bounds(_training("y", [1.0, 2.0], [1.0, 1.0])) == frozenset()
+    # a serving result that sheds requests is not censored at a horizon
+    shed = Result("s", {"tco_usd": np.ones(2), "finished": np.array([0.0, 1.0])})
+    assert lower_bounds(shed) == frozenset()
+    # the one-result summary marks them too
+    summary = res.as_table(["tco_usd"])
+    assert summary.rows[0][1].startswith(LOWER_BOUND_MARK)
+
+
+# ---------------------------------------------------------------- unpriced options (item 3)
+
+
+def _scenario_file(tmp_path, name: str, pool: str) -> str:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        f"name: {name}\n"
+        "workload: {kind: training, params: 7e9, tokens: 1e11, framework: jax}\n"
+        f"fleet:\n  - {pool}\n"
+    )
+    return str(path)
+
+
+def test_a_comparison_with_an_unpriced_option_completes_and_names_it() -> None:
+    """A chip with no price (a pool without provider) beside a priced one: the cost rule
+    runs over the priced options, and the text names the unpriced one and how to price it."""
+    run = acs.TrainingRun(params=7e9, tokens=1e11, framework="jax")
+    priced = acs.Scenario(
+        name="v5p", workload=run, fleet=[acs.Pool(chip="tpu-v5p", count=64, provider="gcp")]
+    )
+    free = acs.Scenario(
+        name="v7", workload=run, fleet=[acs.Pool(chip="tpu-v7", count=64, provider=None)]
+    )
+    cmp = acs.compare([priced, free], runs=20, seed=1)
+    rec = cmp.recommendation
+    assert rec.choice == "v5p"
+    text = str(rec)
+    assert "v7 has no price" in text
+    assert "acs.catalog.load" in text
+    table = cmp.as_table()
+    cells = {row[0]: row[1:] for row in table.rows}
+    assert cells["tco_usd"][1] == "no price"  # the cost row stays, marked for v7
+    assert cells["tco_usd"][0].startswith("$")
+
+
+def test_cli_compare_with_an_unpriced_option_exits_0(tmp_path, capsys) -> None:
+    from accelsim.cli import main
+
+    a = _scenario_file(tmp_path, "v5p", "{chip: tpu-v5p, count: 64, provider: gcp}")
+    b = _scenario_file(tmp_path, "v7", "{chip: tpu-v7, count: 64, provider: null}")
+    assert main(["compare", a, b, "--runs", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "Recommendation: v5p" in out
+    assert "v7 has no price" in out
+    assert main(["compare", a, b, "--runs", "20", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["recommendation"]["choice"] == "v5p"
+
+
+def test_json_names_the_lower_bounds(tmp_path, capsys) -> None:
+    """A spot run preempted too often to finish: run --json and compare --json list its
+    censored metrics under lower_bounds."""
+    from accelsim.cli import main
+
+    spot = _scenario_file(
+        tmp_path, "spot", "{chip: tpu-v5p, count: 2048, provider: gcp, pricing: spot}"
+    )
+    spot_file = tmp_path / "spot.yaml"
+    spot_file.write_text(spot_file.read_text().replace("tokens: 1e11", "tokens: 2e12"))
+    assert main(["run", spot, "--runs", "30", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "tco_usd" in doc["lower_bounds"]
+    assert "time_to_train_days" in doc["lower_bounds"]
+    assert "mfu" not in doc["lower_bounds"]
+    od = _scenario_file(tmp_path, "od", "{chip: tpu-v5p, count: 2048, provider: gcp}")
+    assert main(["compare", spot, od, "--runs", "30", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "tco_usd" in doc["lower_bounds"]["spot"]
+    assert doc["lower_bounds"]["od"] == []
+    assert doc["recommendation"]["choice"] == "od"
+
+
+def test_report_cards_mark_lower_bounds_and_count_only_finished_runs_as_cheapest() -> None:
+    """The cheap option that rarely finishes: its card marks its TCO as a lower bound, it is
+    "cheapest" only in the run it finishes."""
+    from accelsim.report._question import key_figures
+
+    cheap = _training("cheap", [1.0] * 10, [1.0] + [0.0] * 9)
+    dear = _training("dear", [5.0] * 10, [1.0] * 10)
+    results = {"cheap": cheap, "dear": dear}
+    figures = {f.metric: f.value for f in key_figures(results, "cheap", "training")}
+    assert figures["tco_usd"].startswith(LOWER_BOUND_MARK)
+    assert figures["time_to_train_days"].startswith(LOWER_BOUND_MARK)
+    assert figures["cheapest"] == "10% of runs"
+    dear_figures = {f.metric: f.value for f in key_figures(results, "dear", "training")}
+    assert dear_figures["cheapest"] == "90% of runs"
+    assert not dear_figures["tco_usd"].startswith(LOWER_BOUND_MARK)
