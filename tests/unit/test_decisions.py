@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 import accelsim as acs
 from accelsim.results import Comparison, Result
@@ -209,3 +210,33 @@ def test_report_cards_mark_lower_bounds_and_count_only_finished_runs_as_cheapest
     dear_figures = {f.metric: f.value for f in key_figures(results, "dear", "training")}
     assert dear_figures["cheapest"] == "90% of runs"
     assert not dear_figures["tco_usd"].startswith(LOWER_BOUND_MARK)
+
+
+# ---------------------------------------------------------------- overloaded streams (item 6)
+
+
+def test_an_overloaded_stream_fleet_is_not_recommended() -> None:
+    """The same stream on 256 chips (offered load about 6: its queue grows to the horizon)
+    and on 2,048: the small fleet is cheaper in every run because it does less work."""
+    base = acs.load_scenario("examples/shared_onprem_h100_jobstream.yaml")
+    busy = base.workload.model_copy(update={"interarrival_hours": acs.Exponential(mean=0.1)})
+
+    def option(name: str, chips: int) -> acs.Scenario:
+        pool = acs.Pool(chip="h100-sxm", count=chips, provider="aws")
+        return base.model_copy(
+            update={
+                "name": name,
+                "workload": busy,
+                "horizon_days": 30,
+                "warmup_days": 0,
+                "fleet": [pool],
+            }
+        )
+
+    with pytest.warns(UserWarning, match="offered load"):
+        cmp = acs.compare([option("small", 256), option("big", 2048)], runs=8, seed=1)
+    assert np.all(cmp["small"].samples("offered_load") >= 1.0)
+    assert cmp.prob_less("tco_usd", "small", "big") == 1.0
+    rec = cmp.recommendation
+    assert rec.choice == "big"
+    assert "small keeps up with its job stream in 0% of runs" in str(rec)
