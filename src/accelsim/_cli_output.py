@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from accelsim.results import Result, Table, lower_bounds
+from accelsim.results import Result, Table, lower_bounds, unused_notes, unused_terms
 
 
 def _rich(table: Table) -> list[Text | RichTable]:
@@ -88,6 +88,7 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
         out: dict[str, Any] = {"scenario": res.scenario_name, "runs": res.runs, "metrics": summary}
         # statistics of a run censored at the horizon are lower bounds: named, not hidden
         out["lower_bounds"] = sorted(lower_bounds(res))
+        out["unused_terms"] = [vars(term) for term in unused_terms(res)]
         if "precision" in res.extras:
             out["precision"] = res.extras["precision"]
         print(_json(out), file=stream)
@@ -99,6 +100,8 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
             writer.writerow([i, *(repr(float(c[i])) for c in columns)])
     else:
         _show(res.as_table())
+        for note in unused_notes(res):
+            print(note, file=stream)
 
 
 # ---------------------------------------------------------------- commands

@@ -240,3 +240,59 @@ def test_an_overloaded_stream_fleet_is_not_recommended() -> None:
     rec = cmp.recommendation
     assert rec.choice == "big"
     assert "small keeps up with its job stream in 0% of runs" in str(rec)
+
+
+# ---------------------------------------------------------------- unused commitments (item 2)
+
+
+def test_a_commitment_longer_than_the_run_names_the_unused_term() -> None:
+    """commit_1y on 1,024 H100 for a ~1-month run pays the whole year: the table and the
+    recommendation say how many days it pays for, how many it holds, and the unused share,
+    which is ``1 - held / paid`` of the runs' medians."""
+    run = acs.TrainingRun(params=70e9, tokens=2e12, framework="pytorch", stage="production")
+
+    def option(name: str, pricing: str) -> acs.Scenario:
+        pool = acs.Pool(chip="h100-sxm", count=1024, provider="gcp", pricing=pricing)
+        return acs.Scenario(name=name, workload=run, fleet=[pool])
+
+    cmp = acs.compare([option("od", "on_demand"), option("c1y", "commit_1y")], runs=100, seed=1)
+    held = cmp["c1y"].samples("held_hours")
+    assert np.median(held) / 24 < 60  # a run of about a month
+    unused = float(np.median(1 - held / (365.25 * 24)))
+    words = "c1y pays for 365 d of reserved term on 1,024 x h100-sxm commit_1y and holds it"
+    assert words in str(cmp.recommendation)
+    assert f"{unused:.0%} of what it pays for is unused" in str(cmp.recommendation)
+    assert words in cmp.table()
+
+    from accelsim.results._commitment import unused_terms
+
+    (term,) = unused_terms(cmp["c1y"])
+    assert term.paid_days == pytest.approx(365.25, rel=1e-6)
+    assert term.held_days == pytest.approx(np.median(held) / 24)
+    assert term.unused_share == pytest.approx(unused)
+    assert unused_terms(cmp["od"]) == []
+    # a term_share that matches the run's length leaves little unused: no note
+    short = option("c1y", "commit_1y").model_copy(
+        update={
+            "fleet": [
+                acs.Pool(
+                    chip="h100-sxm", count=1024, provider="gcp", pricing="commit_1y",
+                    term_share=0.05,
+                )
+            ]
+        }
+    )  # fmt: skip
+    assert all(t.unused_share < 0.5 for t in unused_terms(acs.simulate(short, runs=50, seed=1)))
+
+
+def test_cli_run_names_the_unused_term(capsys) -> None:
+    """The example carries a quarter of a one-year term (91 d) for a run of about a month."""
+    from accelsim.cli import main
+
+    path = "examples/llama70b_h100_commit_1y.yaml"
+    assert main(["run", path, "--runs", "20"]) == 0
+    assert "pays for 91 d of reserved term on 1,024 x h100-sxm commit_1y" in capsys.readouterr().out
+    assert main(["run", path, "--runs", "20", "--json"]) == 0
+    (term,) = json.loads(capsys.readouterr().out)["unused_terms"]
+    assert term["paid_days"] == pytest.approx(0.25 * 365.25)
+    assert 0 < term["unused_share"] < 1

@@ -29,7 +29,7 @@ from accelsim.engines._inputs import (
     blocks,
     check_design_runs,
 )
-from accelsim.engines._pricing import price_training, prices_used
+from accelsim.engines._pricing import charged_term_hours, is_reserved, price_training, prices_used
 from accelsim.engines._serving import replica_capacity, simulate_serving_fast
 from accelsim.engines._serving_des import simulate_serving_block
 from accelsim.engines._serving_pair import pair_capacity
@@ -44,8 +44,10 @@ __all__ = [
     "InputPlan",
     "OverloadWarning",
     "blocks",
+    "charged_term_hours",
     "check_design_runs",
     "check_runnable",
+    "is_reserved",
     "merge_kept",
     "pair_capacity",
     "price_training",

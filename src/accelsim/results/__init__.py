@@ -1,6 +1,7 @@
 """Results of studies: :class:`Result` (one array per metric), :class:`Comparison` (options
 on common random numbers), :class:`Recommendation`, and how numbers are formatted."""
 
+from accelsim.results._commitment import UnusedTerm, unused_notes, unused_terms
 from accelsim.results._comparison import Comparison, prob_lowest
 from accelsim.results._finish import complete_share, completes, marked
 from accelsim.results._format import (
@@ -28,6 +29,7 @@ __all__ = [
     "Recommendation",
     "Result",
     "Table",
+    "UnusedTerm",
     "complete_share",
     "completes",
     "format_error",
@@ -45,4 +47,6 @@ __all__ = [
     "sweep_html",
     "table_html",
     "unit_of",
+    "unused_notes",
+    "unused_terms",
 ]

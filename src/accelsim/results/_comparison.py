@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim._typing import FloatArray
+from accelsim.results._commitment import unused_notes
 from accelsim.results._finish import LOWER_BOUND_MARK, lower_bounds, marked
 from accelsim.results._format import (
     NOT_AVAILABLE,
@@ -144,7 +145,8 @@ class Comparison:
                 f"\n{LOWER_BOUND_MARK}: a lower bound: {', '.join(censored)} does not finish "
                 f"within its horizon in some runs, whose time and cost are counted up to it"
             )
-        return Table(("metric", *self.results), tuple(rows), head)
+        note = "\n".join(unused_notes(self.results))
+        return Table(("metric", *self.results), tuple(rows), head, note)
 
     def table(self, metrics: Sequence[str] | None = None) -> str:
         """Mean ±95% MC error [P5-P95] of each metric (rows) for each option (columns)."""

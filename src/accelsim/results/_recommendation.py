@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from accelsim import catalog
+from accelsim.results._commitment import unused_notes
 from accelsim.results._finish import (
     FINISH_CONFIDENCE,
     complete_share,
@@ -151,6 +152,8 @@ def recommend(results: Mapping[str, Result], goals: Goals | None = None) -> Reco
             next(iter(results)), (unpriced_words(unpriced, none_priced=True),), decided=False
         )
     base = _recommend_priced(priced, goals)
+    if idle := unused_notes(priced):
+        base = replace(base, rationale=(*base.rationale, *idle))
     if unpriced:
         base = replace(base, rationale=(*base.rationale, unpriced_words(unpriced)))
     return base
