@@ -296,3 +296,22 @@ def test_cli_run_names_the_unused_term(capsys) -> None:
     (term,) = json.loads(capsys.readouterr().out)["unused_terms"]
     assert term["paid_days"] == pytest.approx(0.25 * 365.25)
     assert 0 < term["unused_share"] < 1
+
+
+# ---------------------------------------------------------------- censored breakdowns (item 5)
+
+
+def test_a_censored_time_breakdown_adds_up_to_the_days_trained() -> None:
+    """15T tokens on 2,048 spot v5p: the run's failure-free compute alone exceeds the
+    horizon. In every run, finished or not, compute_days + failure_overhead_days is
+    training_days, so compute_days never exceeds it (it is the compute done by the horizon
+    in a run cut there)."""
+    run = acs.TrainingRun(params=70e9, tokens=15e12, framework="jax", stage="production")
+    pool = acs.Pool(chip="tpu-v5p", count=2048, provider="gcp", pricing="spot")
+    res = acs.simulate(acs.Scenario(name="s", workload=run, fleet=[pool]), runs=100, seed=1)
+    assert np.mean(res.samples("finished")) < 0.5
+    compute, overhead = res.samples("compute_days"), res.samples("failure_overhead_days")
+    training = res.samples("training_days")
+    assert np.all(compute <= training * (1 + 1e-12))
+    np.testing.assert_allclose(compute + overhead, training, rtol=1e-9)
+    assert np.all(compute >= 0) and np.all(overhead >= 0)
