@@ -315,3 +315,48 @@ def test_a_censored_time_breakdown_adds_up_to_the_days_trained() -> None:
     assert np.all(compute <= training * (1 + 1e-12))
     np.testing.assert_allclose(compute + overhead, training, rtol=1e-9)
     assert np.all(compute >= 0) and np.all(overhead >= 0)
+
+
+# ---------------------------------------------------------------- when a fleet exists (item 4)
+
+
+def _stream_option(name: str, chips: int, horizon: float) -> acs.Scenario:
+    base = acs.load_scenario("examples/shared_onprem_h100_jobstream.yaml")
+    pool = acs.Pool(chip="h100-sxm", count=chips, provider="on_prem", pricing="on_prem")
+    return base.model_copy(
+        update={
+            "name": name, "horizon_days": horizon, "warmup_days": 0, "fleet": [pool],
+            "assumptions": acs.Assumptions(),  # the default lead-time prior
+        }
+    )  # fmt: skip
+
+
+def test_streams_on_a_fleet_that_arrives_after_the_horizon_are_not_compared_at_zero() -> None:
+    """The on-prem lead-time prior is longer than a 60-day horizon: no job runs and both
+    options cost $0. The result says so, and no option is recommended on $0 vs $0."""
+    cmp = acs.compare([_stream_option("a", 512, 60), _stream_option("b", 1024, 60)], runs=4)
+    assert np.all(cmp["a"].samples("tco_usd") == 0)
+    assert np.all(cmp["a"].samples("jobs_completed") == 0)
+    rec = cmp.recommendation
+    assert not rec.meets_goals
+    assert "a's fleet arrives after the horizon in 100% of runs" in str(rec)
+    note = cmp["a"].unfinished_note()
+    assert note is not None
+    assert "the fleet arrives after the horizon" in note
+    assert "arrives after the horizon" in cmp["a"].summary().splitlines()[0]
+
+
+def test_a_training_run_in_a_mix_waits_for_no_lead_time_like_every_workload_on_the_fleet() -> None:
+    """A mix's fleet is in service from time 0 for every workload: the research stream runs
+    from day 0, and the training run starts when its porting and optimisation end, not
+    after an on-prem lead time past the horizon (it never started, and said queue 0)."""
+    s = acs.load_scenario("examples/org_fleet.yaml")
+    pool = acs.Pool(chip="h100-sxm", count=512, provider="on_prem", pricing="on_prem")
+    mix = acs.Scenario.model_validate(
+        {**s.model_dump(), "workloads": [s.workloads[0], s.workloads[2]], "fleet": [pool]}
+    )
+    res = acs.simulate(mix, runs=6, seed=1)
+    assert np.all(res.samples("research.jobs_completed") > 0)  # the fleet is there
+    assert np.all(res.samples("llm.finished") == 1)
+    assert np.all(res.samples("llm.training_days") > 0)
+    assert np.all(res.samples("llm.time_to_train_days") < mix.horizon_days)

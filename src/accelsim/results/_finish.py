@@ -27,6 +27,7 @@ from accelsim.results._result import (
     CENSORED_METRICS,
     LOWER_BOUND_MARK,
     Result,
+    fleet_absent,
     lower_bounds,
 )
 
@@ -45,7 +46,7 @@ def _overloaded(res: Result) -> np.ndarray:
 
 def completes(res: Result) -> np.ndarray:
     """Which runs get the work done: ``finished`` not 0 and every ``offered_load`` below 1."""
-    ok = ~_overloaded(res)
+    ok = ~_overloaded(res) & ~fleet_absent(res)
     if "finished" in res.data:
         ok &= res.samples("finished") != 0
     return ok
@@ -103,13 +104,21 @@ def incomplete_words(name: str, res: Result, need: float) -> str:
             )
         else:
             parts.append(f"{name} serves every request {needs}; in the other runs it sheds load")
-    if over.any():
+    if over.any() and not fleet_absent(res).all():
         loads = [res.samples(m) for m in res.data if m.rsplit(".", 1)[-1] == "offered_load"]
         load = float(np.median(np.max(np.stack(loads), axis=0)))
         parts.append(
             f"{name} keeps up with its job stream in {pct(float(np.mean(~over)))} of runs "
             f"(median offered load {load:.3g}x its capacity): its queue grows to the "
             f"horizon, so its cost buys less work and its waits are lower bounds"
+        )
+    absent = fleet_absent(res)
+    if absent.any():
+        parts.append(
+            f"{name}'s fleet arrives after the horizon in {pct(float(np.mean(absent)))} of "
+            f"runs (its capacity lead time is longer): no job runs, so its cost there is no "
+            f"saving; set assumptions.lead_time_days (0 for a fleet in service) or a longer "
+            f"horizon"
         )
     if not parts:
         parts.append(f"{name} completes its work {needs}")

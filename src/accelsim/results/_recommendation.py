@@ -366,7 +366,9 @@ def _recommend_with_goals(results: Mapping[str, Result], goals: Goals | None) ->
             names, key=lambda k: (p_all[k], -_median(results[k], "tco_usd"), -names.index(k))
         )
         reasons = (
-            f"No option meets the goals: {wanted}.",
+            f"No option meets the goals: {wanted}."
+            if goals is not None
+            else f"No option can be recommended: none can {wanted}.",
             *left_out,
             f"Closest: {_label(closest, results[closest])} meets every goal in "
             f"{pct(p_all[closest])} of runs; relax a goal or the confidence, or add an option.",

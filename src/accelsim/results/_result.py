@@ -113,6 +113,28 @@ def lower_bounds(res: Result) -> frozenset[str]:
     return frozenset(out)
 
 
+def fleet_absent(res: Result) -> np.ndarray:
+    """Runs in which no pool of a job stream's or trace's fleet is there before the horizon
+    (every ``held_hours_pool<i>`` is 0: each lead time ends past it), so no job runs."""
+    held = [res.samples(m) for m in res.data if m.startswith("held_hours_pool")]
+    if not held or "jobs_arrived" not in res.data:
+        return np.zeros(res.runs, dtype=bool)
+    return np.asarray(np.all(np.stack(held) <= 0.0, axis=0), dtype=bool)
+
+
+def fleet_absent_note(res: Result) -> str | None:
+    """The sentence saying in how many runs a stream's fleet arrives after the horizon."""
+    absent = fleet_absent(res)
+    if not absent.any():
+        return None
+    return (
+        f"in {float(np.mean(absent)):.1%} of runs the fleet arrives after the horizon (its "
+        f"capacity lead time is longer): no job runs and nothing is paid, so its $0 is no "
+        f"saving; set assumptions.lead_time_days (0 for a fleet already in service) or a "
+        f"longer horizon"
+    )
+
+
 STALE_PRICE_DAYS = 182
 """Default age beyond which a price used is flagged: about six months. [days]"""
 
@@ -334,6 +356,8 @@ class Result:
         """``P(finish)`` and what an unfinished run means for its workloads (and, for an
         endpoint that cannot hold its model, the share of such runs), or ``None`` when every
         run finishes: the words :meth:`summary`'s first line and the report's warnings use."""
+        if (absent := fleet_absent_note(self)) is not None:
+            return absent
         if "finished" not in self.data or (p := float(np.mean(self.data["finished"]))) >= 1.0:
             return None
         return f"P(finish) {p:.1%}: {_unfinished_reason(self.data)}{_no_fit_note(self.data)}"
