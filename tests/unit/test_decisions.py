@@ -314,7 +314,8 @@ def test_a_censored_time_breakdown_adds_up_to_the_days_trained() -> None:
     training = res.samples("training_days")
     assert np.all(compute <= training * (1 + 1e-12))
     np.testing.assert_allclose(compute + overhead, training, rtol=1e-9)
-    assert np.all(compute >= 0) and np.all(overhead >= 0)
+    assert np.all(compute >= 0)
+    assert np.all(overhead >= 0)
 
 
 # ---------------------------------------------------------------- when a fleet exists (item 4)

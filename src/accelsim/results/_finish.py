@@ -46,7 +46,7 @@ def _overloaded(res: Result) -> np.ndarray:
 
 def completes(res: Result) -> np.ndarray:
     """Which runs get the work done: ``finished`` not 0 and every ``offered_load`` below 1."""
-    ok = ~_overloaded(res) & ~fleet_absent(res)
+    ok: np.ndarray = ~_overloaded(res) & ~fleet_absent(res)
     if "finished" in res.data:
         ok &= res.samples("finished") != 0
     return ok
