@@ -10,9 +10,9 @@ Each Monte Carlo run is one discrete-event simulation of the whole fleet over
   is submitted when its porting and optimisation end after the decision (time 0; the
   fleet is in service, so no capacity lead time), and its metrics come back through the
   analytic engine with the DES's training time and queue wait (two passes over the same
-  draws). When the mix has a training run, the first pool's chips fail at the first training run's interruption rate per chip,
-  replaced at once by hot spares (the hero run's failure model), so both engines mean the
-  same training days.
+  draws). When the mix has a training run, the first pool's chips fail at the first
+  training run's interruption rate per chip, replaced at once by hot spares (the hero
+  run's failure model), so both engines mean the same training days.
 - **A serving endpoint** is a time-varying reservation of replicas x ``chips_per_replica``
   chips of the first pool, following the hourly replica plan of the serving fast path
   (:func:`~accelsim.engines._serving_usage.replicas_per_hour`): each replica window of the
