@@ -361,3 +361,41 @@ def test_a_training_run_in_a_mix_waits_for_no_lead_time_like_every_workload_on_t
     assert np.all(res.samples("llm.finished") == 1)
     assert np.all(res.samples("llm.training_days") > 0)
     assert np.all(res.samples("llm.time_to_train_days") < mix.horizon_days)
+
+
+# ---------------------------------------------------------------- the report (items 9, 10)
+
+
+def test_defaults_the_user_never_set_are_not_attributed_to_you() -> None:
+    """The serving example sets rate_rps and prefill_chunk_tokens, not burstiness or
+    growth_per_month: those are defaults, not "you"."""
+    from accelsim.report._assumptions import assumptions
+
+    s = acs.load_scenario("examples/serve_llama70b_h100.yaml")
+    res = acs.simulate(s, runs=20, seed=1)
+    rows = {a.name: a for a in assumptions({s.name: res}, {s.name: s})}
+    assert rows["workload.rate_rps"].set_by == "you"
+    assert rows["workload.prefill_chunk_tokens"].set_by == "you"
+    for name in ("workload.burstiness", "workload.growth_per_month"):
+        assert not rows[name].user_set, name
+        assert rows[name].set_by != "you", name
+
+
+def test_tco_drivers_leave_out_inputs_without_effect_by_construction(monkeypatch) -> None:
+    """On a cloud pool energy costs $0 (it is in the hourly price): PUE, the electricity
+    price and the emission factor cannot drive the TCO, and are never listed as drivers,
+    however many are shown (noise gives them a non-zero rank correlation)."""
+    from accelsim.report import _tables
+    from accelsim.report._tables import driver_grids
+
+    monkeypatch.setattr(_tables, "TOP_DRIVERS", 1000)
+    s = acs.load_scenario("examples/llama70b_h100_aws.yaml")
+    res = acs.simulate(s, runs=400, seed=1)
+    assert not np.any(res.samples("energy_cost_usd"))
+    assert "assumptions.pue" in res.inputs
+    (grid,) = driver_grids({s.name: res}, ["tco_usd"])
+    listed = {row[0].main for row in grid.rows}
+    assert listed
+    assert not listed & {
+        "assumptions.pue", "assumptions.emission_kg_per_kwh", "assumptions.electricity_usd_per_kwh"
+    }  # fmt: skip
