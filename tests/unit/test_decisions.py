@@ -399,3 +399,39 @@ def test_tco_drivers_leave_out_inputs_without_effect_by_construction(monkeypatch
     assert not listed & {
         "assumptions.pue", "assumptions.emission_kg_per_kwh", "assumptions.electricity_usd_per_kwh"
     }  # fmt: skip
+
+
+# ---------------------------------------------------------------- serving cards (items 7, 8)
+
+
+def test_a_serving_card_shows_chips_at_peak_and_on_average_not_the_pool_cap() -> None:
+    """Under follow_demand the pool is a cap: the card says "up to" it, and the chips the
+    replicas hold at peak and on average (medians), which are what is paid for."""
+    from accelsim.report._question import describe_option
+
+    s = acs.load_scenario("examples/serve_llama70b_h100.yaml")
+    demand = s.model_copy(
+        update={
+            "workload": s.workload.model_copy(update={"scaling": "follow_demand"}),
+            "fleet": [acs.Pool(chip="h100-sxm", count=2048, provider="aws")],
+        }
+    )
+    res = acs.simulate(demand, runs=20, seed=1)
+    per = res.samples("chips_per_replica")
+    peak = float(np.median(res.samples("replicas_peak") * per))
+    mean = float(np.median(res.samples("replicas_mean") * per))
+    assert peak < 2048
+    text = describe_option(res, demand)
+    assert text.startswith("up to 2,048 × h100-sxm")
+    assert f"{peak:,.0f} chips at peak, {mean:,.0f} on average" in text
+
+
+def test_an_endpoint_states_the_share_of_runs_serving_every_request_not_p_finish() -> None:
+    serving = Result(
+        "serve", {"finished": np.array([1.0, 0.0]), "requests_dropped": np.array([0.0, 5.0])}
+    )
+    note = serving.unfinished_note()
+    assert note is not None
+    assert note.startswith("P(every request served) 50.0%")
+    training = Result("t", {"finished": np.array([1.0, 0.0]), "time_to_train_days": np.ones(2)})
+    assert str(training.unfinished_note()).startswith("P(finish) 50.0%")

@@ -46,8 +46,26 @@ def _pools_text(s: Scenario) -> str:
     return ", ".join(f"{p.count:,} × {p.chip} ({_where(p.provider, p.pricing)})" for p in s.fleet)
 
 
+def _serving_chips(res: Result) -> str:
+    """``"136 chips at peak, 90 on average (medians over runs)"``, or ``""`` without the
+    replica metrics of a serving result."""
+    needed = ("replicas_peak", "replicas_mean", "chips_per_replica")
+    if not all(m in res.data for m in needed):
+        return ""
+    per = res.samples("chips_per_replica")
+    peak = float(np.median(res.samples("replicas_peak") * per))
+    mean = float(np.median(res.samples("replicas_mean") * per))
+    return f"{peak:,.0f} chips at peak, {mean:,.0f} on average (medians over runs)"
+
+
 def describe_option(res: Result, scenario: Scenario | None) -> str:
-    """What an option is, in one line: its fleet and, for training, its code's fit."""
+    """What an option is, in one line: its fleet and, for training, its code's fit; for
+    serving, the chips its replicas hold at peak and on average (under ``follow_demand``
+    the pool is a cap, not what is paid for)."""
+    used = _serving_chips(res)
+    if used and scenario is not None:
+        cap = "up to " if getattr(scenario.workload, "scaling", "") == "follow_demand" else ""
+        return f"{cap}{_pools_text(scenario)}; {used}"
     info = res.info
     if info is not None:
         fit = {"native": "native", "supported": "supported", "ported": "to be ported"}.get(

@@ -360,7 +360,10 @@ class Result:
             return absent
         if "finished" not in self.data or (p := float(np.mean(self.data["finished"]))) >= 1.0:
             return None
-        return f"P(finish) {p:.1%}: {_unfinished_reason(self.data)}{_no_fit_note(self.data)}"
+        return (
+            f"{_finish_label(self.data)} {p:.1%}: {_unfinished_reason(self.data)}"
+            f"{_no_fit_note(self.data)}"
+        )
 
     def summary(
         self,
@@ -441,6 +444,18 @@ def _no_fit_note(data: Mapping[str, Any]) -> str:
                 "served; more chips_per_replica, a lower precision or a larger chip)"
             )
     return "".join(f"; {note}" for note in notes)
+
+
+def _finish_label(data: Mapping[str, Any]) -> str:
+    """What ``finished`` means, as the label of its share: ``P(finish)`` for training, the
+    share of runs serving every request for an endpoint (it has no end to reach)."""
+    training = any(m.split(".")[-1] == "time_to_train_days" for m in data)
+    serving = any(m.split(".")[-1] == "requests_dropped" for m in data)
+    if serving and not training:
+        return "P(every request served)"
+    if serving:
+        return "P(finish: every training run done and every request served)"
+    return "P(finish)"
 
 
 def _unfinished_reason(data: Mapping[str, Any]) -> str:
