@@ -7,6 +7,7 @@ error, censored numbers marked as lower bounds wherever printed.
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -435,3 +436,49 @@ def test_an_endpoint_states_the_share_of_runs_serving_every_request_not_p_finish
     assert note.startswith("P(every request served) 50.0%")
     training = Result("t", {"finished": np.array([1.0, 0.0]), "time_to_train_days": np.ones(2)})
     assert str(training.unfinished_note()).startswith("P(finish) 50.0%")
+
+
+# ---------------------------------------------------------------- names are text (item 11)
+
+
+def _priced(name: str, tco: float) -> Result:
+    return Result(
+        name,
+        {
+            "tco_usd": np.full(4, tco),
+            "hardware_cost_usd": np.full(4, tco),
+            "time_to_train_days": np.full(4, 10.0),
+        },
+    )
+
+
+def test_option_names_are_drawn_as_written_not_as_mathtext() -> None:
+    """``$5/h on $spot`` is a mathtext pair to matplotlib, and a legend drops a label that
+    starts with ``_``: both names appear verbatim in the figures' text."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from accelsim import plot
+
+    results = {"$5/h on $spot": _priced("a", 1.0), "_draft": _priced("b", 2.0)}
+    fig = Figure()
+    ax = plot.ecdf(results, "tco_usd", ax=fig.add_subplot())
+    fig.savefig(io.BytesIO(), format="svg")  # draws every text: no mathtext error
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(legend) == 2
+    shown = [t.replace("\\$", "$").strip() for t in legend]
+    assert shown == ["$5/h on $spot", "_draft"]
+    ax = plot.tco_breakdown(results, ax=Figure().add_subplot())
+    ticks = [t.get_text().replace("\\$", "$").strip() for t in ax.get_xticklabels()]
+    assert ticks == ["$5/h on $spot", "_draft"]
+    assert plot.pareto_frontier(results, "time_to_train_days", "tco_usd") == ("$5/h on $spot",)
+
+
+def test_bidi_controls_in_a_name_are_refused() -> None:
+    """U+202E in a name reverses the sentence it is shown in: refused at the boundary."""
+    run = acs.TrainingRun(params=7e9, tokens=1e11)
+    pool = acs.Pool(chip="h100-sxm", count=64, provider="aws")
+    with pytest.raises(ValueError, match="U\\+202E"):
+        acs.Scenario(name="gpu\u202eupt", workload=run, fleet=[pool])
+    with pytest.raises(ValueError, match="U\\+2067"):
+        Comparison({"a\u2067b": _priced("a", 1.0)})

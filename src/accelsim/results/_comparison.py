@@ -21,7 +21,7 @@ from accelsim.results._format import (
 from accelsim.results._goals import goals_table, prob_meets
 from accelsim.results._recommendation import Recommendation, recommend
 from accelsim.results._result import Result
-from accelsim.scenario import Goals
+from accelsim.scenario import Goals, check_label
 
 
 def prob_lowest(values: FloatArray) -> FloatArray:
@@ -58,6 +58,8 @@ class Comparison:
     def __post_init__(self) -> None:
         if not self.results:
             raise ValueError("a comparison needs at least one option")
+        for name in self.results:
+            check_label(name, "option name")
         runs = {k: r.runs for k, r in self.results.items()}
         if len(set(runs.values())) > 1:
             raise ValueError(

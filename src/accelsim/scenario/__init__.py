@@ -8,12 +8,14 @@ Downstream code trusts these types and does not re-check them.
 """
 
 from accelsim.scenario._common import (
+    BIDI_CONTROLS,
     TRAINING_HORIZON_DAYS,
     Framework,
     Precision,
     SchedulerName,
     Sharding,
     Stage,
+    check_label,
     training_state_gib,
 )
 from accelsim.scenario._files import format_validation_error, load_scenario
@@ -38,6 +40,7 @@ from accelsim.scenario._workloads_mix import (
 )
 
 __all__ = [
+    "BIDI_CONTROLS",
     "SLO",
     "TRAINING_HORIZON_DAYS",
     "Assumptions",
@@ -61,6 +64,7 @@ __all__ = [
     "TrainingPhase",
     "TrainingRun",
     "Workload",
+    "check_label",
     "format_validation_error",
     "load_scenario",
     "mix_part",

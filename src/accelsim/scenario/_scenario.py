@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import (
     Field,
+    field_validator,
     model_validator,
 )
 
@@ -22,6 +23,7 @@ from accelsim.scenario._common import (
     _Model,
     _runs_natively,
     _support,
+    check_label,
     training_state_gib,
 )
 from accelsim.scenario._fleet import Assumptions, Credit, Pool
@@ -70,6 +72,11 @@ class Scenario(_Model):
     the ``credits_usd`` line."""
     description: str = ""
     """Free text for the reader of the scenario file."""
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        return check_label(value)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Scenario:
