@@ -75,7 +75,7 @@ def plain_label(name: str) -> str:
     reorder the text around the name).
 
     >>> plain_label("$5/h"), plain_label("_draft")
-    ('\\$5/h', ' _draft')
+    ('\\\\$5/h', ' _draft')
     """
     text = "".join(ch for ch in name if ch not in BIDI_CONTROLS).replace("$", r"\$")
     return f" {text}" if text.startswith("_") else text
