@@ -482,3 +482,20 @@ def test_bidi_controls_in_a_name_are_refused() -> None:
         acs.Scenario(name="gpu\u202eupt", workload=run, fleet=[pool])
     with pytest.raises(ValueError, match="U\\+2067"):
         Comparison({"a\u2067b": _priced("a", 1.0)})
+
+
+# ---------------------------------------------------------------- inputs that are mistakes (12)
+
+
+def test_an_slo_typed_in_seconds_warns_naming_the_unit() -> None:
+    from accelsim.scenario import SloUnitWarning
+
+    with pytest.warns(SloUnitWarning, match=r"ttft_ms is in milliseconds.*ttft_ms=2000"):
+        acs.SLO(ttft_ms=2, tpot_ms=100)
+    with pytest.warns(SloUnitWarning, match=r"tpot_ms is in milliseconds.*tpot_ms=100"):
+        acs.SLO(ttft_ms=2000, tpot_ms=0.1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        acs.SLO(ttft_ms=200, tpot_ms=20)  # fast, but achieved: no warning

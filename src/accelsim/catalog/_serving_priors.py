@@ -96,6 +96,12 @@ class ServingPriors(_Frozen):
     is chosen automatically (the rest is KV cache). [fraction]"""
     power_fraction_of_tdp: Prior
     """Average chip draw while serving over the chip's TDP. [fraction]"""
+    slo_floor_ttft_ms: Prior | None = None
+    """Smallest TTFT bound any serving system plausibly meets: an SLO below it warns that
+    it was likely typed in seconds. [ms]"""
+    slo_floor_tpot_ms: Prior | None = None
+    """Smallest TPOT bound any serving system plausibly meets (as ``slo_floor_ttft_ms``).
+    [ms]"""
     serving_stacks: dict[Stack, ServingStack] = {}
     """The serving engines of each software stack (the recommendation's stack-fit words);
     a user file may leave it out (the shipped table is used), or must name every stack."""

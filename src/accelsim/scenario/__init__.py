@@ -29,6 +29,7 @@ from accelsim.scenario._serving import (
     Scaling,
     Serving,
     ServingPrecision,
+    SloUnitWarning,
 )
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingPhase, TrainingRun
@@ -59,6 +60,7 @@ __all__ = [
     "Serving",
     "ServingPrecision",
     "Sharding",
+    "SloUnitWarning",
     "Stage",
     "Trace",
     "TrainingPhase",
