@@ -31,6 +31,7 @@ from accelsim._cli_goals import (
     _Confidence,
     _Deadline,
     _goals,
+    _MaxP95Wait,
     _MaxWait,
     _SloGoal,
 )
@@ -308,11 +309,13 @@ def compare_(
     budget_usd: _Budget = None,
     slo_attainment: _SloGoal = None,
     max_wait_hours: _MaxWait = None,
+    max_p95_wait_hours: _MaxP95Wait = None,
     confidence: _Confidence = 0.9,
 ) -> None:
     """Compare scenario files with common random numbers: table, odds and a recommendation.
 
-    With goals (--deadline-days, --budget-usd, --slo-attainment, --max-wait-hours), the
+    With goals (--deadline-days, --budget-usd, --slo-attainment, --max-wait-hours,
+    --max-p95-wait-hours), the
     table of P(meets goal) per option follows, and the recommendation picks among the
     options meeting every goal in at least --confidence of runs.
     """
@@ -322,7 +325,13 @@ def compare_(
             raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
         named[s.name] = s
     goals = _goals(
-        named.values(), deadline_days, budget_usd, slo_attainment, max_wait_hours, confidence
+        named.values(),
+        deadline_days,
+        budget_usd,
+        slo_attainment,
+        max_wait_hours,
+        confidence,
+        max_p95_wait_hours,
     )
     with _executor(workers) as pool:
         cmp = compare(named, runs=runs, seed=seed, executor=pool, goals=goals)
@@ -473,6 +482,7 @@ def report_(
     budget_usd: _Budget = None,
     slo_attainment: _SloGoal = None,
     max_wait_hours: _MaxWait = None,
+    max_p95_wait_hours: _MaxP95Wait = None,
     confidence: _Confidence = 0.9,
 ) -> None:
     """Write a self-contained HTML report: question, answer, figures, assumptions, sources.
@@ -488,7 +498,13 @@ def report_(
             raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
         named[s.name] = s
     goals = _goals(
-        named.values(), deadline_days, budget_usd, slo_attainment, max_wait_hours, confidence
+        named.values(),
+        deadline_days,
+        budget_usd,
+        slo_attainment,
+        max_wait_hours,
+        confidence,
+        max_p95_wait_hours,
     )
     if goals is not None and len(named) == 1:
         raise AccelsimError(

@@ -499,3 +499,41 @@ def test_an_slo_typed_in_seconds_warns_naming_the_unit() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         acs.SLO(ttft_ms=200, tpot_ms=20)  # fast, but achieved: no warning
+
+
+# ---------------------------------------------------------------- a P95 wait goal (item 13)
+
+
+def _stream(name: str, mean: float, p95: float, tco: float) -> Result:
+    return Result(
+        name,
+        {
+            "tco_usd": np.full(10, tco),
+            "mean_wait_hours": np.full(10, mean),
+            "p95_wait_hours": np.full(10, p95),
+        },
+    )
+
+
+def test_a_p95_wait_goal_reads_the_p95_wait_and_the_mean_goal_the_mean() -> None:
+    """Short mean wait, long tail: under a 10-h limit the mean goal is met, the P95 goal
+    is not, and each is named by what it reads."""
+    from accelsim.results import goals_table
+
+    results = {"tail": _stream("tail", 1.0, 20.0, 1.0), "even": _stream("even", 4.0, 8.0, 2.0)}
+    mean_goal = acs.Goals(max_wait_hours=10)
+    p95_goal = acs.Goals(max_p95_wait_hours=10)
+    assert Comparison(results, goals=mean_goal).recommendation.choice == "tail"
+    rec = Comparison(results, goals=p95_goal).recommendation
+    assert rec.choice == "even"
+    assert "P95 wait of jobs <= 10 h" in str(rec)
+    assert "mean wait <= 10 h" in str(goals_table(results, mean_goal))
+
+
+def test_cli_offers_the_p95_wait_goal(capsys) -> None:
+    from accelsim.cli import main
+
+    assert main(["compare", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--max-p95-wait-hours" in out
+    assert "p95_wait_hours" in out

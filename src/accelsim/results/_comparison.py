@@ -96,7 +96,8 @@ class Comparison:
         """P(option meets every goal at once) over its runs, or one goal's by name.
 
         ``goal`` is a field of :class:`~accelsim.scenario.Goals` that is set
-        (``"deadline_days"``, ``"budget_usd"``, ``"slo_attainment"``, ``"max_wait_hours"``).
+        (``"deadline_days"``, ``"budget_usd"``, ``"slo_attainment"``, ``"max_wait_hours"``,
+        ``"max_p95_wait_hours"``).
         The probability is the share of runs meeting it (see ``Goals`` for the metric each
         goal reads); an option lacking that metric is an error naming the goal, the option
         and the metric.
