@@ -165,6 +165,14 @@ def question(results: Mapping[str, Result], scenarios: Mapping[str, Scenario], k
 # ---------------------------------------------------------------- headline figures
 
 
+_CHEAPEST_LABEL = {
+    TRAINING: "Cheapest finished option in",
+    SERVING: "Cheapest option serving every request in",
+    JOB_STREAM: "Cheapest option keeping up in",
+}
+"""The "cheapest" card's label: cheapest among the options that complete their work."""
+
+
 def _cheapest_share(results: Mapping[str, Result], name: str) -> float:
     """Share of paired runs in which ``name`` completes its work at the lowest TCO among the
     options that complete theirs in that run: a run that does not finish is censored at the
@@ -223,10 +231,10 @@ def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[Ke
         share = _cheapest_share(results, name)
         out.append(
             KeyFigure(
-                "Cheapest finished option in",
+                _CHEAPEST_LABEL.get(kind, "Cheapest complete option in"),
                 f"{share:.0%} of runs",
-                "paired runs (common random numbers); a run that does not finish is not "
-                "counted as cheapest",
+                "paired runs (common random numbers); a run that does not complete its "
+                "work is not counted as cheapest",
                 "cheapest",
             )
         )

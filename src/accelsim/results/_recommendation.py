@@ -323,9 +323,19 @@ def _slo_words(results: Mapping[str, Result], goals: Goals) -> str:
     )
 
 
-COMPLETE_WORDS = (
-    "complete its work (finish within its horizon, serve its requests, keep up with its job stream)"
-)
+def _complete_words(results: Mapping[str, Result]) -> str:
+    """What completing its work means for the options compared: ``"finish within its
+    horizon"`` (training), ``"serve every request"`` (serving), ``"keep up with its job
+    stream"`` (streams), joined; the general words when the results do not say."""
+    words = []
+    metrics = {m.rsplit(".", 1)[-1] for r in results.values() for m in r.data}
+    if "time_to_train_days" in metrics:
+        words.append("finish within its horizon")
+    if "requests_dropped" in metrics:
+        words.append("serve every request")
+    if "offered_load" in metrics:
+        words.append("keep up with its job stream on a fleet that has arrived")
+    return " and ".join(words) or "complete its work"
 
 
 def _left_out(name: str, res: Result, goals: Goals | None, p_all: float, need: float) -> str:
@@ -358,7 +368,8 @@ def _recommend_with_goals(results: Mapping[str, Result], goals: Goals | None) ->
     goal_names = () if goals is None else goals.names
     together = ", all at once," if goal_names else ""
     words = [goal_words(goals, g) for g in goal_names] if goals is not None else []
-    wanted = f"{' and '.join([*words, COMPLETE_WORDS])}{together} in at least {pct(need)} of runs"
+    done = _complete_words(results)
+    wanted = f"{' and '.join([*words, done])}{together} in at least {pct(need)} of runs"
     left_out = [_left_out(k, results[k], goals, p_all[k], need) for k in names if k not in feasible]
     gate = "meets the goals" if goals is not None else "completes its work in enough runs"
     if not feasible:
