@@ -17,7 +17,7 @@ from accelsim.report._page_data import (
     _spread,
     fmt,
 )
-from accelsim.results import Result, unit_of
+from accelsim.results import Result, marked, unit_of
 
 # ---------------------------------------------------------------- tables
 
@@ -29,6 +29,8 @@ def _cell(res: Result, metric: str, x: np.ndarray | None = None, base: float | N
     main = fmt(metric, mean)
     if base is not None and base > 0:
         main += f" ({mean / base:.0%})"
+    if x is None:  # the metric's own samples: a lower bound where censored at the horizon
+        main = marked(res, metric, main)
     return Cell(main, _spread(res, metric, values))
 
 
@@ -110,7 +112,7 @@ def time_grid(results: Mapping[str, Result]) -> Grid:
         cells = []
         for name, r in results.items():
             x = phases[name].get(key)
-            cells.append(_cell(r, "time_to_train_days", r.samples(key) if x is None else x))
+            cells.append(_cell(r, key) if x is None else _cell(r, "time_to_train_days", x))
         rows.append((Cell(label), *cells))
     return Grid(
         ("phase", *results),

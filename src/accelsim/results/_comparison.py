@@ -145,8 +145,9 @@ class Comparison:
         censored = [k for k, r in self.results.items() if lower_bounds(r)]
         if censored:
             head += (
-                f"\n{LOWER_BOUND_MARK}: a lower bound: {', '.join(censored)} does not finish "
-                f"within its horizon in some runs, whose time and cost are counted up to it"
+                f"\n{LOWER_BOUND_MARK.strip()} marks a lower bound: {', '.join(censored)} does "
+                f"not finish within its horizon in some runs, whose time and cost are counted "
+                f"up to it"
             )
         note = "\n".join(unused_notes(self.results))
         return Table(("metric", *self.results), tuple(rows), head, note)

@@ -349,7 +349,7 @@ class Result:
         if (note := self.unfinished_note()) is not None:
             head += f"; {note}"
         if bounds:
-            head += f"\n{LOWER_BOUND_MARK}: a lower bound (counted up to the horizon)"
+            head += f"\n{LOWER_BOUND_MARK.strip()} marks a lower bound (counted up to the horizon)"
         return Table(("metric", "mean ± 95% MC error", "P5", "P50", "P95"), tuple(rows), head)
 
     def unfinished_note(self) -> str | None:
