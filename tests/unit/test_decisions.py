@@ -537,3 +537,19 @@ def test_cli_offers_the_p95_wait_goal(capsys) -> None:
     out = capsys.readouterr().out
     assert "--max-p95-wait-hours" in out
     assert "p95_wait_hours" in out
+
+
+def test_a_mix_marks_only_its_unfinished_training_run_not_the_fleet() -> None:
+    """A mix's fleet is priced over the whole horizon: its TCO is no lower bound when its
+    training run does not finish; the run's own time is."""
+    from accelsim.results import lower_bounds
+
+    data = {
+        "tco_usd": np.ones(2),
+        "finished": np.array([1.0, 0.0]),
+        "llm.time_to_train_days": np.array([5.0, 30.0]),
+        "llm.training_days": np.array([4.0, 29.0]),
+        "llm.finished": np.array([1.0, 0.0]),
+        "chat.requests_dropped": np.zeros(2),
+    }
+    assert lower_bounds(Result("mix", data)) == {"llm.time_to_train_days", "llm.training_days"}

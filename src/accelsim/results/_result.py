@@ -97,17 +97,19 @@ def _training_unfinished(res: Result) -> bool:
 
 def lower_bounds(res: Result) -> frozenset[str]:
     """The metrics of ``res`` whose statistics are lower bounds: those of
-    :data:`CENSORED_METRICS` (a mix's ``<workload>.`` ones too) when a training run does
-    not finish within the horizon in some run; empty otherwise."""
+    :data:`CENSORED_METRICS` of a training run that does not finish within the horizon in
+    some run (a lone run's, or in a mix that workload's ``<name>.`` ones; a mix's fleet is
+    priced over the whole horizon, so its own metrics are not censored); empty otherwise."""
     if not _training_unfinished(res):
         return frozenset()
+    lone = "time_to_train_days" in res.data
     out = set()
     for metric in res.data:
         who, _, base = metric.rpartition(".")
-        if base not in CENSORED_METRICS:
+        if base not in CENSORED_METRICS or (not who and not lone):
             continue
         finished = f"{who}.finished" if who else "finished"
-        if who and finished in res.data and not np.any(res.samples(finished) == 0):
+        if who and (finished not in res.data or not np.any(res.samples(finished) == 0)):
             continue
         out.add(metric)
     return frozenset(out)
