@@ -43,7 +43,7 @@ _MaxWait = Annotated[
 _MaxP95Wait = Annotated[
     float | None,
     typer.Option(
-        help="Goal: P95 of the jobs' queue waits (p95_wait_hours) at most this many hours.",
+        help="Goal: P95 of the queue waits of jobs (p95_wait_hours) at most this many hours.",
         show_default=False,
     ),
 ]
