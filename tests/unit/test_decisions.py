@@ -553,3 +553,28 @@ def test_a_mix_marks_only_its_unfinished_training_run_not_the_fleet() -> None:
         "chat.requests_dropped": np.zeros(2),
     }
     assert lower_bounds(Result("mix", data)) == {"llm.time_to_train_days", "llm.training_days"}
+
+
+# ---------------------------------------------------------------- validate agrees with run (16)
+
+
+def test_validate_refuses_the_multi_pool_training_run_that_run_refuses(tmp_path, capsys) -> None:
+    """3,132 spot H200 beside another pool: the shared-cluster engine refuses a job that
+    expects over a million interruptions. validate said the file was fine; both now refuse
+    it, with the same one-line reason and exit 2."""
+    from accelsim.cli import main
+
+    path = tmp_path / "two.yaml"
+    path.write_text(
+        "name: two\n"
+        "workload: {kind: training, params: 70e9, tokens: 2e12}\n"
+        "fleet:\n"
+        "  - {chip: h200, count: 3132, provider: aws, pricing: spot}\n"
+        "  - {chip: l4, count: 3, provider: runpod}\n"
+    )
+    for command in (["validate", str(path)], ["run", str(path), "--runs", "2"]):
+        assert main(command) == 2, command
+        err = capsys.readouterr().err
+        assert "expects" in err
+        assert "interruptions" in err
+        assert "Traceback" not in err
