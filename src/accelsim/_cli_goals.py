@@ -35,7 +35,17 @@ _SloGoal = Annotated[
 ]
 _MaxWait = Annotated[
     float | None,
-    typer.Option(help="Goal: mean queue wait at most this many hours.", show_default=False),
+    typer.Option(
+        help="Goal: mean queue wait (mean_wait_hours) at most this many hours.",
+        show_default=False,
+    ),
+]
+_MaxP95Wait = Annotated[
+    float | None,
+    typer.Option(
+        help="Goal: P95 of the queue waits of jobs (p95_wait_hours) at most this many hours.",
+        show_default=False,
+    ),
 ]
 _Confidence = Annotated[
     float, typer.Option(help="Share of runs that must meet every goal at once.")
@@ -49,6 +59,7 @@ def _goals(
     slo_attainment: float | None,
     max_wait_hours: float | None,
     confidence: float,
+    max_p95_wait_hours: float | None = None,
 ) -> Goals | None:
     """The goals the options ask for (None without any), checked before any study: each
     goal's metric must be one every scenario reports."""
@@ -57,6 +68,7 @@ def _goals(
         "budget_usd": budget_usd,
         "slo_attainment": slo_attainment,
         "max_wait_hours": max_wait_hours,
+        "max_p95_wait_hours": max_p95_wait_hours,
     }
     if all(v is None for v in given.values()):
         return None

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from accelsim.results import Result, Table
+from accelsim.results import Result, Table, lower_bounds, unused_notes, unused_terms
 
 
 def _rich(table: Table) -> list[Text | RichTable]:
@@ -86,6 +86,9 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
     if fmt == "json":
         summary = {m: res.stats(m) for m in res.metrics}
         out: dict[str, Any] = {"scenario": res.scenario_name, "runs": res.runs, "metrics": summary}
+        # statistics of a run censored at the horizon are lower bounds: named, not hidden
+        out["lower_bounds"] = sorted(lower_bounds(res))
+        out["unused_terms"] = [vars(term) for term in unused_terms(res)]
         if "precision" in res.extras:
             out["precision"] = res.extras["precision"]
         if "calibration" in res.extras:
@@ -101,6 +104,8 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
         _show(res.as_table())
         if (moved := res.price_change_note()) is not None:
             print(moved, file=stream)
+        for note in unused_notes(res):
+            print(note, file=stream)
 
 
 # ---------------------------------------------------------------- commands

@@ -31,6 +31,7 @@ from accelsim._cli_goals import (
     _Confidence,
     _Deadline,
     _goals,
+    _MaxP95Wait,
     _MaxWait,
     _SloGoal,
 )
@@ -48,6 +49,7 @@ from accelsim.results import (
     Table,
     format_error,
     format_value,
+    lower_bounds,
 )
 from accelsim.scenario import Scenario, format_validation_error, load_scenario
 from accelsim.study import DEFAULT_RUNS, compare, open_executor, simulate, sweep
@@ -316,6 +318,7 @@ def compare_(
     budget_usd: _Budget = None,
     slo_attainment: _SloGoal = None,
     max_wait_hours: _MaxWait = None,
+    max_p95_wait_hours: _MaxP95Wait = None,
     confidence: _Confidence = 0.9,
     prices: _Prices = None,
     measurements: _MeasurementFiles = None,
@@ -323,7 +326,8 @@ def compare_(
 ) -> None:
     """Compare scenario files with common random numbers: table, odds and a recommendation.
 
-    With goals (--deadline-days, --budget-usd, --slo-attainment, --max-wait-hours), the
+    With goals (--deadline-days, --budget-usd, --slo-attainment, --max-wait-hours,
+    --max-p95-wait-hours), the
     table of P(meets goal) per option follows, and the recommendation picks among the
     options meeting every goal in at least --confidence of runs.
     """
@@ -333,7 +337,13 @@ def compare_(
             raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
         named[s.name] = s
     goals = _goals(
-        named.values(), deadline_days, budget_usd, slo_attainment, max_wait_hours, confidence
+        named.values(),
+        deadline_days,
+        budget_usd,
+        slo_attainment,
+        max_wait_hours,
+        confidence,
+        max_p95_wait_hours,
     )
     cat = measured_catalog(measurements, measured)
     with _executor(workers) as pool:
@@ -341,7 +351,11 @@ def compare_(
     _warn_stale_prices(cmp.results.values(), max_price_age_days)
     if json_out:
         rec = cmp.recommendation
-        metrics = [m for m in ("tco_usd", "time_to_train_days") if m in cmp[cmp.options[0]].data]
+        metrics = [
+            m
+            for m in ("tco_usd", "time_to_train_days")
+            if all(m in r.data for r in cmp.results.values())
+        ]
         doc = {
             "runs": runs,
             "options": {
@@ -354,7 +368,12 @@ def compare_(
                 }
                 for m in metrics
             },
-            "recommendation": {"choice": rec.choice, "rationale": list(rec.rationale)},
+            "lower_bounds": {name: sorted(lower_bounds(r)) for name, r in cmp.results.items()},
+            "recommendation": {
+                "choice": rec.choice,
+                "meets_goals": rec.meets_goals,
+                "rationale": list(rec.rationale),
+            },
         }
         if goals is not None:
             doc["goals"] = {
@@ -485,6 +504,7 @@ def report_(
     budget_usd: _Budget = None,
     slo_attainment: _SloGoal = None,
     max_wait_hours: _MaxWait = None,
+    max_p95_wait_hours: _MaxP95Wait = None,
     confidence: _Confidence = 0.9,
     prices: _Prices = None,
     measurements: _MeasurementFiles = None,
@@ -503,7 +523,13 @@ def report_(
             raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
         named[s.name] = s
     goals = _goals(
-        named.values(), deadline_days, budget_usd, slo_attainment, max_wait_hours, confidence
+        named.values(),
+        deadline_days,
+        budget_usd,
+        slo_attainment,
+        max_wait_hours,
+        confidence,
+        max_p95_wait_hours,
     )
     if goals is not None and len(named) == 1:
         raise AccelsimError(

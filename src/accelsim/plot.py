@@ -35,6 +35,7 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.results import Comparison, Result, format_value, unit_of
+from accelsim.scenario import BIDI_CONTROLS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -67,13 +68,32 @@ def _new_axes(ax: Axes | None, figsize: tuple[float, float] = _FIGSIZE) -> Axes:
     return new
 
 
-def _options(results: Results) -> dict[str, Result]:
+def plain_label(name: str) -> str:
+    """``name`` as matplotlib shows it verbatim: ``$`` escaped (else a pair of them is
+    parsed as mathtext, garbling or failing the figure), a leading ``_`` kept visible (a
+    legend drops labels starting with one) and bidirectional controls removed (they would
+    reorder the text around the name).
+
+    >>> plain_label("$5/h"), plain_label("_draft")
+    ('\\\\$5/h', ' _draft')
+    """
+    text = "".join(ch for ch in name if ch not in BIDI_CONTROLS).replace("$", r"\$")
+    return f" {text}" if text.startswith("_") else text
+
+
+def _named(results: Results) -> dict[str, Result]:
+    """The options by name."""
     if isinstance(results, Result):
         return {results.scenario_name: results}
     named = dict(results.results if isinstance(results, Comparison) else results)
     if not named:
         raise ValueError("nothing to plot: no options given")
     return named
+
+
+def _options(results: Results) -> dict[str, Result]:
+    """The options by the label they are drawn under (:func:`plain_label` of each name)."""
+    return {plain_label(k): v for k, v in _named(results).items()}
 
 
 def axis_label(metric: str) -> str:
@@ -280,7 +300,7 @@ def pareto_frontier(
     >>> pareto_frontier({"fast": opt(1, 9), "cheap": opt(9, 1), "bad": opt(9, 9)})
     ('fast', 'cheap')
     """
-    means = {k: (r.mean(x), r.mean(y)) for k, r in _options(results).items()}
+    means = {k: (r.mean(x), r.mean(y)) for k, r in _named(results).items()}
 
     def dominated(a: tuple[float, float]) -> bool:
         return any(b[0] <= a[0] and b[1] <= a[1] and b != a for b in means.values())
@@ -315,7 +335,7 @@ def cost_vs_time(results: Results, ax: Axes | None = None) -> Axes:
         ax.errorbar(
             [tx], [cy], xerr=[[tlo], [thi]], yerr=[[clo], [chi]], fmt="o", capsize=3, label=name
         )
-    front = pareto_frontier(named)
+    front = pareto_frontier(named)  # the labels of the options on it
     ax.plot(
         [named[k].mean("time_to_train_days") for k in front],
         [named[k].mean("tco_usd") for k in front],
@@ -391,7 +411,7 @@ def sweep_line(
         pos = pos[order]
         stat = {s: np.array([float(group[i][s]) for i in order]) for s in ("p5", "p50", "p95")}
         name = ", ".join(f"{k}={v}" for k, v in zip(others, key, strict=True)) or "P50"
-        (line,) = ax.plot(pos, stat["p50"], marker="o", label=name)
+        (line,) = ax.plot(pos, stat["p50"], marker="o", label=plain_label(name))
         ax.fill_between(pos, stat["p5"], stat["p95"], color=line.get_color(), alpha=0.2)
     if not numeric:
         ax.set_xticks(np.arange(len(categories)), [str(c) for c in categories])

@@ -491,6 +491,11 @@ def _scenario(
     drawn = draw(fleet if max_pools == 1 else st.lists(fleet, min_size=1, max_size=max_pools))
     chosen: list[Pool] = [drawn] if isinstance(drawn, Pool) else list(drawn)
     assume(all(_supports(p.chip, run.precision) for p in chosen))
+    if len(chosen) > 1:
+        # Several pools send the run to the shared-cluster engine, which simulates each
+        # interruption of its job and refuses one expecting over a million: a spot pool of
+        # thousands of chips does (8.97e6 for 3,132 h200). Its pool (the first) is not spot.
+        assume(chosen[0].pricing != "spot")
     sized = []
     for pool in chosen:
         need = _fitting_count(run.params, pool.chip)
@@ -522,7 +527,10 @@ def scenarios(
     assumptions : SearchStrategy of Assumptions, optional
         Default ``assumptions()``: every field from the catalog priors.
     max_pools : int
-        Most pools per fleet when ``fleet`` draws single pools [pools].
+        Most pools per fleet when ``fleet`` draws single pools [pools]. A fleet of several
+        pools runs the training job in the shared-cluster engine, one event per
+        interruption: its first pool (the run's) is then never a spot pool, whose
+        preemptions on thousands of chips are more events than that engine simulates.
     fit : {"grow", "reject"}
         A pool too small to hold the run's weights, gradients and Adam state (16 bytes
         per parameter over the chips' HBM, the check :class:`accelsim.Scenario` makes):

@@ -124,3 +124,20 @@ def test_a_chip_without_scale_up_links_trains_at_a_finite_cost() -> None:
         mfu = res.samples("mfu")
         assert ((mfu > 0) & (mfu <= 1)).all(), count
         assert np.isfinite(res.samples("tco_usd")).all(), count
+
+
+@settings(max_examples=200, deadline=None)
+@given(acst.scenarios(max_pools=3))
+def test_a_multi_pool_fleet_never_runs_its_training_job_on_spot(scenario: acs.Scenario) -> None:
+    """Issue 32: several pools send the run to the shared-cluster engine, which refuses a job
+    expecting more than a million interruptions (3,132 spot h200 expected 8.97e6): the
+    run's pool is never spot there, so the docstring's promise holds."""
+    if len(scenario.fleet) > 1:
+        assert scenario.fleet[0].pricing != "spot"
+
+
+@settings(max_examples=30, deadline=None)
+@given(acst.scenarios(max_pools=3))
+def test_multi_pool_scenarios_are_ones_simulate_accepts(scenario: acs.Scenario) -> None:
+    res = acs.simulate(scenario, runs=2, seed=1, progress=False)
+    assert res.runs == 2

@@ -51,7 +51,10 @@ def test_an_option_against_its_copy_is_identical_run_for_run(
         assert a.inputs[name].tobytes() == b.inputs[name].tobytes(), name
     rec = cmp.recommendation
     assert not rec.decided  # identical options: a tie, never a confident choice
-    assert rec.prob_cheaper == 0.0
+    if rec.meets_goals:  # both complete their work: a tie on cost
+        assert rec.prob_cheaper == 0.0
+    else:  # neither completes (issue 32): no cost comparison, the same closest option
+        assert rec.choice == "a"
 
 
 @settings(max_examples=12)

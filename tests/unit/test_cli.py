@@ -72,9 +72,9 @@ def test_compare_says_when_an_option_serves_nothing(
     ok.write_text("name: ok\n" + body.format(extra=""), "utf-8")
     assert main(["compare", str(empty), str(ok), "--runs", "50"]) == 0
     out = capsys.readouterr().out
-    assert "empty: P(finish) 0.0%" in out
+    assert "empty: P(every request served) 0.0%" in out
     assert "nothing served" in out
-    assert "ok: P(finish)" not in out
+    assert "ok: P(every request served)" not in out
 
 
 def test_catalog_listings(capsys: pytest.CaptureFixture[str]) -> None:

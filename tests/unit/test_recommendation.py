@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accelsim.results import Comparison, Result, format_value
+from accelsim.results import Comparison, Result, format_value, recommend
 from accelsim.results._recommendation import CLOSE_CALL, _pct
 
 
@@ -134,8 +134,12 @@ def test_one_option_and_bad_input() -> None:
     rec = compare(a=option("a", np.ones(3))).recommendation
     assert rec.choice == "a"
     assert rec.rationale == ("only one option was compared",)
-    with pytest.raises(ValueError, match="tco_usd"):
-        Comparison({"a": Result("a", {"x": np.ones(3)})}).recommendation  # noqa: B018
+    with pytest.raises(ValueError, match="at least one option"):
+        recommend({})
+    # an option without a price is named, not an error (issue 32)
+    unpriced = Comparison({"a": Result("a", {"x": np.ones(3)})}).recommendation
+    assert not unpriced.decided
+    assert "No option has a price (a)" in unpriced.rationale[0]
 
 
 def test_percentages_never_round_a_share_to_never_or_always() -> None:
@@ -390,7 +394,11 @@ def test_the_first_line_says_what_an_unfinished_run_means_for_its_workloads() ->
     half = np.array([1.0, 0.0])
     serving = Result("serve", {"finished": half, "requests_dropped": np.array([0.0, 5.0])})
     head = serving.summary().splitlines()[0]
-    assert "P(finish) 50.0%: in the other runs an endpoint's replicas do not serve" in head
+    assert (
+        "P(every request served) 50.0%: in the other runs an endpoint's replicas do not serve"
+        in head
+    )
+    assert "P(finish)" not in head  # an endpoint has no end to reach (issue 32)
     assert "censored" not in head
     training = Result("train", {"finished": half, "time_to_train_days": np.ones(2)})
     head = training.summary().splitlines()[0]

@@ -63,7 +63,7 @@ def test_question_recommendation_and_key_figures(
     share = float(
         np.mean(cmp[cmp.options[0]].samples("tco_usd") < cmp[cmp.options[1]].samples("tco_usd"))
     )
-    assert f"Cheapest option in {share:.0%} of runs" in text
+    assert f"Cheapest finished option in {share:.0%} of runs" in text
 
 
 def test_sections_of_a_training_comparison(page: str) -> None:

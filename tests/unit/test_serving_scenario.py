@@ -137,11 +137,13 @@ def test_replica_size_is_chosen_from_memory_when_unset() -> None:
     assert work.replica_chips(acs.catalog.chip("h200"), 16) == 1
 
 
+# 1 ms TTFT: no system achieves it, so it warns of a unit mistake (issue 32); meant here
+@pytest.mark.filterwarnings("ignore::accelsim.scenario.SloUnitWarning")
 def test_an_slo_no_rate_meets_gives_an_honest_infeasible_result() -> None:
     s = _scenario(slo=acs.SLO(ttft_ms=1, tpot_ms=1))
     res = acs.simulate(s, runs=64, seed=1, progress=False)
-    assert (res.samples("slo_attainment") == 0.0).all()
     cap = acs.serving_capacity(s, runs=64, seed=1)
+    assert (res.samples("slo_attainment") == 0.0).all()
     assert (cap.samples("feasible") == 0.0).all()
     assert (cap.samples("slo_tokens_per_s_per_chip") == 0.0).all()
 

@@ -125,6 +125,12 @@ class ServingPriors(_Frozen):
     kv_precision: KvPrecisionRule | None = None
     """The KV-cache precision that goes with each weight precision when a scenario leaves
     ``kv_precision`` unset; a user file may leave it out (the shipped rule is used)."""
+    slo_floor_ttft_ms: Prior | None = None
+    """Smallest TTFT bound any serving system plausibly meets: an SLO below it warns that
+    it was likely typed in seconds. [ms]"""
+    slo_floor_tpot_ms: Prior | None = None
+    """Smallest TPOT bound any serving system plausibly meets (as ``slo_floor_ttft_ms``).
+    [ms]"""
     serving_stacks: dict[Stack, ServingStack] = {}
     """The serving engines of each software stack (the recommendation's stack-fit words);
     a user file may leave it out (the shipped table is used), or must name every stack."""

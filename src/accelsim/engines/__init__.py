@@ -27,7 +27,7 @@ from accelsim.engines._inputs import (
     blocks,
     check_design_runs,
 )
-from accelsim.engines._pricing import price_training, prices_used
+from accelsim.engines._pricing import charged_term_hours, is_reserved, price_training, prices_used
 from accelsim.engines.cluster import (
     JOB_DTYPE,
     DesOptions,
@@ -56,8 +56,10 @@ __all__ = [
     "InputPlan",
     "OverloadWarning",
     "blocks",
+    "charged_term_hours",
     "check_design_runs",
     "check_runnable",
+    "is_reserved",
     "merge_kept",
     "offline_capacity",
     "pair_capacity",

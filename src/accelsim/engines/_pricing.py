@@ -275,6 +275,17 @@ def credits_usd(scenario: Scenario, cat: Catalog, billings: list[Billing], runs:
     return out
 
 
+def charged_term_hours(pool: Pool, held_hours: FloatArray | float) -> FloatArray:
+    """Hours a pool held ``held_hours`` pays for: its charged share of the reserved term of a
+    commitment or capacity block (``term_share``, all of it by default), or the hours held
+    if longer; the hours held for any other pricing. [h]"""
+    held = np.asarray(held_hours, dtype=float)
+    if not is_reserved(pool):
+        return held
+    charged: FloatArray = np.maximum(held, _term_share(pool) * reserved_term_hours(pool, held))
+    return charged
+
+
 def pool_billing(
     pool: Pool, hardware_usd: FloatArray, held_hours: FloatArray | float, start_days: float = 0.0
 ) -> Billing:

@@ -61,6 +61,9 @@ def _user_value(scenario: Scenario | None, scope: str, path: str) -> object | No
     holder: object = scenario.assumptions if scope == "assumptions" else scenario.workload
     if scope not in ("assumptions", "workload"):
         return None
+    # Only what the user set is the user's: a field left at its default is not "you".
+    if field_name not in getattr(holder, "model_fields_set", ()):
+        return None
     value = getattr(holder, field_name, None)
     return value
 
@@ -81,6 +84,17 @@ def _calibrated_row(
         basis = f"{record['measurements']} measurement(s), {record['pooled']} pooled"
         note = f"{record['summary']}" + "".join(f" Flagged: {f}" for f in record["flags"])
     return Assumption(name, value, "", "your measurements", False, basis, (), drawn, used_by, note)
+
+
+def _is_default(scenario: Scenario | None, scope: str, path: str) -> bool:
+    """Whether ``scope.path`` is a scenario field the user left at its default."""
+    if scenario is None or scope not in ("assumptions", "workload"):
+        return False
+    holder: object = scenario.assumptions if scope == "assumptions" else scenario.workload
+    field_name = path.split(".")[0]
+    return field_name in getattr(type(holder), "model_fields", {}) and field_name not in getattr(
+        holder, "model_fields_set", ()
+    )
 
 
 def assumptions(
@@ -172,12 +186,13 @@ def assumptions(
                 )
             )
         else:
+            fixed = "default (not set)" if _is_default(scenario, scope, path) else "the scenario"
             rows.append(
                 Assumption(
                     name,
                     _drawn(x).removesuffix(" (every run)"),
                     "",
-                    "fixed by the scenario" if np.ptp(x) == 0 else "engine",
+                    fixed if np.ptp(x) == 0 else "engine",
                     False,
                     "—",
                     (),

@@ -105,6 +105,7 @@ def timeline(results: Mapping[str, Result]) -> Callable[[Axes], object]:
 
     def draw(ax: Axes) -> None:
         names: Sequence[str] = list(results)
+        labels = [plot.plain_label(n) for n in names]
         colors = ("#9aa5b1", "#e6a23c", "#3d7ab8", "#c0392b")
         y = np.arange(len(names), dtype=float)[::-1]
         for i, name in enumerate(names):
@@ -135,7 +136,7 @@ def timeline(results: Mapping[str, Result]) -> Callable[[Axes], object]:
                     )
         ax.plot([], [], color="black", linestyle="--", label="lead time alone")
         ax.plot([], [], color="black", linestyle=":", label="porting alone")
-        ax.set_yticks(y, list(names))
+        ax.set_yticks(y, labels)
         ax.set_xlabel("mean days from the decision [d]")
         ax.set_xlim(0.0, ax.get_xlim()[1] * 1.12)
         ax.grid(axis="x", alpha=0.3)

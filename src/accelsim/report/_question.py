@@ -18,7 +18,7 @@ from accelsim.report._page_data import (
     count_words,
     fmt,
 )
-from accelsim.results import Result, prob_lowest
+from accelsim.results import Result, completes, marked
 from accelsim.scenario import Scenario, TrainingRun
 
 # ---------------------------------------------------------------- kind and question
@@ -46,8 +46,26 @@ def _pools_text(s: Scenario) -> str:
     return ", ".join(f"{p.count:,} × {p.chip} ({_where(p.provider, p.pricing)})" for p in s.fleet)
 
 
+def _serving_chips(res: Result) -> str:
+    """``"136 chips at peak, 90 on average (medians over runs)"``, or ``""`` without the
+    replica metrics of a serving result."""
+    needed = ("replicas_peak", "replicas_mean", "chips_per_replica")
+    if not all(m in res.data for m in needed):
+        return ""
+    per = res.samples("chips_per_replica")
+    peak = float(np.median(res.samples("replicas_peak") * per))
+    mean = float(np.median(res.samples("replicas_mean") * per))
+    return f"{peak:,.0f} chips at peak, {mean:,.0f} on average (medians over runs)"
+
+
 def describe_option(res: Result, scenario: Scenario | None) -> str:
-    """What an option is, in one line: its fleet and, for training, its code's fit."""
+    """What an option is, in one line: its fleet and, for training, its code's fit; for
+    serving, the chips its replicas hold at peak and on average (under ``follow_demand``
+    the pool is a cap, not what is paid for)."""
+    used = _serving_chips(res)
+    if used and scenario is not None:
+        cap = "up to " if getattr(scenario.workload, "scaling", "") == "follow_demand" else ""
+        return f"{cap}{_pools_text(scenario)}; {used}"
     info = res.info
     if info is not None:
         fit = {"native": "native", "supported": "supported", "ported": "to be ported"}.get(
@@ -147,9 +165,27 @@ def question(results: Mapping[str, Result], scenarios: Mapping[str, Scenario], k
 # ---------------------------------------------------------------- headline figures
 
 
+_CHEAPEST_LABEL = {
+    TRAINING: "Cheapest finished option in",
+    SERVING: "Cheapest option serving every request in",
+    JOB_STREAM: "Cheapest option keeping up in",
+}
+"""The "cheapest" card's label: cheapest among the options that complete their work."""
+
+
 def _cheapest_share(results: Mapping[str, Result], name: str) -> float:
+    """Share of paired runs in which ``name`` completes its work at the lowest TCO among the
+    options that complete theirs in that run: a run that does not finish is censored at the
+    horizon, so its cost is no saving (ties split as in :func:`prob_lowest`)."""
     tco = np.stack([r.samples("tco_usd") for r in results.values()])
-    return float(prob_lowest(tco)[list(results).index(name)])
+    done = np.stack([completes(r) for r in results.values()])
+    some = done.any(axis=0)
+    if not some.any():
+        return 0.0
+    ranked = np.where(done, tco, np.inf)[:, some]
+    lowest = (ranked == ranked.min(axis=0)) & done[:, some]
+    shares = (lowest / lowest.sum(axis=0)).sum(axis=1) / tco.shape[1]
+    return float(shares[list(results).index(name)])
 
 
 def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[KeyFigure, ...]:
@@ -163,7 +199,7 @@ def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[Ke
             out.append(
                 KeyFigure(
                     label,
-                    fmt(metric, mean),
+                    marked(res, metric, fmt(metric, mean)),
                     f"± {fmt(metric, _mc_error(res, metric))} (95% MC error); "
                     f"P5–P95 {_spread(res, metric)}",
                     metric,
@@ -175,7 +211,7 @@ def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[Ke
             out.append(
                 KeyFigure(
                     label,
-                    fmt(metric, res.quantile(metric, 0.5)),
+                    marked(res, metric, fmt(metric, res.quantile(metric, 0.5))),
                     f"median; P5–P95 {_spread(res, metric)}",
                     metric,
                 )
@@ -195,9 +231,10 @@ def key_figures(results: Mapping[str, Result], name: str, kind: str) -> tuple[Ke
         share = _cheapest_share(results, name)
         out.append(
             KeyFigure(
-                "Cheapest option in",
+                _CHEAPEST_LABEL.get(kind, "Cheapest complete option in"),
                 f"{share:.0%} of runs",
-                "paired runs (common random numbers)",
+                "paired runs (common random numbers); a run that does not complete its "
+                "work is not counted as cheapest",
                 "cheapest",
             )
         )

@@ -17,7 +17,7 @@ from accelsim.report._page_data import (
     _spread,
     fmt,
 )
-from accelsim.results import Result
+from accelsim.results import Result, marked, unit_of
 
 # ---------------------------------------------------------------- tables
 
@@ -29,6 +29,8 @@ def _cell(res: Result, metric: str, x: np.ndarray | None = None, base: float | N
     main = fmt(metric, mean)
     if base is not None and base > 0:
         main += f" ({mean / base:.0%})"
+    if x is None:  # the metric's own samples: a lower bound where censored at the horizon
+        main = marked(res, metric, main)
     return Cell(main, _spread(res, metric, values))
 
 
@@ -110,7 +112,7 @@ def time_grid(results: Mapping[str, Result]) -> Grid:
         cells = []
         for name, r in results.items():
             x = phases[name].get(key)
-            cells.append(_cell(r, "time_to_train_days", r.samples(key) if x is None else x))
+            cells.append(_cell(r, key) if x is None else _cell(r, "time_to_train_days", x))
         rows.append((Cell(label), *cells))
     return Grid(
         ("phase", *results),
@@ -177,13 +179,40 @@ def rank_correlations(res: Result, metric: str) -> dict[str, float]:
     return out
 
 
+_EMISSION_INPUTS = ("emission_kg_per_kwh",)
+"""Inputs that move emissions only: no cost metric depends on them (emissions are unpriced)."""
+_ENERGY_PRICE_INPUTS = ("pue", "electricity_usd_per_kwh")
+"""Inputs that move a cost only through ``energy_cost_usd``."""
+
+
+def nil_by_construction(res: Result, metric: str) -> frozenset[str]:
+    """Inputs of ``res`` that cannot move ``metric`` by the model's construction, so any
+    rank correlation they show is noise: for a cost (a USD metric), the emission factor,
+    and PUE and the electricity price where energy costs nothing in every run (a cloud
+    pool's energy is inside its hourly price)."""
+    if unit_of(metric) != "USD":
+        return frozenset()
+    free_energy = "energy_cost_usd" in res.data and not np.any(res.samples("energy_cost_usd"))
+    nil = _EMISSION_INPUTS + (_ENERGY_PRICE_INPUTS if free_energy else ())
+    return frozenset(k for k in res.inputs if k.rsplit(".", 1)[-1] in nil)
+
+
 def driver_grids(results: Mapping[str, Result], metrics: Sequence[str]) -> tuple[Grid, ...]:
-    """For each metric, the inputs with the largest |rho| in any option, largest first."""
+    """For each metric, the inputs with the largest |rho| in any option, largest first;
+    inputs that cannot move the metric by construction (:func:`nil_by_construction`) are
+    left out."""
     grids = []
     for metric in metrics:
         if not all(metric in r.metrics for r in results.values()):
             continue
-        rho = {name: rank_correlations(r, metric) for name, r in results.items()}
+        rho = {
+            name: {
+                k: v
+                for k, v in rank_correlations(r, metric).items()
+                if k not in nil_by_construction(r, metric)
+            }
+            for name, r in results.items()
+        }
         inputs = sorted(
             {k for v in rho.values() for k in v},
             key=lambda k: (-max(abs(v.get(k, 0.0)) for v in rho.values()), k),

@@ -8,11 +8,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.results._format import Z95, Table, format_error, format_value
+from accelsim.results._commitment import unused_notes
+from accelsim.results._finish import LOWER_BOUND_MARK, lower_bounds, marked
+from accelsim.results._format import (
+    NOT_AVAILABLE,
+    Z95,
+    Table,
+    format_error,
+    format_value,
+    unit_of,
+)
 from accelsim.results._goals import goals_table, prob_meets
 from accelsim.results._recommendation import Recommendation, recommend
 from accelsim.results._result import Result
-from accelsim.scenario import Goals
+from accelsim.scenario import Goals, check_label
 
 
 def prob_lowest(values: FloatArray) -> FloatArray:
@@ -49,6 +58,8 @@ class Comparison:
     def __post_init__(self) -> None:
         if not self.results:
             raise ValueError("a comparison needs at least one option")
+        for name in self.results:
+            check_label(name, "option name")
         runs = {k: r.runs for k, r in self.results.items()}
         if len(set(runs.values())) > 1:
             raise ValueError(
@@ -85,7 +96,8 @@ class Comparison:
         """P(option meets every goal at once) over its runs, or one goal's by name.
 
         ``goal`` is a field of :class:`~accelsim.scenario.Goals` that is set
-        (``"deadline_days"``, ``"budget_usd"``, ``"slo_attainment"``, ``"max_wait_hours"``).
+        (``"deadline_days"``, ``"budget_usd"``, ``"slo_attainment"``, ``"max_wait_hours"``,
+        ``"max_p95_wait_hours"``).
         The probability is the share of runs meeting it (see ``Goals`` for the metric each
         goal reads); an option lacking that metric is an error naming the goal, the option
         and the metric.
@@ -107,24 +119,38 @@ class Comparison:
         names = (
             list(metrics)
             if metrics is not None
-            else [m for m in _TABLE_METRICS if all(m in r.data for r in self.results.values())]
-            or list(first.metrics)
+            else [m for m in _TABLE_METRICS if _shown(m, self.results)] or list(first.metrics)
         )
         rows = []
         for m in names:
             row = [m]
             for res in self.results.values():
+                if m not in res.data:
+                    row.append("no price" if unit_of(m) == "USD" else NOT_AVAILABLE)
+                    continue
                 st = res.stats(m)
                 row.append(
-                    f"{format_value(m, st['mean'])} ±{format_error(m, Z95 * st['std_error'])} "
-                    f"[{format_value(m, st['p5'])}-{format_value(m, st['p95'])}]"
+                    marked(
+                        res,
+                        m,
+                        f"{format_value(m, st['mean'])} ±{format_error(m, Z95 * st['std_error'])} "
+                        f"[{format_value(m, st['p5'])}-{format_value(m, st['p95'])}]",
+                    )
                 )
             rows.append(tuple(row))
         head = (
             f"mean ±95% MC error [P5-P95] over {first.runs} paired runs "
             f"(the MC error is of the mean; P5-P95 is the spread of outcomes)"
         )
-        return Table(("metric", *self.results), tuple(rows), head)
+        censored = [k for k, r in self.results.items() if lower_bounds(r)]
+        if censored:
+            head += (
+                f"\n{LOWER_BOUND_MARK.strip()} marks a lower bound: {', '.join(censored)} does "
+                f"not finish within its horizon in some runs, whose time and cost are counted "
+                f"up to it"
+            )
+        note = "\n".join(unused_notes(self.results))
+        return Table(("metric", *self.results), tuple(rows), head, note)
 
     def table(self, metrics: Sequence[str] | None = None) -> str:
         """Mean ±95% MC error [P5-P95] of each metric (rows) for each option (columns)."""
@@ -141,6 +167,16 @@ class Comparison:
         """The option to pick and why, from the numbers and the practical checks (among the
         options meeting :attr:`goals`, when set)."""
         return recommend(self.results, self.goals)
+
+
+def _shown(metric: str, results: Mapping[str, Result]) -> bool:
+    """Whether a default row shows: every option reports the metric, or it is a cost that
+    every priced option reports (an unpriced option, without ``tco_usd``, reads "no price"
+    in it rather than hiding every cost row)."""
+    if all(metric in r.data for r in results.values()):
+        return True
+    priced = [r for r in results.values() if "tco_usd" in r.data]
+    return unit_of(metric) == "USD" and bool(priced) and all(metric in r.data for r in priced)
 
 
 # Rows a comparison shows by default, those every option reports, in this order: the

@@ -50,6 +50,9 @@ GOAL_METRICS: Mapping[str, GoalMetric] = {
     "budget_usd": GoalMetric("tco_usd", "at_most", "the budget", "TCO"),
     "slo_attainment": GoalMetric("slo_attainment", "at_least", "the SLO", "SLO attainment"),
     "max_wait_hours": GoalMetric("mean_wait_hours", "at_most", "the wait limit", "mean wait"),
+    "max_p95_wait_hours": GoalMetric(
+        "p95_wait_hours", "at_most", "the P95 wait limit", "P95 wait of jobs"
+    ),
 }
 """Goal name -> the metric it reads and its sense (see :class:`~accelsim.scenario.Goals`)."""
 
@@ -58,6 +61,7 @@ MIX_KINDS: Mapping[str, str | None] = {
     "budget_usd": None,
     "slo_attainment": "serving",
     "max_wait_hours": "stream",
+    "max_p95_wait_hours": "stream",
 }
 """Goal name -> the kind of workload of a mix it reads (``None``: the fleet's own metric);
 ``stream`` covers job streams and traces."""

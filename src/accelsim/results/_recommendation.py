@@ -34,14 +34,22 @@ that they do not.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from accelsim import catalog
+from accelsim.results._commitment import unused_notes
+from accelsim.results._finish import (
+    FINISH_CONFIDENCE,
+    complete_share,
+    completes,
+    finish_notes,
+    incomplete_words,
+)
 from accelsim.results._format import format_value
-from accelsim.results._goals import goal_words, misses, pct, prob_meets
+from accelsim.results._goals import goal_words, meets, misses, pct, prob_meets
 from accelsim.results._porting import PORTING_NOT_WORTH, porting_over_compute
 from accelsim.results._result import Result
 from accelsim.scenario import Goals, Serving
@@ -74,12 +82,14 @@ class Recommendation:
     credits_decide: bool = False
     """True when the scenarios' credits (``credits_usd``) change the choice: the same rule on
     ``tco_usd`` without them picks another option (the rationale then says which)."""
+    gate: str = "meets the goals"
+    """What no option does when ``meets_goals`` is false (the headline's words)."""
 
     @property
     def headline(self) -> str:
         """The choice as the first line states it: the option, a close call, or none."""
         if not self.meets_goals:
-            return f"none meets the goals (closest: {self.choice})"
+            return f"none {self.gate} (closest: {self.choice})"
         if self.decided:
             return self.choice
         return f"{self.choice} (a close call on cost)"
@@ -126,17 +136,56 @@ def _compare_words(metric: str, a: float, b: float, less: str, more: str) -> str
 
 
 def recommend(results: Mapping[str, Result], goals: Goals | None = None) -> Recommendation:
-    """Pick the option cheaper in the most paired runs and explain the choice; with
-    ``goals``, only among the options meeting them.
+    """Pick the option cheaper in the most paired runs and explain the choice, among the
+    options that complete their work (and meet ``goals``, when given) in enough runs.
 
     See the module docstring for the rule; every probability printed is
     ``Comparison.prob_less`` of the options named (or ``Comparison.prob_meets``), every
-    median is ``Result.quantile(metric, 0.5)``.
+    median is ``Result.quantile(metric, 0.5)``. Options without ``tco_usd`` (an unpriced
+    pool) are named and left out of the cost rule.
     """
     if not results:
         raise ValueError("a recommendation needs at least one option")
-    if any("tco_usd" not in r.data for r in results.values()):
-        raise ValueError("a recommendation needs the tco_usd metric in every result")
+    priced = {k: r for k, r in results.items() if "tco_usd" in r.data}
+    unpriced = [k for k in results if k not in priced]
+    if not priced:
+        return Recommendation(
+            next(iter(results)), (unpriced_words(unpriced, none_priced=True),), decided=False
+        )
+    base = _recommend_priced(priced, goals)
+    if idle := unused_notes(priced):
+        base = replace(base, rationale=(*base.rationale, *idle))
+    if unpriced:
+        base = replace(base, rationale=(*base.rationale, unpriced_words(unpriced)))
+    return base
+
+
+PRICE_HINT = (
+    "give its pool a provider and pricing the catalog prices, or write a price sheet "
+    "(accelsim catalog quote ..., or a YAML sheet by hand) and load it with "
+    "acs.catalog.load(path)"
+)
+"""How to put a price on an unpriced option, in the words of the recommendation."""
+
+
+def unpriced_words(names: Sequence[str], *, none_priced: bool = False) -> str:
+    """The reason naming the options without a price (no ``tco_usd``) and how to add one."""
+    listed = ", ".join(names)
+    verb = "has" if len(names) == 1 else "have"
+    if none_priced:
+        return (
+            f"No option has a price ({listed}): cost cannot be compared. To compare it, "
+            f"{PRICE_HINT}."
+        )
+    return (
+        f"{listed} {verb} no price (no tco_usd: an unpriced pool), so cost does not rank "
+        f"{'it' if len(names) == 1 else 'them'}; compare its time and usage in the table. "
+        f"To price it, {PRICE_HINT}."
+    )
+
+
+def _recommend_priced(results: Mapping[str, Result], goals: Goals | None) -> Recommendation:
+    """The rule over priced options: the serving SLO as a goal, then completion and goals."""
     slo = _serving_slo(results)
     if slo is not None:
         goals = (
@@ -146,16 +195,13 @@ def recommend(results: Mapping[str, Result], goals: Goals | None = None) -> Reco
                 update={"slo_attainment": goals.slo_attainment or slo.slo_attainment}
             )
         )
-    if goals is not None:
-        base = _recommend_with_goals(results, goals)
-        if slo is not None:
-            base = replace(base, rationale=(_slo_words(results, goals), *base.rationale))
-            rival = base.runner_up or next((k for k in results if k != base.choice), None)
-            if rival is not None:
-                checks = serving_checks(results, base.choice, rival)
-                base = replace(base, rationale=(*base.rationale, *checks))
-    else:
-        base = _recommend_on_cost(results)
+    base = _recommend_with_goals(results, goals)
+    if slo is not None and goals is not None:
+        base = replace(base, rationale=(_slo_words(results, goals), *base.rationale))
+        rival = base.runner_up or next((k for k in results if k != base.choice), None)
+        if rival is not None:
+            checks = serving_checks(results, base.choice, rival)
+            base = replace(base, rationale=(*base.rationale, *checks))
     return _credits_note(results, goals, base)
 
 
@@ -278,31 +324,74 @@ def _slo_words(results: Mapping[str, Result], goals: Goals) -> str:
     )
 
 
-def _recommend_with_goals(results: Mapping[str, Result], goals: Goals) -> Recommendation:
-    """The cost rule over the options meeting every goal at the confidence (module docstring)."""
+def _complete_words(results: Mapping[str, Result]) -> str:
+    """What completing its work means for the options compared: ``"finish within its
+    horizon"`` (training), ``"serve every request"`` (serving), ``"keep up with its job
+    stream"`` (streams), joined; the general words when the results do not say."""
+    words = []
+    metrics = {m.rsplit(".", 1)[-1] for r in results.values() for m in r.data}
+    if "time_to_train_days" in metrics:
+        words.append("finish within its horizon")
+    if "requests_dropped" in metrics:
+        words.append("serve every request")
+    if "offered_load" in metrics:
+        words.append("keep up with its job stream on a fleet that has arrived")
+    return " and ".join(words) or "complete its work"
+
+
+def _left_out(name: str, res: Result, goals: Goals | None, p_all: float, need: float) -> str:
+    """Why ``name`` is not an option: the goals it misses, and how rarely it completes."""
+    parts = []
+    if goals is not None and prob_meets(res, goals, option=name) < need:
+        parts.append(misses(name, res, goals))
+    if complete_share(res) < need:
+        parts.append(incomplete_words(name, res, need))
+    if not parts:
+        parts.append(
+            f"{name} meets the goals and completes its work, but both at once in only "
+            f"{pct(p_all)} of runs (needs {pct(need)})."
+        )
+    return " ".join(parts)
+
+
+def _recommend_with_goals(results: Mapping[str, Result], goals: Goals | None) -> Recommendation:
+    """The cost rule over the options that complete their work and meet every goal at the
+    confidence (module docstring); finishing is a goal even when no goals are given."""
     names = list(results)
-    p_all = {k: prob_meets(r, goals, option=k) for k, r in results.items()}
-    need = goals.confidence
+    need = goals.confidence if goals is not None else FINISH_CONFIDENCE
+    ok = {k: completes(r) for k, r in results.items()}
+    if goals is not None:
+        ok = {k: ok[k] & meets(r, goals, option=k) for k, r in results.items()}
+    p_all = {k: float(np.mean(v)) for k, v in ok.items()}
     feasible = [k for k in names if p_all[k] >= need]
-    together = ", all at once," if len(goals.names) > 1 else ""
-    wanted = (
-        f"{' and '.join(goal_words(goals, g) for g in goals.names)}{together} in at least "
-        f"{pct(need)} of runs"
-    )
-    left_out = [misses(k, results[k], goals) for k in names if k not in feasible]
+    if goals is None and len(feasible) == len(names):
+        return _recommend_on_cost(results)
+    goal_names = () if goals is None else goals.names
+    together = ", all at once," if goal_names else ""
+    words = [goal_words(goals, g) for g in goal_names] if goals is not None else []
+    done = _complete_words(results)
+    wanted = f"{' and '.join([*words, done])}{together} in at least {pct(need)} of runs"
+    left_out = [_left_out(k, results[k], goals, p_all[k], need) for k in names if k not in feasible]
+    gate = "meets the goals" if goals is not None else "completes its work in enough runs"
     if not feasible:
         closest = max(
             names, key=lambda k: (p_all[k], -_median(results[k], "tco_usd"), -names.index(k))
         )
         reasons = (
-            f"No option meets the goals: {wanted}.",
+            f"No option meets the goals: {wanted}."
+            if goals is not None
+            else f"No option can be recommended: none can {wanted}.",
             *left_out,
             f"Closest: {_label(closest, results[closest])} meets every goal in "
             f"{pct(p_all[closest])} of runs; relax a goal or the confidence, or add an option.",
         )
-        return Recommendation(closest, reasons, decided=False, meets_goals=False)
+        return Recommendation(closest, reasons, decided=False, meets_goals=False, gate=gate)
     met = ", ".join(f"{k} in {pct(p_all[k])}" for k in feasible)
-    head = f"Goals: {wanted}; met by {met} of runs."
+    head = (
+        f"Goals: {wanted}; met by {met} of runs."
+        if goals is not None
+        else f"Finishing is always a goal: an option must {wanted}; met by {met} of runs."
+    )
     excluded = [f"Left out: {m}" for m in left_out]
     if len(feasible) == 1:
         best = feasible[0]
@@ -333,70 +422,6 @@ def _tail_note(best: str, res: Result, runner: str, other: Result) -> list[str]:
         f"{format_value('tco_usd', other.quantile('tco_usd', 0.95))}), so weigh that tail "
         f"if one bad outcome matters more than the typical one."
     ]
-
-
-def _duration_words(hours: float) -> str:
-    """``"4 minutes"``, ``"2.5 hours"``, ``"3 days"``."""
-    if hours < 1.0:
-        return f"{hours * 60.0:.2g} minutes"
-    if hours < 48.0:
-        return f"{hours:.2g} hours"
-    return f"{hours / 24.0:.2g} days"
-
-
-def _interval_words(hours: float) -> str:
-    """``"every 4 minutes"``, ``"every 2.5 hours"``: a mean time between interruptions."""
-    return f"every {_duration_words(hours)}"
-
-
-def _recovery_words(res: Result, unfinished: np.ndarray, count: np.ndarray) -> str:
-    """What the unfinished runs' recovery adds: the wait for capacity or repairs after each
-    interruption, and how many fell back to on-demand (a spot pool with a fallback)."""
-    words = ""
-    if "recovery_wait_days" in res.data:
-        wait = float(np.median(24.0 * res.samples("recovery_wait_days")[unfinished] / count))
-        if wait > 0:
-            words += f", then wait {_duration_words(wait)} for capacity or a repair"
-    if "fallback_days" in res.data:
-        fell = float(np.mean(res.samples("fallback_days")[unfinished] > 0))
-        words += f"; it fell back to on-demand in {_pct(fell)} of those runs"
-    return words
-
-
-def finish_notes(results: Mapping[str, Result]) -> list[str]:
-    """For each option that does not finish within its horizon in some runs: how often, and
-    why -- the mean time between interruptions those runs see (training hours over
-    interruptions, both counted up to the horizon), named as spot preemptions on a spot pool,
-    with the wait after each and the share that fell back to on-demand where they apply.
-    Their times and costs are censored at the horizon, so they are lower bounds."""
-    out = []
-    for name, res in results.items():
-        if "finished" not in res.data:
-            continue
-        unfinished = res.samples("finished") == 0
-        if not unfinished.any():
-            continue
-        share = float(np.mean(unfinished))
-        why = ""
-        if "interruptions" in res.data and "training_days" in res.data:
-            hours = 24.0 * res.samples("training_days")[unfinished]
-            count = res.samples("interruptions")[unfinished]
-            if np.all(count > 0):
-                gap = float(np.median(hours / count))
-                cause = (
-                    "spot preemptions and failures"
-                    if res.info is not None and res.info.pricing == "spot"
-                    else "failures"
-                )
-                scale = f" on {res.info.chips:,} chips" if res.info is not None else ""
-                why = f": {cause} interrupt it {_interval_words(gap)}{scale} (median)"
-                why += _recovery_words(res, unfinished, count)
-        out.append(
-            f"{name} does not finish within its horizon in {_pct(share)} of runs{why}; in "
-            f"those runs its time and cost are counted up to the horizon only, so they are "
-            f"lower bounds."
-        )
-    return out
 
 
 def _time_note(results: Mapping[str, Result], best: str, runner: str) -> list[str]:

@@ -55,6 +55,88 @@ def quantiles(x: FloatArray, q: FloatArray | Sequence[float]) -> FloatArray:
     return out
 
 
+LOWER_BOUND_MARK = "≥ "
+"""Prefix of a printed statistic that is a lower bound (censored at the horizon)."""
+
+CENSORED_METRICS = frozenset(
+    {
+        "time_to_train_days",
+        "training_days",
+        "compute_days",
+        "failure_overhead_days",
+        "instability_days",
+        "recovery_wait_days",
+        "fallback_days",
+        "tco_usd",
+        "hardware_cost_usd",
+        "energy_cost_usd",
+        "delay_cost_usd",
+        "chip_hours",
+        "held_hours",
+        "energy_kwh",
+        "emissions_kg_co2e",
+        "interruptions",
+    }
+)
+"""Metrics of a training run that accumulate up to its end, hence up to the horizon in a
+run that does not finish (a mix's fleet-wide ``tco_usd`` and the like with them)."""
+
+
+def _training_unfinished(res: Result) -> bool:
+    """Whether some run of a training workload (lone or in a mix) does not finish."""
+    if "time_to_train_days" in res.data and "finished" in res.data:
+        return bool(np.any(res.samples("finished") == 0))
+    for metric in res.data:
+        who, _, base = metric.rpartition(".")
+        finished = f"{who}.finished"
+        named = who and base == "time_to_train_days" and finished in res.data
+        if named and np.any(res.samples(finished) == 0):
+            return True
+    return False
+
+
+def lower_bounds(res: Result) -> frozenset[str]:
+    """The metrics of ``res`` whose statistics are lower bounds: those of
+    :data:`CENSORED_METRICS` of a training run that does not finish within the horizon in
+    some run (a lone run's, or in a mix that workload's ``<name>.`` ones; a mix's fleet is
+    priced over the whole horizon, so its own metrics are not censored); empty otherwise."""
+    if not _training_unfinished(res):
+        return frozenset()
+    lone = "time_to_train_days" in res.data
+    out = set()
+    for metric in res.data:
+        who, _, base = metric.rpartition(".")
+        if base not in CENSORED_METRICS or (not who and not lone):
+            continue
+        finished = f"{who}.finished" if who else "finished"
+        if who and (finished not in res.data or not np.any(res.samples(finished) == 0)):
+            continue
+        out.add(metric)
+    return frozenset(out)
+
+
+def fleet_absent(res: Result) -> np.ndarray:
+    """Runs in which no pool of a job stream's or trace's fleet is there before the horizon
+    (every ``held_hours_pool<i>`` is 0: each lead time ends past it), so no job runs."""
+    held = [res.samples(m) for m in res.data if m.startswith("held_hours_pool")]
+    if not held or "jobs_arrived" not in res.data:
+        return np.zeros(res.runs, dtype=bool)
+    return np.asarray(np.all(np.stack(held) <= 0.0, axis=0), dtype=bool)
+
+
+def fleet_absent_note(res: Result) -> str | None:
+    """The sentence saying in how many runs a stream's fleet arrives after the horizon."""
+    absent = fleet_absent(res)
+    if not absent.any():
+        return None
+    return (
+        f"in {float(np.mean(absent)):.1%} of runs the fleet arrives after the horizon (its "
+        f"capacity lead time is longer): no job runs and nothing is paid, so its $0 is no "
+        f"saving; set assumptions.lead_time_days (0 for a fleet already in service) or a "
+        f"longer horizon"
+    )
+
+
 STALE_PRICE_DAYS = 182
 """Default age beyond which a price used is flagged: about six months. [days]"""
 
@@ -246,31 +328,44 @@ class Result:
     def as_table(self, metrics: Sequence[str] | None = None) -> Table:
         """:meth:`summary` as a :class:`~accelsim.results.Table` (its cells, for the CLI)."""
         names = list(metrics) if metrics is not None else list(self.data)
+        bounds = lower_bounds(self)
+
+        def mark(metric: str) -> str:
+            return LOWER_BOUND_MARK if metric in bounds else ""
+
         rows = []
         for m in names:
             st = self.stats(m)
             rows.append(
                 (
                     m,
-                    f"{format_value(m, st['mean'])} ± {format_error(m, Z95 * st['std_error'])}",
-                    format_value(m, st["p5"]),
-                    format_value(m, st["p50"]),
-                    format_value(m, st["p95"]),
+                    mark(m)
+                    + f"{format_value(m, st['mean'])} ± {format_error(m, Z95 * st['std_error'])}",
+                    mark(m) + format_value(m, st["p5"]),
+                    mark(m) + format_value(m, st["p50"]),
+                    mark(m) + format_value(m, st["p95"]),
                 )
             )
         how = f"{self.engine} engine" + ("" if self.design == "mc" else f", {self.design} design")
         head = f"{self.scenario_name}: {self.runs} run{'s' * (self.runs != 1)} ({how})"
         if (note := self.unfinished_note()) is not None:
             head += f"; {note}"
+        if bounds:
+            head += f"\n{LOWER_BOUND_MARK.strip()} marks a lower bound (counted up to the horizon)"
         return Table(("metric", "mean ± 95% MC error", "P5", "P50", "P95"), tuple(rows), head)
 
     def unfinished_note(self) -> str | None:
         """``P(finish)`` and what an unfinished run means for its workloads (and, for an
         endpoint that cannot hold its model, the share of such runs), or ``None`` when every
         run finishes: the words :meth:`summary`'s first line and the report's warnings use."""
+        if (absent := fleet_absent_note(self)) is not None:
+            return absent
         if "finished" not in self.data or (p := float(np.mean(self.data["finished"]))) >= 1.0:
             return None
-        return f"P(finish) {p:.1%}: {_unfinished_reason(self.data)}{_no_fit_note(self.data)}"
+        return (
+            f"{_finish_label(self.data)} {p:.1%}: {_unfinished_reason(self.data)}"
+            f"{_no_fit_note(self.data)}"
+        )
 
     def summary(
         self,
@@ -376,6 +471,18 @@ def _no_fit_note(data: Mapping[str, Any]) -> str:
                 "served; more chips_per_replica, a lower precision or a larger chip)"
             )
     return "".join(f"; {note}" for note in notes)
+
+
+def _finish_label(data: Mapping[str, Any]) -> str:
+    """What ``finished`` means, as the label of its share: ``P(finish)`` for training, the
+    share of runs serving every request for an endpoint (it has no end to reach)."""
+    training = any(m.split(".")[-1] == "time_to_train_days" for m in data)
+    serving = any(m.split(".")[-1] == "requests_dropped" for m in data)
+    if serving and not training:
+        return "P(every request served)"
+    if serving:
+        return "P(finish: every training run done and every request served)"
+    return "P(finish)"
 
 
 def _unfinished_reason(data: Mapping[str, Any]) -> str:

@@ -8,6 +8,7 @@ Downstream code trusts these types and does not re-check them.
 """
 
 from accelsim.scenario._common import (
+    BIDI_CONTROLS,
     TRAINING_HORIZON_DAYS,
     FineTune,
     Framework,
@@ -18,6 +19,7 @@ from accelsim.scenario._common import (
     Sharding,
     Stage,
     adapter_state_gib,
+    check_label,
     training_state_gib,
 )
 from accelsim.scenario._files import format_validation_error, load_scenario
@@ -31,6 +33,7 @@ from accelsim.scenario._serving import (
     Scaling,
     Serving,
     ServingPrecision,
+    SloUnitWarning,
 )
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingPhase, TrainingRun
@@ -42,6 +45,7 @@ from accelsim.scenario._workloads_mix import (
 )
 
 __all__ = [
+    "BIDI_CONTROLS",
     "SLO",
     "TRAINING_HORIZON_DAYS",
     "Assumptions",
@@ -63,12 +67,14 @@ __all__ = [
     "Serving",
     "ServingPrecision",
     "Sharding",
+    "SloUnitWarning",
     "Stage",
     "Trace",
     "TrainingPhase",
     "TrainingRun",
     "Workload",
     "adapter_state_gib",
+    "check_label",
     "format_validation_error",
     "load_scenario",
     "mix_part",

@@ -65,6 +65,25 @@ class _Model(BaseModel):
     )
 
 
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+"""Unicode bidirectional controls: in a name they reorder the text around it when shown
+(U+202E reverses what follows), so a name could make a sentence read otherwise."""
+
+
+def check_label(value: str, what: str = "name") -> str:
+    """``value`` if it holds no bidirectional control character, else a ``ValueError``
+    naming the character's code point and position. Names are text, shown as written."""
+    for i, ch in enumerate(value):
+        if ch in BIDI_CONTROLS:
+            raise ValueError(
+                f"{what} {value!r} holds the bidirectional control U+{ord(ch):04X} at "
+                f"position {i}: it would reorder the text it is shown in; remove it"
+            )
+    return value
+
+
 def _support(value: float | Dist) -> tuple[float, float]:
     if isinstance(value, int | float):
         return float(value), float(value)

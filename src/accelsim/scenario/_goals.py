@@ -25,6 +25,9 @@ class Goals(_Model):
     ``slo_attainment``  ``slo_attainment``      ``>=``   serving
     ``max_wait_hours``  ``mean_wait_hours``     ``<=``   job streams, traces, a training
                                                          run's shared fleet
+    ``max_p95_wait_``   ``p95_wait_hours``      ``<=``   job streams and traces: the wait
+    ``hours``                                            95 % of jobs stay under, what
+                                                         planners usually size on
     ==================  ======================  =======  ===================================
 
     A run with ``finished == 0`` (when the metric is present) never meets a deadline, and a
@@ -48,6 +51,8 @@ class Goals(_Model):
     """Smallest share of requests meeting the serving SLO [fraction]."""
     max_wait_hours: float | None = Field(default=None, ge=0)
     """Largest mean queue wait of a job stream's jobs [h]."""
+    max_p95_wait_hours: float | None = Field(default=None, ge=0)
+    """Largest 95th percentile of a job stream's queue waits, over its jobs [h]."""
     confidence: float = Field(default=0.9, gt=0, lt=1)
     """Smallest share of runs that must meet every goal at once [fraction]."""
 
@@ -56,12 +61,18 @@ class Goals(_Model):
         if not self.names:
             raise ValueError(
                 "Goals needs at least one of deadline_days, budget_usd, slo_attainment, "
-                "max_wait_hours"
+                "max_wait_hours, max_p95_wait_hours"
             )
         return self
 
     @property
     def names(self) -> tuple[str, ...]:
         """The goals set, in field order (``confidence`` is not a goal)."""
-        goals = ("deadline_days", "budget_usd", "slo_attainment", "max_wait_hours")
+        goals = (
+            "deadline_days",
+            "budget_usd",
+            "slo_attainment",
+            "max_wait_hours",
+            "max_p95_wait_hours",
+        )
         return tuple(g for g in goals if getattr(self, g) is not None)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import (
     Field,
+    field_validator,
     model_validator,
 )
 
@@ -23,6 +24,7 @@ from accelsim.scenario._common import (
     _Model,
     _runs_natively,
     _support,
+    check_label,
 )
 from accelsim.scenario._fleet import Assumptions, Credit, Pool
 from accelsim.scenario._recovery_rules import check_recovery
@@ -70,6 +72,11 @@ class Scenario(_Model):
     the ``credits_usd`` line."""
     description: str = ""
     """Free text for the reader of the scenario file."""
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        return check_label(value)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Scenario:

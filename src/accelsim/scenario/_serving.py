@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -29,6 +30,10 @@ _MODEL_FIELDS = ("params", "active_params", "layers", "d_model", "kv_heads", "he
 _MINUTES_PER_HOUR = 60.0
 
 
+class SloUnitWarning(UserWarning):
+    """An SLO bound below what any serving system delivers: likely a unit mistake."""
+
+
 class SLO(_Model):
     """A latency objective: TTFT and TPOT bounds at a percentile, and the share of requests
     that must be served in windows meeting them.
@@ -47,6 +52,29 @@ class SLO(_Model):
     """Percentile the bounds apply at, in (50, 100) [%] (MLPerf Server and Interactive: 99)."""
     attainment: float = Field(default=0.99, gt=0, le=1)
     """Share of requests that must arrive in windows meeting the bounds [fraction]."""
+
+    @model_validator(mode="after")
+    def _plausible_units(self) -> SLO:
+        """Warn (:class:`SloUnitWarning`) on a bound below what any serving system
+        delivers (the catalog's ``slo_floor_ttft_ms`` and ``slo_floor_tpot_ms``): most
+        likely seconds typed where milliseconds are expected."""
+        priors = catalog.serving_priors()
+        for field, floor in (
+            ("ttft_ms", priors.slo_floor_ttft_ms),
+            ("tpot_ms", priors.slo_floor_tpot_ms),
+        ):
+            value = float(getattr(self, field))
+            if floor is None or not isinstance(floor.value, int | float):
+                continue
+            if value < float(floor.value):
+                warnings.warn(
+                    f"SLO {field}={value:g} is below {float(floor.value):g} ms, faster than "
+                    f"any published serving system: {field} is in milliseconds (did you mean "
+                    f"{field}={value * 1000:g}, i.e. {value:g} s?)",
+                    SloUnitWarning,
+                    stacklevel=2,
+                )
+        return self
 
 
 class Disaggregation(_Model):

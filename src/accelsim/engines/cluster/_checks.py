@@ -15,12 +15,16 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from accelsim.catalog import Catalog
 from accelsim.dists import as_dist
 from accelsim.engines._offers import spot_preemption_prior
 from accelsim.engines.cluster.des import TRACE_COLUMNS, JobSpec, read_trace
 from accelsim.engines.cluster.des._streams import MAX_JOBS
+from accelsim.engines.training import _analytic as analytic
 from accelsim.errors import AccelsimError
+from accelsim.models import reliability
 from accelsim.scenario import JobStream, Pool, Scenario, Trace, TrainingRun, mix_part
 
 _HOURS_PER_DAY = 24.0
@@ -110,6 +114,8 @@ def check_runnable(
     work = scenario.workload
     where = "workload"
     if isinstance(work, TrainingRun):
+        if len(scenario.fleet) > 1 or scenario.background is not None:
+            _check_hero_interruptions(scenario, cat)
         if scenario.background is None:
             return
         work, where = scenario.background, "background"
@@ -129,6 +135,45 @@ def check_runnable(
             f"there up to it (see jobs_waiting_at_horizon)",
             OverloadWarning,
             stacklevel=2,
+        )
+
+
+MAX_EXPECTED_INTERRUPTIONS = 1e6
+"""Largest expected number of interruptions of a training job the DES will simulate (one
+event each; past it a run would take hours)."""
+_PROBE_RUNS = 32
+"""Runs of the analytic probe that estimates a DES training job's interruptions."""
+
+
+def _check_hero_interruptions(scenario: Scenario, cat: Catalog) -> None:
+    """Refuse a training run that the shared-cluster engine runs (several pools, or a
+    background) when its job expects more than :data:`MAX_EXPECTED_INTERRUPTIONS` in most
+    runs: the engine would refuse every such run, so ``validate`` says so before a study.
+    The expectation is the DES's own (``reliability.expected_interruptions`` of the run's
+    physics), over a small analytic probe of the same scenario (seed 0)."""
+    seen: list[np.ndarray] = []
+
+    def capture(
+        rng: np.random.Generator,
+        work: np.ndarray,
+        interval: np.ndarray,
+        write: np.ndarray,
+        restart: np.ndarray,
+        rate: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        physics = (work, interval, write, restart, rate)
+        seen.append(np.asarray(reliability.expected_interruptions(*physics), dtype=float))
+        return reliability.sample_completion_hours(rng, *physics)
+
+    analytic.simulate_training(scenario, cat, np.random.SeedSequence(0), 0, _PROBE_RUNS, capture)
+    events = float(np.median(np.concatenate(seen))) if seen else 0.0
+    if not events <= MAX_EXPECTED_INTERRUPTIONS:
+        raise AccelsimError(
+            f"scenario {scenario.name!r}: its training job expects {events:.3g} interruptions "
+            f"(median of a {_PROBE_RUNS}-run probe); the shared-cluster engine, which runs a "
+            f"training run on several pools or beside a background, simulates each one and "
+            f"stops at {MAX_EXPECTED_INTERRUPTIONS:.0e}. Check the MFU, failure and "
+            f"preemption rates, or use one pool with the analytic engine"
         )
 
 

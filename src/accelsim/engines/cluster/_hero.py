@@ -56,7 +56,7 @@ from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines._pricing import price_training
-from accelsim.engines.cluster._checks import check_runnable
+from accelsim.engines.cluster._checks import MAX_EXPECTED_INTERRUPTIONS, check_runnable
 from accelsim.engines.cluster._streams_run import (
     DesOptions,
     _fleet_draws,
@@ -74,8 +74,6 @@ from accelsim.scenario import Scenario
 from accelsim.seeding import child
 
 _HOURS_PER_DAY = 24.0
-MAX_EXPECTED_INTERRUPTIONS = 1e6
-"""Largest expected number of interruptions of a training job the DES will simulate."""
 HERO_JOB_ID = 0
 """Job id of the training run in a DES training scenario (background ids start at 1)."""
 HERO_PRIORITY = 1

@@ -7,12 +7,12 @@ Each Monte Carlo run is one discrete-event simulation of the whole fleet over
   at its priority, as the hero run of :mod:`accelsim.engines.cluster._hero`: its physics
   (compute hours, checkpoint interval, write and restart times, interruption rate) come
   from the analytic engine on the run's own part (:func:`accelsim.scenario.mix_part`), it
-  is submitted at ``max(capacity lead time, porting and optimisation)`` after the decision
-  (time 0), and its metrics come back through the analytic engine with the DES's training
-  time and queue wait (two passes over the same draws). When the mix has a training run,
-  the first pool's chips fail at the first training run's interruption rate per chip,
-  replaced at once by hot spares (the hero run's failure model), so both engines mean the
-  same training days.
+  is submitted when its porting and optimisation end after the decision (time 0; the
+  fleet is in service, so no capacity lead time), and its metrics come back through the
+  analytic engine with the DES's training time and queue wait (two passes over the same
+  draws). When the mix has a training run, the first pool's chips fail at the first
+  training run's interruption rate per chip, replaced at once by hot spares (the hero
+  run's failure model), so both engines mean the same training days.
 - **A serving endpoint** is a time-varying reservation of replicas x ``chips_per_replica``
   chips of the first pool, following the hourly replica plan of the serving fast path
   (:func:`~accelsim.engines.serving._usage.replicas_per_hour`): each replica window of the
@@ -28,9 +28,10 @@ Each Monte Carlo run is one discrete-event simulation of the whole fleet over
   (:mod:`accelsim.engines.cluster._streams_run`): their jobs keep their priorities and are
   preemptible.
 
-The fleet is the organisation's, in service from time 0 (as for the hero run: a lead
-time is a training run's own capacity wait, not the delivery of a fleet already serving and
-running research) and held to the horizon: every pool is priced for the whole horizon,
+The fleet is the organisation's, in service from time 0 for every workload on it (one
+rule: no workload of a mix waits for a capacity lead time, since the fleet already serves
+and runs research; a lone scenario's fleet arrives at the end of its lead time instead) and
+held to the horizon: every pool is priced for the whole horizon,
 used or not; energy on allocated chip-hours. The fleet's
 TCO is that hardware and energy, plus each workload's engineering (a training run's
 porting and optimisation, an endpoint's porting), plus the queue wait of every job but the
@@ -174,8 +175,7 @@ class _Mix:
 
     def pools(self, k: int) -> list[PoolSpec]:
         """Run ``k``'s pools; with a training run, the first keeps the hero's failure model."""
-        # The organisation's fleet is in service from time 0 (a lead time is a training
-        # run's own capacity wait, as for the hero run).
+        # The organisation's fleet is in service from time 0 for every workload of the mix.
         specs = [
             replace(p, lead_time_hours=0.0)
             for p in _pool_specs(self.scenario, self.cat, self.fleet, k)

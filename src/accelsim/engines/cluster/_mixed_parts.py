@@ -143,7 +143,9 @@ def plan_training(
     """First pass: the run's physics and submission time by the analytic engine."""
     capture = _Capture()
     before, _ = analytic.simulate_training(part, cat, plan, start, stop, capture)
-    submit = _HOURS_PER_DAY * np.maximum(before["lead_time_days"], before["preparation_days"])
+    # One rule for the fleet of a mix: in service from time 0 for every workload on it, so a
+    # training run waits for its porting and optimisation, never for a capacity lead time.
+    submit = _HOURS_PER_DAY * before["preparation_days"]
     chips = part.fleet[0].count
     return TrainingPlan(index, name, part, chips, priority, submit, capture.physics())
 
@@ -174,7 +176,7 @@ def training_metrics(
     queue_days = t.queue_hours / _HOURS_PER_DAY
     unfinished = ~np.isfinite(t.hours)
     horizon_days = horizon_hours / _HOURS_PER_DAY
-    ttt = usage["time_to_train_days"] + queue_days
+    ttt = usage["preparation_days"] + queue_days + usage["training_days"]
     began = (t.submit_hours + t.queue_hours) / _HOURS_PER_DAY
     out = {
         "time_to_train_days": np.where(unfinished, horizon_days, ttt),

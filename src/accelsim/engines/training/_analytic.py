@@ -436,9 +436,12 @@ def _training_usage(
     queue_days = constant(0.0, runs)
     before_days = np.maximum(lead_days, eng["preparation_days"]) + queue_days
     training_h = reliable["training_hours"]
-    training_days, compute_days = training_h / _HOURS_PER_DAY, compute_h / _HOURS_PER_DAY
     finished = reliable["finished"] > 0
     goodput = np.where(finished, compute_h / training_h, reliable["goodput_unfinished"])
+    # a run cut at the horizon did the compute of its goodput share of the days it trained,
+    # so compute and failure overhead add up to training_days in every run
+    training_days = training_h / _HOURS_PER_DAY
+    compute_days = np.where(finished, compute_h, training_h * goodput) / _HOURS_PER_DAY
     usage: dict[str, FloatArray] = {
         "time_to_train_days": before_days + training_days,
         "training_days": training_days,
