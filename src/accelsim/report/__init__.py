@@ -24,7 +24,7 @@ from typing import Any
 from accelsim.report import _assumptions, _page_data, _provenance, _question, _tables
 from accelsim.report import _figures as figures
 from accelsim.report._calibration import calibration_status
-from accelsim.results import Comparison, Result
+from accelsim.results import Comparison, Recommendation, Result
 from accelsim.scenario import Scenario
 
 Results = Result | Comparison | Mapping[str, Result]
@@ -93,79 +93,26 @@ def render_html(
     rec = cmp.recommendation if cmp is not None and len(options) > 1 else None
 
     question = _question.question(options, named, kind)
-    # Runs that do not finish (an endpoint shedding requests or unable to hold its model, a
-    # training run past the horizon) qualify every figure below: said first.
-    notes = [f"{name}: {note}" for name, r in options.items() if (note := r.unfinished_note())]
-    # prices that move over the horizon qualify every cost on the page
-    notes += [f"{name}: {note}" for name, r in options.items() if (note := r.price_change_note())]
-    primary = {
-        _page_data.TRAINING: "time_to_train_days",
-        _page_data.SERVING: "usd_per_million_output_tokens",
-        _page_data.JOB_STREAM: "mean_wait_hours",
-    }.get(kind)
+    notes = _notes(options)
+    primary = _PRIMARY.get(kind)
     distributions = [
         m
         for m in (primary, "tco_usd")
         if m is not None and all(m in r.metrics for r in options.values())
     ]
 
-    svgs: dict[str, Any] = {}
-    if figures.available():
-        for metric in distributions:
-            svgs[f"ecdf-{metric}"] = figures.to_svg(figures.ecdf(options, metric), f"ecdf-{metric}")
-        if all("tco_usd" in r.metrics for r in options.values()):
-            svgs["breakdown"] = figures.to_svg(figures.tco_breakdown(options), "breakdown")
-        if kind == _page_data.TRAINING:
-            height = 1.4 + 0.5 * len(options)
-            svgs["timeline"] = figures.to_svg(
-                figures.timeline(options), "timeline", size=(10.0, height)
-            )
-    else:
-        notes.append("Figures need matplotlib: pip install 'accelsim[plot]'.")
-
-    runs = next(iter(options.values())).runs
-    drivers: tuple[_page_data.Grid, ...] = ()
-    if not sensitivity:
-        drivers_note = "Left out of this report (sensitivity=False)."
-    elif runs < _page_data.MIN_DRIVER_RUNS:
-        drivers_note = (
-            f"Left out: {runs} runs are too few to tell a driver from noise "
-            f"(rank correlations need at least {_page_data.MIN_DRIVER_RUNS})."
-        )
-    else:
-        wanted = [m for m in ("tco_usd", primary) if m is not None]
-        drivers = _tables.driver_grids(options, list(dict.fromkeys(wanted)))
-        drivers_note = (
-            f"Spearman rank correlation of each uncertain input with the metric over the "
-            f"{runs:,} runs of this study (the method 'spearman' of accelsim.sensitivity): "
-            f"+1 means the metric rises with the input in every run, 0 no monotone relation. "
-            f"The {_page_data.TOP_DRIVERS} strongest inputs are shown."
-        )
-
+    svgs = _figures(options, distributions, kind, notes)
+    drivers, drivers_note = _drivers(options, primary, sensitivity)
     price_list = _assumptions.prices(options, named)
     version = importlib.metadata.version("accelsim")
     calibration, calibration_page = _provenance.calibration_lines(kind, calibration_status())
     calibration = (*_provenance.measured_lines(options.values()), *calibration)
-    if not named:
-        assumptions_note = (
-            "The scenarios were not given to the report, so assumptions you set cannot be "
-            "told from catalog priors: pass scenarios= (the CLI always does)."
-        )
-    else:
-        assumptions_note = ""
+    assumptions_note = "" if named else _NO_SCENARIOS
     page = {
         "title": title or question,
         "question": question,
         "kind": kind,
-        "options": [
-            _page_data.Option(
-                name,
-                _question.describe_option(res, named.get(name)),
-                _question.key_figures(options, name, kind),
-                chosen=rec is not None and rec.meets_goals and rec.choice == name,
-            )
-            for name, res in options.items()
-        ],
+        "options": _cards(options, named, kind, rec),
         "descriptions": {n: s.description for n, s in named.items() if s.description},
         "recommendation": rec,
         "goals": cmp.as_goals_table() if cmp is not None and cmp.goals is not None else None,
@@ -189,6 +136,88 @@ def render_html(
         "notes": notes,
     }
     return str(_environment().get_template("report.html.j2").render(**page))
+
+
+_PRIMARY = {
+    _page_data.TRAINING: "time_to_train_days",
+    _page_data.SERVING: "usd_per_million_output_tokens",
+    _page_data.JOB_STREAM: "mean_wait_hours",
+}
+"""The metric a page's distributions lead with, by kind of question."""
+_NO_SCENARIOS = (
+    "The scenarios were not given to the report, so assumptions you set cannot be "
+    "told from catalog priors: pass scenarios= (the CLI always does)."
+)
+
+
+def _notes(options: dict[str, Result]) -> list[str]:
+    """What qualifies every figure on the page, said first: runs that do not finish (an
+    endpoint shedding requests or unable to hold its model, a training run past the
+    horizon), then prices that move over the horizon."""
+    notes = [f"{name}: {note}" for name, r in options.items() if (note := r.unfinished_note())]
+    notes += [f"{name}: {note}" for name, r in options.items() if (note := r.price_change_note())]
+    return notes
+
+
+def _cards(
+    options: dict[str, Result],
+    named: dict[str, Scenario],
+    kind: str,
+    rec: Recommendation | None,
+) -> list[_page_data.Option]:
+    """One card per option: what it is, its key figures, and whether it is the choice."""
+    return [
+        _page_data.Option(
+            name,
+            _question.describe_option(res, named.get(name)),
+            _question.key_figures(options, name, kind),
+            chosen=rec is not None and rec.meets_goals and rec.choice == name,
+        )
+        for name, res in options.items()
+    ]
+
+
+def _figures(
+    options: dict[str, Result], distributions: list[str], kind: str, notes: list[str]
+) -> dict[str, Any]:
+    """The page's figures as inline SVG: the ECDF of each distribution, the TCO breakdown and
+    (training) the timeline; without matplotlib none, and ``notes`` says how to get them."""
+    svgs: dict[str, Any] = {}
+    if not figures.available():
+        notes.append("Figures need matplotlib: pip install 'accelsim[plot]'.")
+        return svgs
+    for metric in distributions:
+        svgs[f"ecdf-{metric}"] = figures.to_svg(figures.ecdf(options, metric), f"ecdf-{metric}")
+    if all("tco_usd" in r.metrics for r in options.values()):
+        svgs["breakdown"] = figures.to_svg(figures.tco_breakdown(options), "breakdown")
+    if kind == _page_data.TRAINING:
+        height = 1.4 + 0.5 * len(options)
+        svgs["timeline"] = figures.to_svg(
+            figures.timeline(options), "timeline", size=(10.0, height)
+        )
+    return svgs
+
+
+def _drivers(
+    options: dict[str, Result], primary: str | None, sensitivity: bool
+) -> tuple[tuple[_page_data.Grid, ...], str]:
+    """The drivers tables (rank correlations of the inputs with the TCO and the primary
+    metric) and the note under them; none, with the reason, when too few runs or asked not."""
+    runs = next(iter(options.values())).runs
+    if not sensitivity:
+        return (), "Left out of this report (sensitivity=False)."
+    if runs < _page_data.MIN_DRIVER_RUNS:
+        return (), (
+            f"Left out: {runs} runs are too few to tell a driver from noise "
+            f"(rank correlations need at least {_page_data.MIN_DRIVER_RUNS})."
+        )
+    wanted = [m for m in ("tco_usd", primary) if m is not None]
+    return _tables.driver_grids(options, list(dict.fromkeys(wanted))), (
+        f"Spearman rank correlation of each uncertain input with the metric over the "
+        f"{runs:,} runs of this study (the method 'spearman' of accelsim.sensitivity): "
+        f"+1 means the metric rises with the input in every run, 0 no monotone relation. "
+        f"The {_page_data.TOP_DRIVERS} strongest inputs are shown."
+    )
 
 
 def _axis_label(metric: str) -> str:

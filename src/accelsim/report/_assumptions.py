@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from accelsim import catalog
+from accelsim.catalog import Prior
 from accelsim.dists import EVERY_DIST_TYPE
 from accelsim.report._page_data import Assumption, Price
 from accelsim.results import Result, format_usd, format_value
@@ -107,100 +108,65 @@ def assumptions(
     by_name |= {f"serving.{k}": v for k, v in catalog.serving_priors().by_name().items()}
     names = list(dict.fromkeys(k for r in results.values() for k in r.inputs))
     calibrated = {c["name"]: c for r in results.values() for c in r.extras.get("calibration", ())}
-    rows: list[Assumption] = []
-    for name in names:
-        users = [n for n, r in results.items() if name in r.inputs]
-        option = users[0]
-        res, scenario = results[option], scenarios.get(option)
-        x = np.asarray(res.inputs[name])
-        scope, _, path = name.partition(".")
-        used_by = "all" if len(users) == len(results) else ", ".join(users)
-        user = _user_value(scenario, scope, path)
-        prior_name = _PRIOR_ALIASES.get(path, path)
-        prior = by_name.get(prior_name)
-        pricing = getattr(res.info, "pricing", None) or (
-            scenario.fleet[0].pricing if scenario is not None else None
-        )
-        if user is not None:
-            rows.append(
-                Assumption(
-                    name,
-                    describe_value(user),
-                    prior.unit if prior else "",
-                    "you",
-                    True,
-                    "set in the scenario",
-                    (),
-                    _drawn(x),
-                    used_by,
-                )
-            )
-        elif name in calibrated or name.startswith(_MEASURED_SCALE):
-            rows.append(_calibrated_row(name, calibrated.get(name), _drawn(x), used_by))
-        elif path in _SITE_FIELDS and pricing == "on_prem":
-            provider = getattr(res.info, "provider", None) or "on_prem"
-            site = catalog.site(provider)
-            rows.append(
-                Assumption(
-                    name,
-                    describe_value(getattr(site, _SITE_FIELDS[path])),
-                    prior.unit if prior else "",
-                    "on-prem site sheet",
-                    False,
-                    "published",
-                    _sources(site.sources),
-                    _drawn(x),
-                    used_by,
-                )
-            )
-        elif prior is not None and not (
-            np.ptp(x) == 0
-            and not (isinstance(prior.value, int | float) and float(prior.value) == float(x[0]))
-        ):
-            rows.append(
-                Assumption(
-                    name,
-                    describe_value(prior.value),
-                    prior.unit,
-                    "catalog prior",
-                    False,
-                    "judgement" if prior.assumption else "published",
-                    _sources(prior.sources),
-                    _drawn(x),
-                    used_by,
-                    prior.note,
-                )
-            )
-        elif name == "engineering.reoptimization_hours":
-            rows.append(
-                Assumption(
-                    name,
-                    "architecture changes × hours per change",
-                    "engineer·h",
-                    "derived",
-                    False,
-                    "from the priors above",
-                    (),
-                    _drawn(x),
-                    used_by,
-                )
-            )
-        else:
-            fixed = "default (not set)" if _is_default(scenario, scope, path) else "the scenario"
-            rows.append(
-                Assumption(
-                    name,
-                    _drawn(x).removesuffix(" (every run)"),
-                    "",
-                    fixed if np.ptp(x) == 0 else "engine",
-                    False,
-                    "—",
-                    (),
-                    _drawn(x),
-                    used_by,
-                )
-            )
-    seen = {r.name for r in rows}
+    rows = [_input_row(name, results, scenarios, by_name, calibrated) for name in names]
+    rows += _set_not_drawn(scenarios, {r.name for r in rows}, by_name)
+    return tuple(sorted(rows, key=lambda a: (not a.user_set, a.name)))
+
+
+def _input_row(
+    name: str,
+    results: Mapping[str, Result],
+    scenarios: Mapping[str, Scenario],
+    by_name: Mapping[str, Prior],
+    calibrated: Mapping[str, dict[str, Any]],
+) -> Assumption:
+    """The provenance of one drawn input: the user's value, the team's measurements, an
+    on-prem site sheet, a catalog prior, a derived figure, or a fixed or engine value."""
+    users = [n for n, r in results.items() if name in r.inputs]
+    option = users[0]
+    res, scenario = results[option], scenarios.get(option)
+    x = np.asarray(res.inputs[name])
+    scope, _, path = name.partition(".")
+    used_by = "all" if len(users) == len(results) else ", ".join(users)
+    user = _user_value(scenario, scope, path)
+    prior = by_name.get(_PRIOR_ALIASES.get(path, path))
+    pricing = getattr(res.info, "pricing", None) or (
+        scenario.fleet[0].pricing if scenario is not None else None
+    )
+    unit = prior.unit if prior else ""
+    if user is not None:
+        return Assumption(name, describe_value(user), unit, "you", True, "set in the scenario",
+                          (), _drawn(x), used_by)  # fmt: skip
+    if name in calibrated or name.startswith(_MEASURED_SCALE):
+        return _calibrated_row(name, calibrated.get(name), _drawn(x), used_by)
+    if path in _SITE_FIELDS and pricing == "on_prem":
+        site = catalog.site(getattr(res.info, "provider", None) or "on_prem")
+        return Assumption(name, describe_value(getattr(site, _SITE_FIELDS[path])), unit,
+                          "on-prem site sheet", False, "published", _sources(site.sources),
+                          _drawn(x), used_by)  # fmt: skip
+    if prior is not None and not (
+        np.ptp(x) == 0
+        and not (isinstance(prior.value, int | float) and float(prior.value) == float(x[0]))
+    ):
+        basis = "judgement" if prior.assumption else "published"
+        value, sources = describe_value(prior.value), _sources(prior.sources)
+        return Assumption(name, value, prior.unit, "catalog prior", False, basis, sources,
+                          _drawn(x), used_by, prior.note)  # fmt: skip
+    if name == "engineering.reoptimization_hours":
+        value = "architecture changes × hours per change"
+        return Assumption(name, value, "engineer·h", "derived", False,
+                          "from the priors above", (), _drawn(x), used_by)  # fmt: skip
+    fixed = "default (not set)" if _is_default(scenario, scope, path) else "the scenario"
+    source = fixed if np.ptp(x) == 0 else "engine"
+    value = _drawn(x).removesuffix(" (every run)")
+    return Assumption(name, value, "", source, False, "—", (), _drawn(x), used_by)
+
+
+def _set_not_drawn(
+    scenarios: Mapping[str, Scenario], seen: set[str], by_name: Mapping[str, Prior]
+) -> list[Assumption]:
+    """Assumptions the user set that the engine did not draw (listed, not hidden)."""
+    rows = []
     for option, scenario in scenarios.items():
         for field_name in type(scenario.assumptions).model_fields:
             value = getattr(scenario.assumptions, field_name)
@@ -210,19 +176,10 @@ def assumptions(
             seen.add(name)
             prior = by_name.get(field_name)
             rows.append(
-                Assumption(
-                    name,
-                    describe_value(value),
-                    prior.unit if prior else "",
-                    "you",
-                    True,
-                    "set in the scenario",
-                    (),
-                    "not drawn by this engine",
-                    option,
-                )
-            )
-    return tuple(sorted(rows, key=lambda a: (not a.user_set, a.name)))
+                Assumption(name, describe_value(value), prior.unit if prior else "", "you", True,
+                           "set in the scenario", (), "not drawn by this engine", option)
+            )  # fmt: skip
+    return rows
 
 
 def prices(results: Mapping[str, Result], scenarios: Mapping[str, Scenario]) -> tuple[Price, ...]:
