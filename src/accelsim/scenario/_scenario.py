@@ -120,41 +120,40 @@ class Scenario(_Model):
             )
         for where, stream in (("workload", work), ("background", self.background)):
             if isinstance(stream, JobStream):
-                _, most = _support(stream.chips)
-                biggest = max(pool.count for pool in self.fleet)
-                if most > biggest:
-                    raise ValueError(
-                        f"{where}.chips can reach {most:g} chips but the largest pool has "
-                        f"{biggest}; such jobs could never start"
-                    )
-                unsliced = [
-                    p.chip
-                    for p in self.fleet
-                    if catalog.chip(p.chip).kind == "tpu"
-                    and not (
-                        catalog.chip(p.chip).slice_sizes or catalog.chip(p.chip).slice_multiple
-                    )
-                ]
-                mix = (
-                    stream.framework
-                    if isinstance(stream.framework, dict)
-                    else {stream.framework: 1.0}
-                )
-                for framework in (f for f, weight in mix.items() if weight > 0):
-                    if not any(_runs_natively(framework, p.chip) for p in self.fleet):
-                        raise ValueError(
-                            f"{where}.framework: no pool runs {framework} code without a "
-                            f"port; add a pool whose chip stack fits"
-                        )
-                if stream.whole_domains and unsliced:
-                    # A TPU's scale-up domain is its whole pod: without the chip's valid slice
-                    # shapes, rounding to domains would hand every job a pod.
-                    raise ValueError(
-                        f"{where}.whole_domains needs valid slice shapes for TPU pools, and the "
-                        f"catalog has none for {', '.join(unsliced)} (its domain is a whole "
-                        f"pod): set whole_domains: false or give the chip slice_sizes"
-                    )
+                self._check_stream(where, stream)
         return self
+
+    def _check_stream(self, where: str, stream: JobStream) -> None:
+        """A job stream's jobs can start: none larger than the largest pool, some pool runs
+        each framework without a port, and whole domains have TPU slice shapes."""
+        _, most = _support(stream.chips)
+        biggest = max(pool.count for pool in self.fleet)
+        if most > biggest:
+            raise ValueError(
+                f"{where}.chips can reach {most:g} chips but the largest pool has "
+                f"{biggest}; such jobs could never start"
+            )
+        unsliced = [
+            p.chip
+            for p in self.fleet
+            if catalog.chip(p.chip).kind == "tpu"
+            and not (catalog.chip(p.chip).slice_sizes or catalog.chip(p.chip).slice_multiple)
+        ]
+        mix = stream.framework if isinstance(stream.framework, dict) else {stream.framework: 1.0}
+        for framework in (f for f, weight in mix.items() if weight > 0):
+            if not any(_runs_natively(framework, p.chip) for p in self.fleet):
+                raise ValueError(
+                    f"{where}.framework: no pool runs {framework} code without a "
+                    f"port; add a pool whose chip stack fits"
+                )
+        if stream.whole_domains and unsliced:
+            # A TPU's scale-up domain is its whole pod: without the chip's valid slice
+            # shapes, rounding to domains would hand every job a pod.
+            raise ValueError(
+                f"{where}.whole_domains needs valid slice shapes for TPU pools, and the "
+                f"catalog has none for {', '.join(unsliced)} (its domain is a whole "
+                f"pod): set whole_domains: false or give the chip slice_sizes"
+            )
 
     def _check_applies(self, work: Any) -> None:
         """A field that does not apply to this scenario is an error, never silently ignored

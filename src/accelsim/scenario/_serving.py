@@ -223,6 +223,13 @@ class Serving(_Model):
 
     @model_validator(mode="after")
     def _checks(self) -> Serving:
+        self._check_model()
+        self._check_load()
+        self._check_scheduler()
+        return self
+
+    def _check_model(self) -> None:
+        """A preset or a whole architecture, never both; experts within the parameters."""
         given = [f for f in _MODEL_FIELDS if getattr(self, f) is not None]
         if self.model is not None:
             if given:
@@ -247,6 +254,9 @@ class Serving(_Model):
                     f"active_params={active:.3g} exceeds params={total:.3g}: params counts "
                     f"every expert"
                 )
+
+    def _check_load(self) -> None:
+        """The demand's profile, burst windows, rates and token lengths are in range."""
         if self.daily_profile is not None:
             profile = self.daily_profile
             if len(profile) != 24 or any(not (0 <= v < math.inf) for v in profile):
@@ -273,6 +283,10 @@ class Serving(_Model):
         _check_range("input_tokens", self.input_tokens, 0, math.inf, low_open=False)
         _check_range("output_tokens", self.output_tokens, 0, math.inf, low_open=False)
         _check_range("kv_share", self.kv_share, 0, 1, low_open=True)
+
+    def _check_scheduler(self) -> None:
+        """Autoscaling fields only where replicas follow the demand; the disaggregated
+        pools' own sizes; replica bounds in order; the batch within the token budget."""
         autoscaling = ("min_replicas", "max_replicas", "cold_start_minutes", "target_utilization")
         if self.scaling == "fixed":
             # Judged by value, not by model_fields_set: a dumped scenario holds every field.
@@ -305,7 +319,6 @@ class Serving(_Model):
                 "max_num_seqs > max_num_batched_tokens); raise the budget, lower max_batch, "
                 "or set prefill_chunk_tokens=0 (prefill-first)"
             )
-        return self
 
     @property
     def preset(self) -> catalog.ModelPreset | None:
