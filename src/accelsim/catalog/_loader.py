@@ -290,13 +290,14 @@ def builtin_catalog() -> Catalog:
     """The catalog shipped with accelsim (read once per process)."""
     data = _data_dir()
     chips_file = data.joinpath("chips.yaml")
-    parsed = _parse(load_yaml_text(chips_file.read_text("utf-8"), "chips.yaml"), "chips.yaml")
+    text = chips_file.read_text("utf-8")
+    parsed = _parse(load_yaml_text(text, "chips.yaml", aliases=True), "chips.yaml")
     sheets: list[PriceSheet] = []
     for entry in sorted(data.joinpath("prices").iterdir(), key=lambda t: t.name):
         if not entry.name.endswith(".yaml"):
             continue
         name = f"prices/{entry.name}"
-        doc = load_yaml_text(entry.read_text("utf-8"), name)
+        doc = load_yaml_text(entry.read_text("utf-8"), name, aliases=True)
         try:
             sheets.append(PriceSheet.model_validate(to_plain(doc)))
         except ValidationError as exc:
