@@ -31,6 +31,7 @@ from accelsim.engines import (
 from accelsim.results import Result
 from accelsim.scenario import Scenario, Serving, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
+from accelsim.study._budget import check_study_memory
 from accelsim.study._chunks import (
     DEFAULT_RUNS,
     MAX_RUNS,
@@ -193,7 +194,9 @@ def simulate(
         Before any chunk runs or a store is written, what
         :func:`accelsim.engines.check_runnable` refuses: a trace file that is missing or
         has bad rows, a trace job larger than the pools it may use, a stream or fleet
-        expected to exceed the job or event caps.
+        expected to exceed the job or event caps; and a study whose arrays (runs x values
+        per run x 8 bytes, kept records included) would pass half the memory this process
+        may use (:func:`accelsim.study._budget.memory_limit_bytes`), with the figure.
     FileExistsError
         ``store`` already holds a study and ``resume`` is false.
     ImportError
@@ -246,6 +249,10 @@ def simulate(
     chunks = _chunks(total, size)
     study = _Study(
         scenario, root.entropy, tuple(root.spawn_key), chosen, options, total, cat, design
+    )
+    # Before a store is written: a study whose arrays cannot fit is refused with its size.
+    check_study_memory(
+        total, lambda: _run_chunk(study, 0, 1), "max_runs" if runs == "auto" else "runs"
     )
 
     have: dict[int, _Chunk] = {}
