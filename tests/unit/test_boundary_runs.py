@@ -14,9 +14,10 @@ import pytest
 from tests.bounded import MEMORY_CAP_BYTES, assert_refused, cli
 
 import accelsim as acs
+from accelsim import engines
+from accelsim.engines import memory_limit_bytes
 from accelsim.errors import AccelsimError
-from accelsim.study import _budget
-from accelsim.study._budget import PROBE_FREE_VALUES, check_study_memory, memory_limit_bytes
+from accelsim.study._budget import PROBE_FREE_VALUES, check_study_memory
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -44,7 +45,7 @@ def test_too_many_runs_of_a_job_stream_are_refused() -> None:
 def test_the_estimate_is_the_probe_runs_bytes_times_the_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_budget, "memory_limit_bytes", lambda: 10 * 2**20)
+    monkeypatch.setattr(engines, "memory_limit_bytes", lambda: 10 * 2**20)
     part = ({"a": np.zeros(1), "b": np.zeros(1)}, {"x": np.zeros(1)}, [])
     check_study_memory(10 * 2**20 // 24, lambda: part, "runs")  # 24 bytes a run: fits
     with pytest.raises(AccelsimError, match=r"runs=436,907 would hold about 10 MiB .*24 bytes"):
@@ -60,7 +61,7 @@ def test_an_ordinary_study_pays_no_probe() -> None:
 
 def test_simulate_refuses_a_study_over_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """The library refuses too, naming max_runs for runs="auto"; a study that fits runs."""
-    monkeypatch.setattr(_budget, "memory_limit_bytes", lambda: 2**20)
+    monkeypatch.setattr(engines, "memory_limit_bytes", lambda: 2**20)
     s = acs.load_scenario(EXAMPLES / "llama70b_h100_aws.yaml")
     with pytest.raises(AccelsimError, match=r"max_runs=262,144 would hold"):
         acs.simulate(s, runs="auto", target={"tco_usd": 0.01}, seed=1, progress=False)

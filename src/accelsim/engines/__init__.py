@@ -29,6 +29,7 @@ from accelsim.engines._inputs import (
     blocks,
     check_design_runs,
 )
+from accelsim.engines._memory import MEMORY_FRACTION, format_bytes, memory_limit_bytes
 from accelsim.engines._pricing import price_training, prices_used
 from accelsim.engines._serving import replica_capacity, simulate_serving_fast
 from accelsim.engines._serving_des import simulate_serving_block
@@ -38,6 +39,7 @@ from accelsim.engines._training_inputs import run_info
 __all__ = [
     "BLOCK_RUNS",
     "JOB_DTYPE",
+    "MEMORY_FRACTION",
     "DesOptions",
     "Design",
     "InputDraws",
@@ -46,6 +48,8 @@ __all__ = [
     "blocks",
     "check_design_runs",
     "check_runnable",
+    "format_bytes",
+    "memory_limit_bytes",
     "merge_kept",
     "pair_capacity",
     "price_training",

@@ -79,9 +79,8 @@ def simulate_disaggregated_block(
     usage = {k: np.zeros(draws.runs) for k in _USAGE}
     for i in range(draws.runs):
         demand = hourly_demand_rps(base, float(rate[i]), float(growth[i]))
-        requests = draw_requests(
-            base, demand, float(burst[i]), stream(root, "serving.requests", start + i)
-        )
+        rng = stream(root, "serving.requests", start + i)
+        requests = draw_requests(base, demand, float(burst[i]), rng, max_events=max_events)
         row = _simulate_run(base, (prefill, decode), i, demand, requests, link, max_events)
         for key, value in row.items():
             usage[key][i] = value

@@ -3,46 +3,23 @@
 A study holds every run's metrics and inputs in memory (one float64 per value, runs x values
 x 8 bytes; per-job records and utilisation series on top where asked). Measured on the
 analytic engine the peak is that figure plus one chunk, so it is a fair estimate. A study
-whose estimate is over :func:`memory_limit_bytes` is refused before any chunk runs, with
-the figure and the largest number of runs that fits, instead of growing until the machine
-swaps or numpy fails to allocate.
+whose estimate is over :func:`accelsim.engines.memory_limit_bytes` is refused before any
+chunk runs, with the figure and the largest number of runs that fits.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import numpy as np
 
+from accelsim import engines
+from accelsim.engines import MEMORY_FRACTION, format_bytes
 from accelsim.errors import AccelsimError
-
-MEMORY_FRACTION = 0.5
-"""Share of the memory available to this process a study may hold: of the physical
-memory, or of the address-space limit (``ulimit -v``) where that is lower."""
 
 PROBE_FREE_VALUES = 1024
 """Values per run assumed without a probe: studies whose runs x this x 8 bytes fit the
 limit run without the one-run probe that measures the real figure (typically 30 to 100)."""
-
-
-def memory_limit_bytes() -> int:
-    """Bytes a study may hold: :data:`MEMORY_FRACTION` of the physical memory, or of the
-    process's address-space limit where one is set and lower. [B]"""
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # not a POSIX system
-        physical = 16 * 2**30
-    available = physical
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-        if soft != resource.RLIM_INFINITY:
-            available = min(available, soft)
-    except (ImportError, OSError, ValueError):
-        pass
-    return int(MEMORY_FRACTION * available)
 
 
 def _per_run_bytes(part: tuple[object, ...]) -> int:
@@ -57,12 +34,9 @@ def _per_run_bytes(part: tuple[object, ...]) -> int:
     return max(total, 8)
 
 
-def _size(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.3g} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.3g} MiB"
-
-
 def check_study_memory(runs: int, probe: Callable[[], tuple[object, ...]], what: str) -> None:
-    """Refuse a study of ``runs`` runs whose arrays would pass :func:`memory_limit_bytes`.
+    """Refuse a study of ``runs`` runs whose arrays would pass the memory limit
+    (:func:`accelsim.engines.memory_limit_bytes`).
 
     ``probe`` runs one run and returns its chunk (metrics, inputs, kept records); it is
     called only where ``runs`` x :data:`PROBE_FREE_VALUES` x 8 bytes is over the limit, so
@@ -73,7 +47,7 @@ def check_study_memory(runs: int, probe: Callable[[], tuple[object, ...]], what:
     AccelsimError
         With the estimate, the limit and the largest number of runs that fits.
     """
-    limit = memory_limit_bytes()
+    limit = engines.memory_limit_bytes()
     if runs * PROBE_FREE_VALUES * 8 <= limit:
         return
     per_run = _per_run_bytes(probe())
@@ -81,10 +55,10 @@ def check_study_memory(runs: int, probe: Callable[[], tuple[object, ...]], what:
     if need <= limit:
         return
     raise AccelsimError(
-        f"{what}={runs:,} would hold about {_size(need)} in memory ({per_run:,} bytes per "
-        f"run), over the {_size(limit)} a study may use ({MEMORY_FRACTION:.0%} of this "
+        f"{what}={runs:,} would hold about {format_bytes(need)} in memory ({per_run:,} bytes per "
+        f"run), over the {format_bytes(limit)} a study may use ({MEMORY_FRACTION:.0%} of this "
         f"process's memory): use at most {limit // per_run:,} runs"
     )
 
 
-__all__ = ["MEMORY_FRACTION", "PROBE_FREE_VALUES", "check_study_memory", "memory_limit_bytes"]
+__all__ = ["PROBE_FREE_VALUES", "check_study_memory"]
