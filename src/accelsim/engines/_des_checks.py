@@ -162,7 +162,7 @@ def _trace_load(scenario: Scenario, work: Trace, where: str, cat: Catalog, max_j
     if not path.is_file():
         raise AccelsimError(f"scenario {name!r}: {where}.path: no such trace file: {path}")
     try:
-        jobs = _trace_jobs(scenario, work, cat)
+        jobs = _trace_jobs(scenario, work, cat, max_jobs=max_jobs)
     except ValueError as exc:
         raise AccelsimError(f"scenario {name!r}: {where}: {exc}") from None
     _check_chip_type_column(name, where, work, path)
@@ -230,10 +230,11 @@ def _check_chip_type_column(name: str, where: str, work: Trace, path: Path) -> N
         )
 
 
-def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog) -> list[JobSpec]:
-    """The trace's jobs with the pools each may use (framework fit, and chip type if mapped)."""
+def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog, *, max_jobs: int) -> list[JobSpec]:
+    """The trace's jobs with the pools each may use (framework fit, and chip type if mapped);
+    more than ``max_jobs`` jobs are refused without reading the whole file."""
     key, pools = _trace_key(scenario, work, cat)
-    jobs = _read_trace_cached(*key)
+    jobs = _read_trace_cached(*key, max_jobs)
     return [j if j.pools is not None else j._replace(pools=pools) for j in jobs]
 
 
@@ -269,6 +270,7 @@ def _read_trace_cached(
     unit: str,
     pools_by_chip_type: tuple[tuple[str, tuple[int, ...]], ...],
     skip_zero: bool,
+    max_jobs: int,
 ) -> list[JobSpec]:
     return read_trace(
         Path(path),
@@ -276,6 +278,7 @@ def _read_trace_cached(
         time_unit=unit,  # type: ignore[arg-type]
         pools_by_chip_type=dict(pools_by_chip_type),
         skip_zero=skip_zero,
+        max_jobs=max_jobs,
     )
 
 
