@@ -44,7 +44,11 @@ class PrecisionUnavailableError(AccelsimError, ValueError):
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(
-        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+        frozen=True,
+        extra="forbid",
+        allow_inf_nan=False,
+        use_attribute_docstrings=True,
+        str_max_length=10_000,  # ids and notes; a 1 MB id would slow every message
     )
 
 

@@ -8,6 +8,8 @@ Downstream code trusts these types and does not re-check them.
 """
 
 from accelsim.scenario._common import (
+    MAX_NAME_CHARS,
+    MAX_TEXT_CHARS,
     TRAINING_HORIZON_DAYS,
     Framework,
     Precision,
@@ -38,6 +40,8 @@ from accelsim.scenario._workloads_mix import (
 )
 
 __all__ = [
+    "MAX_NAME_CHARS",
+    "MAX_TEXT_CHARS",
     "SLO",
     "TRAINING_HORIZON_DAYS",
     "Assumptions",
