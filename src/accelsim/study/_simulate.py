@@ -56,7 +56,7 @@ from accelsim.study._runner import (
     run_chunks,
 )
 from accelsim.study._store import ChunkStore, manifest
-from accelsim.study._stores import open_store, stored_chunk_runs, stored_seed
+from accelsim.study._stores import open_store, read_finished, stored_chunk_runs, stored_seed
 
 
 def simulate(
@@ -260,6 +260,7 @@ def simulate(
     if store is not None:
         meta = manifest(
             scenario_json=study.scenario_json,
+            catalog_sha256=cat.digest(),
             entropy=_json_entropy(root.entropy),
             spawn_key=study.spawn_key,
             runs=runs if runs != "auto" else {"auto": dict(target or {}), "max_runs": max_runs},
@@ -269,9 +270,7 @@ def simulate(
             options=asdict(options) if design == "mc" else {**asdict(options), "design": design},
         )
         chunk_store = open_store(store, meta, resume)
-        for i in sorted(chunk_store.finished() & set(range(len(chunks)))):
-            metrics, inputs = chunk_store.read(i, *chunks[i])
-            have[i] = (metrics, inputs, [])
+        have = {i: (*part, []) for i, part in read_finished(chunk_store, chunks).items()}
 
     report = as_progress(progress)
     done = sum(b - a for i, (a, b) in enumerate(chunks) if i in have)
