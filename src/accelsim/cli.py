@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from accelsim._cli_catalog import _MaxPriceAge, catalog_
+from accelsim._cli_files import check_output, input_files
 from accelsim._cli_goals import (
     _Budget,
     _check_metrics,
@@ -253,6 +254,9 @@ def run(
         raise AccelsimError(f"--out takes a .csv or .json file, not {out!r}")
     s = load_scenario(scenario)
     _check_runnable(s)
+    inputs = input_files([scenario], [s])
+    check_output(out, "--out", inputs)
+    check_output(plot, "--plot", inputs)
     targets = _targets(target)
     _check_metrics(s, list(targets or ()), "--target")
     with _executor(workers) as pool:
@@ -270,9 +274,7 @@ def run(
     _emit(res, fmt)
     _warn_stale_prices([res], max_price_age_days)
     if out is not None:
-        kind = Path(out).suffix.lower().lstrip(".")
-        if kind not in {"csv", "json"}:
-            raise AccelsimError(f"--out takes a .csv or .json file, not {out!r}")
+        kind = Path(out).suffix.lower().lstrip(".")  # .csv or .json, checked above
         with open(out, "w", encoding="utf-8", newline="") as fh:
             _emit(res, kind, fh)
         print(f"wrote {out}", file=sys.stderr)
@@ -484,6 +486,7 @@ def report_(
         raise AccelsimError(
             "goals are read on a comparison: give two scenario files or more, or drop the goals"
         )
+    check_output(output, "--output", input_files(scenarios, named.values()))
     with _executor(workers) as pool:
         if len(named) == 1:
             results: Any = simulate(next(iter(named.values())), runs=runs, seed=seed, executor=pool)
@@ -515,6 +518,7 @@ def calibrate(
     from accelsim.calibration import calibrate as calibrate_runs
     from accelsim.calibration import calibration_markdown, calibration_page
 
+    check_output(out, "--out", [])
     checks = calibrate_runs(grades=None, runs=runs, seed=seed)
     if out is None:
         print(calibration_markdown(checks))
@@ -570,6 +574,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AccelsimError, ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"accelsim: error: {exc}", file=sys.stderr)
         return _BAD_INPUT
+    except OSError as exc:  # a disk that fills or a file that vanishes mid-way: a failure
+        print(f"accelsim: error: {exc}", file=sys.stderr)
+        return 1
     return code if isinstance(code, int) else 0
 
 
