@@ -142,9 +142,13 @@ def _executor(workers: int | None) -> AbstractContextManager[Executor | None]:
     return open_executor("processes", workers=workers)
 
 
-def _check_runnable(s: Scenario) -> None:
-    """What the DES would fail on (trace files, job caps), before any simulation."""
-    check_runnable(s, active_catalog())
+def _check_runnable(s: Scenario, source: str) -> None:
+    """What the DES would fail on (trace files, job caps), before any simulation; the
+    message names ``source``, the scenario file (or grid point) it comes from."""
+    try:
+        check_runnable(s, active_catalog())
+    except AccelsimError as exc:
+        raise AccelsimError(f"{source}: {exc}") from None
 
 
 @app.command()
@@ -181,7 +185,7 @@ def validate(
     """Check scenario files; errors name the file, line and field path."""
     for path in scenarios:
         s = load_scenario(path)
-        _check_runnable(s)
+        _check_runnable(s, path)
         print(f"{path}: ok ({s.name}: {s.workload_kind} on {len(s.fleet)} pool(s))")
 
 
@@ -253,7 +257,7 @@ def run(
     if out is not None and Path(out).suffix.lower() not in {".csv", ".json"}:
         raise AccelsimError(f"--out takes a .csv or .json file, not {out!r}")
     s = load_scenario(scenario)
-    _check_runnable(s)
+    _check_runnable(s, scenario)
     inputs = input_files([scenario], [s])
     check_output(out, "--out", inputs)
     check_output(plot, "--plot", inputs)
@@ -409,7 +413,7 @@ def sweep_(
     for path, values in axes.items():  # every point validates before any is simulated
         for value in values:
             try:
-                _check_runnable(s.replace(path, value))
+                _check_runnable(s.replace(path, value), f"{grid}: {path}={value!r}")
             except KeyError as exc:
                 raise AccelsimError(f"{grid}: {exc.args[0]}") from None
             except ValidationError as exc:

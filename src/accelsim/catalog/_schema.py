@@ -10,7 +10,14 @@ from __future__ import annotations
 import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from accelsim.errors import AccelsimError
 
@@ -42,6 +49,23 @@ class PrecisionUnavailableError(AccelsimError, ValueError):
     """A chip has no published peak for the requested precision (e.g. FP8 on an A100)."""
 
 
+def _not_in_future(day: datetime.date) -> datetime.date:
+    """An as-of date is when a figure was known to hold: not after today (UTC, a day of
+    slack for the time zones east of it)."""
+    latest = datetime.datetime.now(datetime.UTC).date() + datetime.timedelta(days=1)
+    if day > latest:
+        raise ValueError(
+            f"as_of {day.isoformat()} is in the future (today is "
+            f"{datetime.datetime.now(datetime.UTC).date().isoformat()}): it is the date a figure "
+            "was known to hold"
+        )
+    return day
+
+
+AsOf = Annotated[datetime.date, AfterValidator(_not_in_future)]
+"""A date a figure is known to hold as of: not in the future."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(
         frozen=True,
@@ -57,7 +81,7 @@ class Source(_Frozen):
 
     url: Url
     """Address of the source document."""
-    as_of: datetime.date
+    as_of: AsOf
     """Date the figure was published or retrieved."""
     note: str = ""
     """What the source says, derivations, conflicts and assumptions."""
@@ -202,7 +226,7 @@ class BlockTerms(_Frozen):
     """Allowed window lengths, as runs of evenly spaced days."""
     source: Url
     """Address of the page stating the allowed lengths."""
-    as_of: datetime.date
+    as_of: AsOf
     """Date the allowed lengths were known to hold."""
     note: str = ""
     """Other terms (start times, advance booking, payment)."""
@@ -259,7 +283,7 @@ class Offer(_Frozen):
     """Evidence behind (or absence of) a preemption rate; spot only."""
     block: BlockTerms | None = None
     """The window lengths a capacity block is sold in; ``capacity_block`` offers only."""
-    as_of: datetime.date
+    as_of: AsOf
     """Date the price was observed."""
     source: Url
     """Address of the price source."""
@@ -329,7 +353,7 @@ class NotPublished(_Frozen):
     """Pricing model the provider publishes no price for."""
     region: str | None = None
     """Region the statement is limited to; None: every region of the provider."""
-    as_of: datetime.date
+    as_of: AsOf
     """Date the statement was known to hold."""
     source: Url
     """Address of the page that shows the price is not published (or how it is sold instead)."""

@@ -76,7 +76,7 @@ def _check_strikes(scenario: Scenario, cat: Catalog, horizon_h: float) -> None:
         expected += pool.count * rate * horizon_h
     if expected > MAX_EXPECTED_STRIKES:
         raise AccelsimError(
-            f"scenario {scenario.name!r}: the fleet expects {expected:,.0f} chip failures and "
+            f"scenario {scenario.name!r}: the fleet expects {expected:.3g} chip failures and "
             f"preemptions per run over {horizon_h:g} h, above the cap of "
             f"{MAX_EXPECTED_STRIKES:,}: check the rates, or shorten horizon_days"
         )
@@ -124,7 +124,7 @@ def check_runnable(
     name = scenario.name
     if warn and load >= 1.0:
         warnings.warn(
-            f"scenario {name!r}: offered load {load:.2f} >= 1: the fleet cannot keep up with "
+            f"scenario {name!r}: offered load {load:.3g} >= 1: the fleet cannot keep up with "
             f"its {where}, so the queue grows to the horizon; waits count jobs still waiting "
             f"there up to it (see jobs_waiting_at_horizon)",
             OverloadWarning,
@@ -142,7 +142,7 @@ def _stream_load(
     expected = horizon_h / mean_gap
     if expected > max_jobs:
         raise AccelsimError(
-            f"scenario {scenario.name!r}: {where} expects {expected:,.0f} jobs per run "
+            f"scenario {scenario.name!r}: {where} expects {expected:.3g} jobs per run "
             f"(horizon {horizon_h:g} h / mean inter-arrival {mean_gap:.3g} h), above the "
             f"cap of {max_jobs:,}: shorten horizon_days or lengthen interarrival_hours"
         )
