@@ -142,7 +142,7 @@ def _stream_load(
     expected = horizon_h / mean_gap
     if expected > max_jobs:
         raise AccelsimError(
-            f"scenario {scenario.name!r}: {where} expects {expected:.3g} jobs per run "
+            f"scenario {scenario.name!r}: {where} expects {expected:,.0f} jobs per run "
             f"(horizon {horizon_h:g} h / mean inter-arrival {mean_gap:.3g} h), above the "
             f"cap of {max_jobs:,}: shorten horizon_days or lengthen interarrival_hours"
         )
