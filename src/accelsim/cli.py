@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from accelsim._cli_catalog import _MaxPriceAge, catalog_
+from accelsim._cli_files import check_output, input_files
 from accelsim._cli_goals import (
     _Budget,
     _check_metrics,
@@ -145,9 +146,13 @@ def _executor(workers: int | None) -> AbstractContextManager[Executor | None]:
     return open_executor("processes", workers=workers)
 
 
-def _check_runnable(s: Scenario) -> None:
-    """What the DES would fail on (trace files, job caps), before any simulation."""
-    check_runnable(s, active_catalog())
+def _check_runnable(s: Scenario, source: str) -> None:
+    """What the DES would fail on (trace files, job caps), before any simulation; the
+    message names ``source``, the scenario file (or grid point) it comes from."""
+    try:
+        check_runnable(s, active_catalog())
+    except AccelsimError as exc:
+        raise AccelsimError(f"{source}: {exc}") from None
 
 
 @app.command()
@@ -184,7 +189,7 @@ def validate(
     """Check scenario files; errors name the file, line and field path."""
     for path in scenarios:
         s = load_scenario(path)
-        _check_runnable(s)
+        _check_runnable(s, path)
         print(f"{path}: ok ({s.name}: {s.workload_kind} on {len(s.fleet)} pool(s))")
 
 
@@ -261,7 +266,10 @@ def run(
     if out is not None and Path(out).suffix.lower() not in {".csv", ".json"}:
         raise AccelsimError(f"--out takes a .csv or .json file, not {out!r}")
     s = load_scenario(scenario)
-    _check_runnable(s)
+    _check_runnable(s, scenario)
+    inputs = input_files([scenario], [s])
+    check_output(out, "--out", inputs)
+    check_output(plot, "--plot", inputs)
     targets = _targets(target)
     _check_metrics(s, list(targets or ()), "--target")
     with _executor(workers) as pool:
@@ -280,9 +288,7 @@ def run(
     _emit(res, fmt)
     _warn_stale_prices([res], max_price_age_days)
     if out is not None:
-        kind = Path(out).suffix.lower().lstrip(".")
-        if kind not in {"csv", "json"}:
-            raise AccelsimError(f"--out takes a .csv or .json file, not {out!r}")
+        kind = Path(out).suffix.lower().lstrip(".")  # .csv or .json, checked above
         with open(out, "w", encoding="utf-8", newline="") as fh:
             _emit(res, kind, fh)
         print(f"wrote {out}", file=sys.stderr)
@@ -445,7 +451,7 @@ def sweep_(
     for path, values in axes.items():  # every point validates before any is simulated
         for value in values:
             try:
-                _check_runnable(s.replace(path, value))
+                _check_runnable(s.replace(path, value), f"{grid}: {path}={value!r}")
             except KeyError as exc:
                 raise AccelsimError(f"{grid}: {exc.args[0]}") from None
             except ValidationError as exc:
@@ -536,6 +542,7 @@ def report_(
             "goals are read on a comparison: give two scenario files or more, or drop the goals"
         )
     cat = measured_catalog(measurements, measured)
+    check_output(output, "--output", input_files(scenarios, named.values()))
     with _executor(workers) as pool:
         if len(named) == 1:
             only = next(iter(named.values()))
@@ -571,6 +578,7 @@ def calibrate(
     from accelsim.calibration import calibrate as calibrate_runs
     from accelsim.calibration import calibration_markdown, calibration_page
 
+    check_output(out, "--out", [])
     checks = calibrate_runs(grades=None, runs=runs, seed=seed)
     if out is None:
         print(calibration_markdown(checks))
@@ -626,6 +634,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AccelsimError, ValueError, FileNotFoundError, FileExistsError) as exc:
         print(f"accelsim: error: {exc}", file=sys.stderr)
         return _BAD_INPUT
+    except OSError as exc:  # a disk that fills or a file that vanishes mid-way: a failure
+        print(f"accelsim: error: {exc}", file=sys.stderr)
+        return 1
     return code if isinstance(code, int) else 0
 
 

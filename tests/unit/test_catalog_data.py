@@ -37,7 +37,7 @@ ACCELERATORS = [c for c in CAT.chips.values() if c.kind in ("gpu", "tpu")]
 
 def _raw(name: str) -> Any:
     data = resources.files("accelsim.catalog").joinpath("data")
-    return to_plain(load_yaml_text(data.joinpath(name).read_text("utf-8"), name))
+    return to_plain(load_yaml_text(data.joinpath(name).read_text("utf-8"), name, aliases=True))
 
 
 def _raw_offers() -> list[dict[str, Any]]:

@@ -377,7 +377,7 @@ def _write(tmp_path: Path, raw: dict[str, Any]) -> Path:
 
 @pytest.fixture
 def raw() -> dict[str, Any]:
-    data: dict[str, Any] = to_plain(load_yaml(SHIPPED))
+    data: dict[str, Any] = to_plain(load_yaml(SHIPPED, aliases=True))
     return data
 
 

@@ -535,7 +535,7 @@ def test_uncommitted_chunk_is_invisible(tmp_path: Path) -> None:
     n = SPECIAL.size
     with connect(path) as writer:
         writer.execute("BEGIN IMMEDIATE")
-        writer.execute("INSERT INTO chunks VALUES (1, ?, ?)", (n, 2 * n))
+        writer.execute("INSERT INTO chunks VALUES (1, ?, ?, ?)", (n, 2 * n, "0" * 64))
         writer.executemany("INSERT INTO runs (run) VALUES (?)", [(r,) for r in range(n, 2 * n)])
         assert writer.execute("SELECT count(*) FROM runs").fetchone() == (2 * n,)  # its own view
         assert store.finished() == {0}

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import datetime
 import functools
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
@@ -159,6 +160,34 @@ class Catalog:
             self.calibration,
         )
         return (type(self), args)
+
+    def digest(self) -> str:
+        """SHA-256 of everything in the catalog that decides a study's numbers: chips,
+        price sheets (offers, sites, dates), priors, scaling defaults, serving priors and
+        model presets, as canonical JSON. Two catalogs with one digest price alike; a
+        study store records it, so a resume with an edited price sheet is refused.
+
+        Examples
+        --------
+        >>> len(builtin_catalog().digest())
+        64
+        """
+
+        def plain(value: Any) -> Any:
+            if isinstance(value, BaseModel):
+                return value.model_dump(mode="json")
+            return asdict(value)
+
+        doc = {
+            "chips": {k: plain(v) for k, v in sorted(self.chips.items())},
+            "sheets": {k: plain(v) for k, v in sorted(self.sheets.items())},
+            "priors": plain(self.priors),
+            "scaling": plain(self.scaling),
+            "serving_priors": plain(self.serving_priors),
+            "model_presets": {k: plain(v) for k, v in sorted(self.model_presets.items())},
+        }
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     @classmethod
     def from_models(cls, chips: Iterable[Chip], sheets: Iterable[PriceSheet]) -> Catalog:
@@ -363,13 +392,14 @@ def builtin_catalog() -> Catalog:
     """The catalog shipped with accelsim (read once per process)."""
     data = _data_dir()
     chips_file = data.joinpath("chips.yaml")
-    parsed = _parse(load_yaml_text(chips_file.read_text("utf-8"), "chips.yaml"), "chips.yaml")
+    text = chips_file.read_text("utf-8")
+    parsed = _parse(load_yaml_text(text, "chips.yaml", aliases=True), "chips.yaml")
     sheets: list[PriceSheet] = []
     for entry in sorted(data.joinpath("prices").iterdir(), key=lambda t: t.name):
         if not entry.name.endswith(".yaml"):
             continue
         name = f"prices/{entry.name}"
-        doc = load_yaml_text(entry.read_text("utf-8"), name)
+        doc = load_yaml_text(entry.read_text("utf-8"), name, aliases=True)
         try:
             sheets.append(PriceSheet.model_validate(to_plain(doc)))
         except ValidationError as exc:

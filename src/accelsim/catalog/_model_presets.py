@@ -114,7 +114,7 @@ def load_model_presets(path: str | Path) -> dict[str, ModelPreset]:
 
     A bad file raises :class:`~accelsim.errors.ScenarioFileError` naming file and field.
     """
-    raw = to_plain(load_yaml(path))
+    raw = to_plain(load_yaml(path, aliases=True))  # a shipped file, bounded by the size cap
     try:
         parsed = _PresetFile.model_validate(raw)
     except ValidationError as exc:

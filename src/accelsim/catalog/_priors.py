@@ -385,7 +385,7 @@ def load_priors(path: str | Path) -> Priors:
 
 def load_validated(path: str | Path, model: type[_M], what: str) -> _M:
     """A YAML file validated as ``model``; errors name the file and say what it should hold."""
-    raw = to_plain(load_yaml(path))
+    raw = to_plain(load_yaml(path, aliases=True))  # the shipped files share priors by anchor
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

@@ -39,7 +39,9 @@ def scaling_defaults() -> ScalingDefaults:
     0.0
     """
     resource = resources.files("accelsim").joinpath("catalog/data/scaling.yaml")
-    doc = to_plain(load_yaml_text(resource.read_text(encoding="utf-8"), str(resource)))
+    doc = to_plain(
+        load_yaml_text(resource.read_text(encoding="utf-8"), str(resource), aliases=True)
+    )
     return ScalingDefaults(
         overlap=float(doc["overlap"]["value"]),
         layers_per_virtual_stage=float(doc["layers_per_virtual_stage"]["value"]),

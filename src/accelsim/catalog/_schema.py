@@ -10,7 +10,14 @@ from __future__ import annotations
 import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from accelsim.errors import AccelsimError
 
@@ -44,9 +51,30 @@ class PrecisionUnavailableError(AccelsimError, ValueError):
     """A chip has no published peak for the requested precision (e.g. FP8 on an A100)."""
 
 
+def _not_in_future(day: datetime.date) -> datetime.date:
+    """An as-of date is when a figure was known to hold: not after today (UTC, a day of
+    slack for the time zones east of it)."""
+    latest = datetime.datetime.now(datetime.UTC).date() + datetime.timedelta(days=1)
+    if day > latest:
+        raise ValueError(
+            f"as_of {day.isoformat()} is in the future (today is "
+            f"{datetime.datetime.now(datetime.UTC).date().isoformat()}): it is the date a figure "
+            "was known to hold"
+        )
+    return day
+
+
+AsOf = Annotated[datetime.date, AfterValidator(_not_in_future)]
+"""A date a figure is known to hold as of: not in the future."""
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(
-        frozen=True, extra="forbid", allow_inf_nan=False, use_attribute_docstrings=True
+        frozen=True,
+        extra="forbid",
+        allow_inf_nan=False,
+        use_attribute_docstrings=True,
+        str_max_length=10_000,  # ids and notes; a 1 MB id would slow every message
     )
 
 
@@ -55,7 +83,7 @@ class Source(_Frozen):
 
     url: Url
     """Address of the source document."""
-    as_of: datetime.date
+    as_of: AsOf
     """Date the figure was published or retrieved."""
     note: str = ""
     """What the source says, derivations, conflicts and assumptions."""
@@ -200,7 +228,7 @@ class BlockTerms(_Frozen):
     """Allowed window lengths, as runs of evenly spaced days."""
     source: Url
     """Address of the page stating the allowed lengths."""
-    as_of: datetime.date
+    as_of: AsOf
     """Date the allowed lengths were known to hold."""
     note: str = ""
     """Other terms (start times, advance booking, payment)."""
@@ -257,7 +285,7 @@ class Offer(_Frozen):
     """Evidence behind (or absence of) a preemption rate; spot only."""
     block: BlockTerms | None = None
     """The window lengths a capacity block is sold in; ``capacity_block`` offers only."""
-    as_of: datetime.date
+    as_of: AsOf
     """Date the price was observed."""
     source: OfferUrl
     """Address of the price source (``file://`` for a price feed read from disk)."""
@@ -327,7 +355,7 @@ class NotPublished(_Frozen):
     """Pricing model the provider publishes no price for."""
     region: str | None = None
     """Region the statement is limited to; None: every region of the provider."""
-    as_of: datetime.date
+    as_of: AsOf
     """Date the statement was known to hold."""
     source: Url
     """Address of the page that shows the price is not published (or how it is sold instead)."""

@@ -27,6 +27,7 @@ from accelsim.engines._inputs import (
     blocks,
     check_design_runs,
 )
+from accelsim.engines._memory import MEMORY_FRACTION, format_bytes, memory_limit_bytes
 from accelsim.engines._pricing import charged_term_hours, is_reserved, price_training, prices_used
 from accelsim.engines.cluster import (
     JOB_DTYPE,
@@ -50,6 +51,7 @@ from accelsim.engines.training import pipeline_layout, run_info, run_mfu, simula
 __all__ = [
     "BLOCK_RUNS",
     "JOB_DTYPE",
+    "MEMORY_FRACTION",
     "DesOptions",
     "Design",
     "InputDraws",
@@ -59,7 +61,9 @@ __all__ = [
     "charged_term_hours",
     "check_design_runs",
     "check_runnable",
+    "format_bytes",
     "is_reserved",
+    "memory_limit_bytes",
     "merge_kept",
     "offline_capacity",
     "pair_capacity",

@@ -9,6 +9,8 @@ Downstream code trusts these types and does not re-check them.
 
 from accelsim.scenario._common import (
     BIDI_CONTROLS,
+    MAX_NAME_CHARS,
+    MAX_TEXT_CHARS,
     TRAINING_HORIZON_DAYS,
     FineTune,
     Framework,
@@ -46,6 +48,8 @@ from accelsim.scenario._workloads_mix import (
 
 __all__ = [
     "BIDI_CONTROLS",
+    "MAX_NAME_CHARS",
+    "MAX_TEXT_CHARS",
     "SLO",
     "TRAINING_HORIZON_DAYS",
     "Assumptions",

@@ -49,6 +49,11 @@ _MIN_ENGINEERS = 0.1
 # A mean inter-arrival below 3.6 s means millions of jobs a day: a units mistake.
 _MIN_MEAN_INTERARRIVAL_HOURS = 1e-3
 _MAX_HORIZON_DAYS = 3660.0
+MAX_NAME_CHARS = 200
+"""Longest scenario (option) name: a label in tables, plots and reports."""
+MAX_TEXT_CHARS = 10_000
+"""Longest text any scenario field holds (a description, a path, an id): a bound on the
+work a 1 MB string would cost every message, table and close-match search it meets."""
 MIX_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 """A workload's name in a mix: it prefixes metric names, so no ``.``, ``,``, ``@`` or space."""
 
@@ -62,6 +67,7 @@ class _Model(BaseModel):
         use_attribute_docstrings=True,
         allow_inf_nan=False,
         strict=True,
+        str_max_length=MAX_TEXT_CHARS,
     )
 
 

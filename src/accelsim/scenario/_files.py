@@ -11,28 +11,53 @@ from pydantic import (
     ValidationError,
 )
 
-from accelsim._yaml import line_of, load_yaml_text, to_plain
+from accelsim._yaml import check_depth, line_of, load_yaml_text, read_text, to_plain, too_deep
 from accelsim.errors import ScenarioFileError
 from accelsim.scenario._scenario import Scenario
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice is an error, as it is in YAML."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _parse_json(text: str, source: str) -> Any:
+    """JSON text as plain data; a duplicate key or deep nesting is refused naming ``source``."""
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise ScenarioFileError(f"{source}:{exc.lineno}:{exc.colno}: {exc.msg}") from None
+    except ValueError as exc:  # from _unique_keys
+        raise ScenarioFileError(f"{source}: {exc}") from None
+    except RecursionError:
+        raise too_deep(source) from None
+    check_depth(data, source)
+    return data
+
+
 def _read(path: Path) -> tuple[Any, Any]:
     """(plain data, YAML document or None) from a .yaml/.yml/.json/.toml file."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path)
     suffix = path.suffix.lower()
     if suffix in {".yaml", ".yml"}:
         doc = load_yaml_text(text, source=str(path))
         return to_plain(doc), doc
     if suffix == ".json":
-        try:
-            return json.loads(text), None
-        except json.JSONDecodeError as exc:
-            raise ScenarioFileError(f"{path}:{exc.lineno}:{exc.colno}: {exc.msg}") from None
+        return _parse_json(text, str(path)), None
     if suffix == ".toml":
         try:
-            return tomllib.loads(text), None
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ScenarioFileError(f"{path}: {exc}") from None
+        except RecursionError:
+            raise too_deep(str(path)) from None
+        check_depth(data, str(path))
+        return data, None
     raise ScenarioFileError(
         f"{path}: unknown scenario file type {suffix!r}; use .yaml, .json or .toml"
     )

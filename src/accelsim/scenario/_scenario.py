@@ -20,6 +20,7 @@ from accelsim.scenario._common import (
     _MAX_HORIZON_DAYS,
     _MIN_SEQUENCE_TOKENS,
     FROZEN_BYTES_PER_PARAM,
+    MAX_NAME_CHARS,
     SchedulerName,
     _Model,
     _runs_natively,
@@ -41,8 +42,8 @@ _UNSET: Any = object()
 class Scenario(_Model):
     """A workload on a fleet under assumptions: the input of every study."""
 
-    name: str = Field(min_length=1)
-    """A short label used in tables and plots."""
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    """A short label used in tables and plots (at most 200 characters)."""
     workload: Workload | None = None
     """``TrainingRun``, ``JobStream``, ``Trace`` or ``Serving`` (``kind:`` in scenario files);
     exactly one of ``workload`` and ``workloads``."""

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from accelsim.catalog import active
 from accelsim.engines import check_runnable
 from accelsim.results import Comparison
-from accelsim.scenario import Goals, Scenario
+from accelsim.scenario import MAX_NAME_CHARS, Goals, Scenario
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.study._chunks import DEFAULT_RUNS
 from accelsim.study._simulate import simulate
@@ -50,6 +50,17 @@ def _option_stores(
                 f"mapping {{option: path}}"
             )
     return {k: root / k for k in options}
+
+
+def _check_option_name(key: object) -> None:
+    """Refuse an option name that is not text of 1 to ``MAX_NAME_CHARS`` characters (its
+    label in every table), quoting at most its first 40 characters."""
+    if isinstance(key, str) and 1 <= len(key) <= MAX_NAME_CHARS:
+        return
+    shown = repr(key)
+    if isinstance(key, str) and len(key) > 40:
+        shown = f"{key[:40]!r}... ({len(key):,} characters)"
+    raise ValueError(f"option names are text of 1 to {MAX_NAME_CHARS} characters, got {shown}")
 
 
 def compare(
@@ -116,6 +127,8 @@ def compare(
     """
     if isinstance(scenarios, Mapping):
         named = dict(scenarios)
+        for key in named:
+            _check_option_name(key)
     else:
         named = {}
         for s in scenarios:

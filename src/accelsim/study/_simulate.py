@@ -31,6 +31,7 @@ from accelsim.engines import (
 from accelsim.results import Result
 from accelsim.scenario import Scenario, Serving, TrainingRun
 from accelsim.seeding import SeedLike, as_seed_sequence
+from accelsim.study._budget import check_study_memory
 from accelsim.study._calibration_used import calibration_used
 from accelsim.study._chunks import (
     DEFAULT_RUNS,
@@ -56,7 +57,7 @@ from accelsim.study._runner import (
     run_chunks,
 )
 from accelsim.study._store import ChunkStore, manifest
-from accelsim.study._stores import open_store, stored_chunk_runs, stored_seed
+from accelsim.study._stores import open_store, read_finished, stored_chunk_runs, stored_seed
 
 
 def simulate(
@@ -194,7 +195,9 @@ def simulate(
         Before any chunk runs or a store is written, what
         :func:`accelsim.engines.check_runnable` refuses: a trace file that is missing or
         has bad rows, a trace job larger than the pools it may use, a stream or fleet
-        expected to exceed the job or event caps.
+        expected to exceed the job or event caps; and a study whose arrays (runs x values
+        per run x 8 bytes, kept records included) would pass half the memory this process
+        may use (:func:`accelsim.study._budget.memory_limit_bytes`), with the figure.
     FileExistsError
         ``store`` already holds a study and ``resume`` is false.
     ImportError
@@ -248,12 +251,17 @@ def simulate(
     study = _Study(
         scenario, root.entropy, tuple(root.spawn_key), chosen, options, total, cat, design
     )
+    # Before a store is written: a study whose arrays cannot fit is refused with its size.
+    check_study_memory(
+        total, lambda: _run_chunk(study, 0, 1), "max_runs" if runs == "auto" else "runs"
+    )
 
     have: dict[int, _Chunk] = {}
     chunk_store: ChunkStore | None = None
     if store is not None:
         meta = manifest(
             scenario_json=study.scenario_json,
+            catalog_sha256=cat.digest(),
             entropy=_json_entropy(root.entropy),
             spawn_key=study.spawn_key,
             runs=runs if runs != "auto" else {"auto": dict(target or {}), "max_runs": max_runs},
@@ -263,9 +271,7 @@ def simulate(
             options=asdict(options) if design == "mc" else {**asdict(options), "design": design},
         )
         chunk_store = open_store(store, meta, resume)
-        for i in sorted(chunk_store.finished() & set(range(len(chunks)))):
-            metrics, inputs = chunk_store.read(i, *chunks[i])
-            have[i] = (metrics, inputs, [])
+        have = {i: (*part, []) for i, part in read_finished(chunk_store, chunks).items()}
 
     report = as_progress(progress)
     done = sum(b - a for i, (a, b) in enumerate(chunks) if i in have)

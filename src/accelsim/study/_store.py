@@ -16,8 +16,14 @@ and one ``input/<name>`` column per drawn input, all float64, stored bit-exactly
 
 Streams are addressed by run block, so a resumed study that runs only the missing chunks is
 bit-identical to an uninterrupted one. The manifest records what must match for that to hold
-(scenario hash, root seed, runs, chunk size, engine, options and package versions); resuming
-with anything different is an error that names the difference. A chunk is finished once it is
+(scenario hash, catalog digest: chips, price sheets and priors, root seed, runs, chunk size,
+engine, options and package versions); resuming with anything different is an error that
+names the difference, so one store never mixes runs priced with two price sheets.
+
+Each chunk is stored with the SHA-256 of its columns (:func:`chunk_digest`). A chunk read
+back is checked against it: a chunk that fails (a damaged disk page, an edited file) raises
+:class:`DamagedChunkError`, and a resume discards it and runs it again; its numbers are
+never used. A chunk is finished once it is
 wholly stored (a Parquet file renamed into place, an SQLite transaction committed), so a
 killed study leaves whole chunks or nothing of a chunk. Writing a finished chunk again with
 the same values is a no-op (a retried chunk is never counted twice); with other values it is
@@ -38,9 +44,12 @@ from typing import Any, Literal
 import numpy as np
 
 from accelsim._typing import FloatArray
+from accelsim.errors import AccelsimError
 
 MANIFEST = "_manifest.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: the catalog digest in the manifest and a SHA-256 per chunk (stores of format 1 do not
+resume: their manifest differs)."""
 METRIC = "metric/"
 INPUT = "input/"
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
@@ -59,9 +68,41 @@ def scenario_hash(scenario_json: str) -> str:
     return hashlib.sha256(scenario_json.encode("utf-8")).hexdigest()
 
 
+class DamagedChunkError(AccelsimError, ValueError):
+    """A stored chunk that cannot be read or does not match its SHA-256."""
+
+    def __init__(self, where: str, chunk: int, why: str) -> None:
+        super().__init__(f"chunk {chunk} of the study store {where!r} is damaged ({why})")
+        self.chunk = chunk
+
+
+class DamagedStoreError(AccelsimError, ValueError):
+    """A study store that cannot be read at all (not one chunk: its structure)."""
+
+
+def chunk_digest(start: int, metrics: Mapping[str, Any], inputs: Mapping[str, Any]) -> str:
+    """SHA-256 of a chunk's columns (:func:`columns`): each name, dtype and bytes, by name.
+
+    Examples
+    --------
+    >>> m = {"m": np.array([1.0, 2.0])}
+    >>> first = chunk_digest(0, m, {})
+    >>> first == chunk_digest(0, m, {}), first == chunk_digest(1, m, {})
+    (True, False)
+    """
+    named = columns(start, metrics, inputs)
+    sha = hashlib.sha256()
+    for name in sorted(named):
+        values = np.ascontiguousarray(named[name])
+        sha.update(f"{name}\0{values.dtype.str}\0{values.size}\0".encode())
+        sha.update(values.tobytes())
+    return sha.hexdigest()
+
+
 def manifest(
     *,
     scenario_json: str,
+    catalog_sha256: str,
     entropy: int | list[int] | None,
     spawn_key: tuple[int, ...],
     runs: int | Mapping[str, Any],
@@ -73,6 +114,7 @@ def manifest(
     return {
         "format": FORMAT_VERSION,
         "scenario_sha256": scenario_hash(scenario_json),
+        "catalog_sha256": catalog_sha256,
         "entropy": entropy,
         "spawn_key": list(spawn_key),
         "runs": runs,
@@ -110,8 +152,16 @@ def check_manifest(where: Path, stored: Mapping[str, Any], meta: Mapping[str, An
         if stored.get(k) != wanted.get(k)
     ]
     if differ:
+        why = ""
+        if stored.get("catalog_sha256") != wanted.get("catalog_sha256"):
+            why = (
+                ": the catalog (chips, price sheets or priors) is not the one the study was "
+                "run with, and one store never mixes runs priced with two; resume with that "
+                "catalog or start a new store"
+            )
         raise ValueError(
-            f"cannot resume the study in {str(where)!r}: its manifest differs ({'; '.join(differ)})"
+            f"cannot resume the study in {str(where)!r}: its manifest differs "
+            f"({'; '.join(differ)}){why}"
         )
 
 
@@ -188,6 +238,10 @@ class ChunkStore(ABC):
         """Metrics and inputs of chunk ``chunk``, checked to hold runs ``[start, stop)``."""
 
     @abstractmethod
+    def discard(self, chunk: int) -> None:
+        """Remove chunk ``chunk`` (found damaged) so that it is run and written again."""
+
+    @abstractmethod
     def write(
         self,
         chunk: int,
@@ -202,7 +256,10 @@ class ChunkStore(ABC):
 __all__ = [
     "MANIFEST",
     "ChunkStore",
+    "DamagedChunkError",
+    "DamagedStoreError",
     "backend_of",
+    "chunk_digest",
     "manifest",
     "scenario_hash",
 ]

@@ -2,9 +2,13 @@
 
 A store (e.g. ``study.parquet/``) holds ``_manifest.json``, written before any chunk runs,
 and ``part-000042.parquet`` for each finished chunk ``42``. A Parquet file is unreadable until
-it is closed (its footer is written last), so a chunk is written as ``.part-….parquet.tmp``,
+it is closed (its footer is written last), so a chunk is written to a hidden temporary file
+of a unique name (``.part-….parquet.<random>.tmp``, so two processes never write one),
 flushed to disk (``fsync``) and renamed into place with :func:`os.replace`: a killed study
-leaves only whole chunks behind, and at most a stray ``.tmp`` that is ignored and rewritten.
+leaves only whole chunks behind, and at most a stray ``.tmp`` that is ignored. The manifest
+is published with a hard link, which fails if one exists: of two processes creating one
+store at once, the second finds the first's study. Each part's schema metadata holds its
+SHA-256 (``accelsim.sha256``), checked when it is read back.
 Names starting with ``_`` or ``.`` are skipped by Parquet dataset readers, so
 ``pandas.read_parquet("study.parquet")`` reads the finished runs.
 
@@ -19,21 +23,29 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.study._store import (
     MANIFEST,
     Chunk,
     ChunkStore,
+    DamagedChunkError,
     check_manifest,
     check_same,
+    chunk_digest,
     columns,
     not_empty,
     split,
 )
+
+SHA_KEY = "accelsim.sha256"
+"""Key of a part's SHA-256 (:func:`accelsim.study._store.chunk_digest`) in its schema metadata."""
 
 
 def _pyarrow() -> tuple[Any, Any]:
@@ -58,13 +70,29 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, write: Any) -> None:
-    """Call ``write(tmp_path)``, fsync the file, then rename it onto ``path``."""
-    tmp = path.with_name("." + path.name + ".tmp")  # hidden: readers of the directory skip it
-    write(tmp)
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+def _write_atomic(path: Path, write: Any, *, exclusive: bool = False) -> None:
+    """Call ``write(tmp_path)`` on a temporary file of a unique name beside ``path``, fsync
+    it, then rename it onto ``path`` (``exclusive``: link it there, failing with
+    FileExistsError if ``path`` exists)."""
+    # hidden (readers of the directory skip it) and unique (two writers never share one)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise
+            except OSError:  # a file system without hard links: replace, not exclusive
+                os.replace(tmp, path)
+        else:
+            os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     _fsync_dir(path.parent)
 
 
@@ -100,7 +128,14 @@ class ParquetStore(ChunkStore):
             )
         root.mkdir(parents=True, exist_ok=True)
         text = json.dumps(dict(meta), indent=2, sort_keys=True)
-        _write_atomic(root / MANIFEST, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+        try:
+            _write_atomic(
+                root / MANIFEST, lambda tmp: tmp.write_text(text, encoding="utf-8"), exclusive=True
+            )
+        except FileExistsError:  # another process created the store since we looked
+            if not resume:
+                raise not_empty(root) from None
+            check_manifest(root, cls.stored_manifest(root) or {}, meta)
         return cls(root, meta)
 
     def part_path(self, chunk: int) -> Path:
@@ -132,21 +167,36 @@ class ParquetStore(ChunkStore):
             check_same(str(self.path), chunk, old, split(named))
             return
         table = pa.table(named).replace_schema_metadata(
-            {"accelsim.chunk": str(chunk), "accelsim.start": str(start)}
+            {
+                "accelsim.chunk": str(chunk),
+                "accelsim.start": str(start),
+                SHA_KEY: chunk_digest(start, metrics, inputs),
+            }
         )
         _write_atomic(self.part_path(chunk), lambda tmp: pq.write_table(table, tmp))
 
+    def discard(self, chunk: int) -> None:
+        """Delete chunk ``chunk``'s file (found damaged), so that it is run again."""
+        self.part_path(chunk).unlink(missing_ok=True)
+
     def read(self, chunk: int, start: int, stop: int) -> Chunk:
-        """Metrics and inputs of chunk ``chunk``, checked to hold runs ``[start, stop)``."""
-        _, pq = _pyarrow()
-        table = pq.read_table(self.part_path(chunk))
-        run = table.column("run").to_numpy()
-        if run.size != stop - start or (run.size and (run[0] != start or run[-1] != stop - 1)):
-            raise ValueError(
-                f"{self.part_path(chunk)} holds runs {run[:1]}..{run[-1:]}, "
-                f"expected [{start}, {stop})"
-            )
-        return split({name: table.column(name).to_numpy() for name in table.column_names})
+        """Metrics and inputs of chunk ``chunk``, checked to hold runs ``[start, stop)`` and
+        to match the SHA-256 it was written with (else :class:`DamagedChunkError`)."""
+        pa, pq = _pyarrow()
+        where = str(self.path)
+        try:
+            table = pq.read_table(self.part_path(chunk))
+            named = {name: table.column(name).to_numpy() for name in table.column_names}
+            stored = (table.schema.metadata or {}).get(SHA_KEY.encode(), b"").decode()
+        except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+            raise DamagedChunkError(where, chunk, f"unreadable: {exc}") from None
+        run = named.get("run")
+        if run is None or not np.array_equal(run, np.arange(start, stop)):
+            raise DamagedChunkError(where, chunk, f"it does not hold runs [{start}, {stop})")
+        part = split(named)
+        if stored != chunk_digest(start, *part):
+            raise DamagedChunkError(where, chunk, "its SHA-256 does not match its values")
+        return part
 
 
 __all__ = ["ParquetStore"]

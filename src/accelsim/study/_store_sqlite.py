@@ -14,8 +14,11 @@ Schema
 ``manifest(key TEXT PRIMARY KEY, value TEXT)``
     The study's manifest (:func:`accelsim.study._store.manifest`), one row per field, the value as
     JSON. Written, with the empty tables below, in one transaction before any chunk runs.
-``chunks(chunk INTEGER PRIMARY KEY, start INTEGER, stop INTEGER)``
-    The ledger: chunk ``chunk`` holds runs ``[start, stop)``. A chunk's ledger row and its
+``chunks(chunk INTEGER PRIMARY KEY, start INTEGER, stop INTEGER, sha256 TEXT)``
+    The ledger: chunk ``chunk`` holds runs ``[start, stop)`` whose columns have the SHA-256
+    ``sha256`` (:func:`accelsim.study._store.chunk_digest`), checked when it is read back: a
+    damaged page that SQLite reads without complaint (its integrity check sees structure,
+    not values) is caught there, and the chunk is run again on resume. A chunk's ledger row and its
     runs are inserted in one transaction, so the commit is what makes a chunk finished: a
     killed study leaves a whole chunk or nothing of it (SQLite rolls back the rest the next
     time the file is opened), and an uncommitted chunk is never visible to a reader.
@@ -66,8 +69,11 @@ from accelsim._typing import FloatArray
 from accelsim.study._store import (
     Chunk,
     ChunkStore,
+    DamagedChunkError,
+    DamagedStoreError,
     check_manifest,
     check_same,
+    chunk_digest,
     columns,
     not_empty,
     split,
@@ -78,7 +84,7 @@ _NAN_BITS = int(np.array(np.nan).view(np.int64))
 _SCHEMA = (
     "CREATE TABLE manifest (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE chunks (chunk INTEGER PRIMARY KEY, start INTEGER NOT NULL, "
-    "stop INTEGER NOT NULL)",
+    "stop INTEGER NOT NULL, sha256 TEXT NOT NULL)",
     "CREATE TABLE runs (run INTEGER PRIMARY KEY)",
     "CREATE TABLE nan_bits (run INTEGER NOT NULL, name TEXT NOT NULL, "
     "bits INTEGER NOT NULL, PRIMARY KEY (run, name)) WITHOUT ROWID",
@@ -124,6 +130,13 @@ def _transaction(con: sqlite3.Connection) -> Iterator[None]:
     con.execute("COMMIT")
 
 
+def _damaged(path: Path, exc: sqlite3.DatabaseError) -> DamagedStoreError:
+    return DamagedStoreError(
+        f"the study store {str(path)!r} is damaged (SQLite: {exc}): move it aside and start "
+        "the study again in a new store"
+    )
+
+
 def _not_a_database(exc: sqlite3.DatabaseError) -> bool:
     return getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB"
 
@@ -141,9 +154,25 @@ def _value_columns(con: sqlite3.Connection) -> list[str]:
 
 
 def _read(con: sqlite3.Connection, where: Path, chunk: int, start: int, stop: int) -> Chunk:
-    """Chunk ``chunk`` read in ``con``, checked to hold runs ``[start, stop)``."""
-    row = con.execute("SELECT start, stop FROM chunks WHERE chunk = ?", (chunk,)).fetchone()
-    if row is None or tuple(row) != (start, stop):
+    """Chunk ``chunk`` read in ``con``, checked to hold runs ``[start, stop)`` and to match
+    its SHA-256; a chunk SQLite cannot read or whose values fail the digest raises
+    :class:`DamagedChunkError`."""
+    try:
+        part, digest = _read_rows(con, where, chunk, start, stop)
+    except sqlite3.DatabaseError as exc:
+        raise DamagedChunkError(str(where), chunk, f"SQLite: {exc}") from None
+    if digest != chunk_digest(start, *part):
+        raise DamagedChunkError(str(where), chunk, "its SHA-256 does not match its values")
+    return part
+
+
+def _read_rows(
+    con: sqlite3.Connection, where: Path, chunk: int, start: int, stop: int
+) -> tuple[Chunk, str]:
+    """Chunk ``chunk``'s columns as stored, and the SHA-256 its ledger row records."""
+    query = "SELECT start, stop, sha256 FROM chunks WHERE chunk = ?"
+    row = con.execute(query, (chunk,)).fetchone()
+    if row is None or tuple(row[:2]) != (start, stop):
         raise ValueError(f"{where} chunk {chunk} holds runs {row}, expected [{start}, {stop})")
     cur = con.execute("SELECT * FROM runs WHERE run >= ? AND run < ? ORDER BY run", (start, stop))
     names = [d[0] for d in cur.description]
@@ -157,7 +186,7 @@ def _read(con: sqlite3.Connection, where: Path, chunk: int, start: int, stop: in
     nans = "SELECT run, name, bits FROM nan_bits WHERE run >= ? AND run < ?"
     for run, name, bits in con.execute(nans, (start, stop)):
         out[name][run - start] = np.array(bits, dtype=np.int64).view(np.float64)
-    return split(out)
+    return split(out), str(row[2])
 
 
 class SqliteStore(ChunkStore):
@@ -174,7 +203,7 @@ class SqliteStore(ChunkStore):
         except sqlite3.DatabaseError as exc:
             if _not_a_database(exc):
                 return None  # create() says what is wrong
-            raise
+            raise _damaged(path, exc) from None
 
     @classmethod
     def create(cls, path: Path, meta: Mapping[str, Any], resume: bool) -> SqliteStore:
@@ -205,18 +234,47 @@ class SqliteStore(ChunkStore):
                 raise FileExistsError(
                     f"study store {str(path)!r} exists and is not an SQLite database"
                 ) from exc
-            raise
+            raise _damaged(path, exc) from None
         return cls(path, meta)
 
     def finished(self) -> set[int]:
-        """Numbers of the chunks committed."""
-        with _connect(self.path) as con:
-            return {row[0] for row in con.execute("SELECT chunk FROM chunks")}
+        """Numbers of the chunks committed.
+
+        Raises
+        ------
+        DamagedStoreError
+            SQLite cannot read the ledger of chunks (a damaged file).
+        """
+        try:
+            with _connect(self.path) as con:
+                return {row[0] for row in con.execute("SELECT chunk FROM chunks")}
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc) from None
 
     def read(self, chunk: int, start: int, stop: int) -> Chunk:
-        """Metrics and inputs of chunk ``chunk``, checked to hold runs ``[start, stop)``."""
+        """Metrics and inputs of chunk ``chunk``, checked to hold runs ``[start, stop)`` and
+        to match its SHA-256 (else :class:`DamagedChunkError`)."""
         with _connect(self.path) as con:
             return _read(con, self.path, chunk, start, stop)
+
+    def discard(self, chunk: int) -> None:
+        """Delete chunk ``chunk`` (found damaged) in one transaction, so that it is run again.
+
+        Raises
+        ------
+        DamagedStoreError
+            SQLite cannot delete it (the damage is in the file's structure).
+        """
+        try:
+            with _connect(self.path) as con, _transaction(con):
+                row = con.execute("SELECT start, stop FROM chunks WHERE chunk = ?", (chunk,))
+                bounds = row.fetchone()
+                if bounds is not None:
+                    con.execute("DELETE FROM runs WHERE run >= ? AND run < ?", tuple(bounds))
+                    con.execute("DELETE FROM nan_bits WHERE run >= ? AND run < ?", tuple(bounds))
+                con.execute("DELETE FROM chunks WHERE chunk = ?", (chunk,))
+        except sqlite3.DatabaseError as exc:
+            raise _damaged(self.path, exc) from None
 
     def write(
         self,
@@ -246,7 +304,10 @@ class SqliteStore(ChunkStore):
                 check_same(str(self.path), chunk, old, split(named))
                 return
             self._check_columns(con, list(named))
-            con.execute("INSERT INTO chunks VALUES (?, ?, ?)", (chunk, start, start + len(run)))
+            digest = chunk_digest(start, metrics, inputs)
+            con.execute(
+                "INSERT INTO chunks VALUES (?, ?, ?, ?)", (chunk, start, start + len(run), digest)
+            )
             names = ", ".join(_quote(k) for k in named)
             marks = ", ".join("?" * (1 + len(named)))
             con.executemany(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from accelsim.study._store import ChunkStore, backend_of
+from accelsim.study._store import Chunk, ChunkStore, DamagedChunkError, backend_of
 from accelsim.study._store_parquet import ParquetStore
 from accelsim.study._store_sqlite import SqliteStore
 
@@ -34,6 +35,26 @@ def open_store(path: str | os.PathLike[str], meta: Mapping[str, Any], resume: bo
     return backend_class(path).create(Path(path), meta, resume)
 
 
+def read_finished(store: ChunkStore, chunks: Sequence[tuple[int, int]]) -> dict[int, Chunk]:
+    """The finished chunks of ``store`` among ``chunks`` (``(start, stop)`` by number), each
+    checked against its SHA-256. A damaged chunk is discarded from the store, with a
+    warning, and left out, so the study runs it again: its numbers are never used.
+
+    Raises
+    ------
+    DamagedStoreError
+        The store cannot be read, or a damaged chunk cannot be removed from it.
+    """
+    have: dict[int, Chunk] = {}
+    for i in sorted(store.finished() & set(range(len(chunks)))):
+        try:
+            have[i] = store.read(i, *chunks[i])
+        except DamagedChunkError as exc:
+            store.discard(i)
+            warnings.warn(f"{exc}; it is run again", stacklevel=3)
+    return have
+
+
 def stored_seed(path: str | os.PathLike[str]) -> np.random.SeedSequence | None:
     """The root seed recorded in the store at ``path`` (None if it has no manifest)."""
     meta = backend_class(path).stored_manifest(Path(path))
@@ -48,4 +69,4 @@ def stored_chunk_runs(path: str | os.PathLike[str]) -> int | None:
     return None if meta is None else int(meta["chunk_runs"])
 
 
-__all__ = ["backend_class", "open_store", "stored_chunk_runs", "stored_seed"]
+__all__ = ["backend_class", "open_store", "read_finished", "stored_chunk_runs", "stored_seed"]

@@ -80,7 +80,7 @@ def _check_strikes(scenario: Scenario, cat: Catalog, horizon_h: float) -> None:
         expected += pool.count * rate * horizon_h
     if expected > MAX_EXPECTED_STRIKES:
         raise AccelsimError(
-            f"scenario {scenario.name!r}: the fleet expects {expected:,.0f} chip failures and "
+            f"scenario {scenario.name!r}: the fleet expects {expected:.3g} chip failures and "
             f"preemptions per run over {horizon_h:g} h, above the cap of "
             f"{MAX_EXPECTED_STRIKES:,}: check the rates, or shorten horizon_days"
         )
@@ -130,7 +130,7 @@ def check_runnable(
     name = scenario.name
     if warn and load >= 1.0:
         warnings.warn(
-            f"scenario {name!r}: offered load {load:.2f} >= 1: the fleet cannot keep up with "
+            f"scenario {name!r}: offered load {load:.3g} >= 1: the fleet cannot keep up with "
             f"its {where}, so the queue grows to the horizon; waits count jobs still waiting "
             f"there up to it (see jobs_waiting_at_horizon)",
             OverloadWarning,
@@ -207,7 +207,7 @@ def _trace_load(scenario: Scenario, work: Trace, where: str, cat: Catalog, max_j
     if not path.is_file():
         raise AccelsimError(f"scenario {name!r}: {where}.path: no such trace file: {path}")
     try:
-        jobs = _trace_jobs(scenario, work, cat)
+        jobs = _trace_jobs(scenario, work, cat, max_jobs=max_jobs)
     except ValueError as exc:
         raise AccelsimError(f"scenario {name!r}: {where}: {exc}") from None
     _check_chip_type_column(name, where, work, path)
@@ -275,10 +275,11 @@ def _check_chip_type_column(name: str, where: str, work: Trace, path: Path) -> N
         )
 
 
-def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog) -> list[JobSpec]:
-    """The trace's jobs with the pools each may use (framework fit, and chip type if mapped)."""
+def _trace_jobs(scenario: Scenario, work: Trace, cat: Catalog, *, max_jobs: int) -> list[JobSpec]:
+    """The trace's jobs with the pools each may use (framework fit, and chip type if mapped);
+    more than ``max_jobs`` jobs are refused without reading the whole file."""
     key, pools = _trace_key(scenario, work, cat)
-    jobs = _read_trace_cached(*key)
+    jobs = _read_trace_cached(*key, max_jobs)
     return [j if j.pools is not None else j._replace(pools=pools) for j in jobs]
 
 
@@ -314,6 +315,7 @@ def _read_trace_cached(
     unit: str,
     pools_by_chip_type: tuple[tuple[str, tuple[int, ...]], ...],
     skip_zero: bool,
+    max_jobs: int,
 ) -> list[JobSpec]:
     return read_trace(
         Path(path),
@@ -321,6 +323,7 @@ def _read_trace_cached(
         time_unit=unit,  # type: ignore[arg-type]
         pools_by_chip_type=dict(pools_by_chip_type),
         skip_zero=skip_zero,
+        max_jobs=max_jobs,
     )
 
 

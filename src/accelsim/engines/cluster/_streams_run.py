@@ -254,7 +254,10 @@ def _stream_jobs(
         return _mixed_frameworks(
             jobs, frameworks, [mix[f] for f in frameworks], pools_of, root, run
         )
-    return [j._replace(job_id=j.job_id + first_job_id) for j in _trace_jobs(scenario, work, cat)]
+    return [
+        j._replace(job_id=j.job_id + first_job_id)
+        for j in _trace_jobs(scenario, work, cat, max_jobs=max_jobs)
+    ]
 
 
 def _mixed_frameworks(

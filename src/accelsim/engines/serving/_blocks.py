@@ -130,7 +130,7 @@ def _simulate_run(
     plan = ReplicaPlan(
         plan_rows[0].astype(np.int64), cold_start_hours=work.cold_start_minutes / 60.0
     )
-    requests = draw_requests(setup, demand, burstiness, rng)
+    requests = draw_requests(setup, demand, burstiness, rng, max_events=max_events)
     demanded = float(len(requests.arrival_hours))
     if not replica.feasible[i]:
         hours = plan.provisioned_hours(setup.horizon_hours)

@@ -76,9 +76,8 @@ def simulate_disaggregated_block(
     link = kv_link_gbps(prefill.setup, decode.setup)
     usage = {k: np.zeros(draws.runs) for k in _USAGE}
     for i in range(draws.runs):
-        requests = draw_requests(
-            base, hourly[i], float(burst[i]), stream(root, "serving.requests", start + i)
-        )
+        rng = stream(root, "serving.requests", start + i)
+        requests = draw_requests(base, hourly[i], float(burst[i]), rng, max_events=max_events)
         row = _simulate_run(base, (prefill, decode), i, hourly[i], requests, link, max_events)
         for key, value in row.items():
             usage[key][i] = value

@@ -404,8 +404,9 @@ def _chip_metrics(
         metrics[f"{role}_chip_hours"] = hours
         chip_hours = chip_hours + hours
         capacity = usage[f"{role}_hours"] * SECONDS_PER_HOUR * sat
+        # a pool's served share of its capacity is at most 1 (as in _serving._usage_metrics)
         busy = busy + hours * np.where(
-            capacity > 0.0, served / np.where(capacity > 0, capacity, 1), 0
+            capacity > 0.0, np.minimum(served, capacity) / np.where(capacity > 0, capacity, 1), 0
         )
         capacity_chip_hours = capacity_chip_hours + np.where(
             sat > 0.0, chips / np.where(sat > 0, sat, 1), np.inf

@@ -128,8 +128,14 @@ def _usage_metrics(
         "slo_attainment": np.where(
             demand > 0.0, usage.compliant_requests / np.where(demand > 0.0, demand, 1.0), 1.0
         ),
+        # served <= capacity on the fast path by construction (a window serves at most its
+        # replicas' saturated rate), but the two are sums taken in different orders and
+        # their ratio could pass 1 by an ulp; in the DES a replica may emit a little more
+        # than the saturated estimate made at mean lengths, which counts as full
         "utilization": np.where(
-            capacity > 0.0, served / np.where(capacity > 0.0, capacity, 1.0), 0.0
+            capacity > 0.0,
+            np.minimum(served, capacity) / np.where(capacity > 0.0, capacity, 1.0),
+            0.0,
         ),
         "requests_served": served,
         "requests_dropped": usage.dropped_requests,

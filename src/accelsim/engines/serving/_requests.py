@@ -16,15 +16,76 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.dists import as_dist
+from accelsim.engines._memory import format_bytes, memory_limit_bytes
 from accelsim.engines.serving._setup import SECONDS_PER_HOUR, ServingSetup, token_lengths
 from accelsim.engines.serving.des import EventBudgetError, RequestStream, ServingTrace
+from accelsim.errors import AccelsimError
 from accelsim.models import serving as physics
+
+REQUEST_BYTES = 160
+"""Peak memory per request of one request-DES run: its draws (arrival, lengths), the DES's
+record (81 bytes) and the per-window reading of the trace; measured with tracemalloc at
+about 150 bytes on runs of 0.1 to 0.3 million requests. [B]"""
+
+_ADVICE = (
+    "Shorten horizon_days for the DES, which plays every batch iteration, or use "
+    "engine='analytic': the fast path prices months of hourly demand without simulating "
+    "each request"
+)
+
+
+class RequestBudgetError(AccelsimError, RuntimeError):
+    """A request-DES run over its event budget or its memory, said in a study's words."""
+
+
+def expected_requests(setup: ServingSetup, demand_rps: FloatArray) -> float:
+    """Mean number of requests of a run over the horizon, for its hourly ``demand_rps``
+    [1/s] (the burst multipliers have mean 1, so they do not change it). [count]"""
+    within = np.clip(setup.horizon_hours - np.arange(setup.hours), 0.0, 1.0)
+    return float(np.sum(demand_rps * within) * SECONDS_PER_HOUR)
+
+
+def check_request_budget(setup: ServingSetup, demand_rps: FloatArray, max_events: int) -> None:
+    """Refuse a run whose expected requests pass ``max_events`` (every arrival instant is
+    one event of the DES) or whose requests would not fit the memory limit
+    (:data:`REQUEST_BYTES` each), before any arrival is drawn.
+
+    Raises
+    ------
+    RequestBudgetError
+        With the expected requests, the horizon and the knobs that help.
+    """
+    expected = expected_requests(setup, demand_rps)
+    hours = setup.horizon_hours
+    if expected > max_events:
+        raise RequestBudgetError(
+            f"the request DES (engine='des') would pass its {max_events:,} events in one run: "
+            f"{expected:,.0f} requests expected over {hours:g} h, each arrival an event, "
+            f"before any batch iteration. {_ADVICE}"
+        )
+    need, limit = expected * REQUEST_BYTES, memory_limit_bytes()
+    if need > limit:
+        raise RequestBudgetError(
+            f"the request DES (engine='des') would hold about {format_bytes(need)} for the "
+            f"{expected:,.0f} requests expected in one run over {hours:g} h ({REQUEST_BYTES} "
+            f"bytes each), over the {format_bytes(limit)} a study may use. {_ADVICE}"
+        )
 
 
 def draw_requests(
-    setup: ServingSetup, demand_rps: FloatArray, burstiness: float, rng: np.random.Generator
+    setup: ServingSetup,
+    demand_rps: FloatArray,
+    burstiness: float,
+    rng: np.random.Generator,
+    *,
+    max_events: int,
 ) -> RequestStream:
-    """One run's requests: gamma-mixed Poisson counts per burst window, uniform times."""
+    """One run's requests: gamma-mixed Poisson counts per burst window, uniform times.
+
+    The run is first checked against its event budget and the memory limit
+    (:func:`check_request_budget`), so an oversized run is refused before any draw.
+    """
+    check_request_budget(setup, demand_rps, max_events)
     per_hour = setup.windows_per_hour
     window_h = 1.0 / per_hour
     starts = np.arange(setup.hours * per_hour) * window_h
@@ -50,15 +111,13 @@ def run_cost(c: physics.IterationCost, i: int) -> physics.IterationCost:
     )
 
 
-def budget_error(err: EventBudgetError, setup: ServingSetup, demanded: float) -> RuntimeError:
+def budget_error(err: EventBudgetError, setup: ServingSetup, demanded: float) -> RequestBudgetError:
     """A study's words for a request-DES run over its event budget: the knobs a study has
     (its horizon, its engine), not the DES function's ``max_events``."""
-    return RuntimeError(
+    return RequestBudgetError(
         f"the request DES (engine='des') stopped after {err.max_events:,} events in one run: "
         f"{demanded:,.0f} requests over {setup.horizon_hours:g} h ({err.iterations:,} batch "
-        "iterations played). Shorten horizon_days for the DES, which plays every batch "
-        "iteration, or use engine='analytic': the fast path prices months of hourly demand "
-        "without simulating each request"
+        f"iterations played). {_ADVICE}"
     )
 
 
@@ -130,9 +189,13 @@ def window_usage(setup: ServingSetup, requests: RequestStream, trace: ServingTra
 
 
 __all__ = [
+    "REQUEST_BYTES",
+    "RequestBudgetError",
     "WindowUsage",
     "budget_error",
+    "check_request_budget",
     "draw_requests",
+    "expected_requests",
     "run_cost",
     "window_usage",
 ]

@@ -127,6 +127,13 @@ def _ratio(num: float, den: float) -> float:
     return num / den if den > 0 else 0.0
 
 
+def _share(part: float, whole: float) -> float:
+    """``part / whole`` for a part that cannot exceed the whole (chips busy or doing useful
+    work are chips up): the two are sums of the same intervals taken in different orders,
+    so a saturated pool's ratio could pass 1 by an ulp (a goodput of 1.000000000001)."""
+    return _ratio(min(part, whole), whole)
+
+
 def _series(rec: Recorder, pools: int) -> TimeSeries | None:
     if rec.bin_hours is None:
         return None
@@ -156,8 +163,8 @@ def summarize(
             allocated_chip_hours=t.busy.area,
             useful_chip_hours=t.useful_chip_hours,
             lost_chip_hours=t.lost_chip_hours,
-            utilization=_ratio(t.busy.area, t.up.area),
-            goodput=_ratio(t.useful_chip_hours, t.up.area),
+            utilization=_share(t.busy.area, t.up.area),
+            goodput=_share(t.useful_chip_hours, t.up.area),
             interruptions_failure=t.interruptions["failure"],
             interruptions_preemption=t.interruptions["preemption"],
             interruptions_policy=t.interruptions["policy"],
@@ -189,8 +196,8 @@ def summarize(
         ),
         arrival_rate_per_hour=rec.arrived_in_window / window,
         mean_queue_length=rec.queue.area / window,
-        utilization=_ratio(sum(p.allocated_chip_hours for p in per_pool), available),
-        goodput=_ratio(sum(p.useful_chip_hours for p in per_pool), available),
+        utilization=_share(sum(p.allocated_chip_hours for p in per_pool), available),
+        goodput=_share(sum(p.useful_chip_hours for p in per_pool), available),
         interruptions=sum(
             p.interruptions_failure + p.interruptions_preemption + p.interruptions_policy
             for p in per_pool
