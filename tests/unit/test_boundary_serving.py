@@ -15,13 +15,13 @@ import pytest
 from tests.bounded import assert_refused, cli
 
 import accelsim as acs
+from accelsim.engines.serving._inputs import Demand
 from accelsim.engines.serving._layout import planned_setup
 from accelsim.engines.serving._requests import (
     RequestBudgetError,
     check_request_budget,
     draw_requests,
     expected_requests,
-    hourly_demand_rps,
 )
 from accelsim.errors import AccelsimError
 
@@ -72,7 +72,7 @@ def test_expected_requests_is_the_mean_of_the_drawn_arrivals(tmp_path: Path) -> 
     2 rps: the last hour counted in half) average within 5 standard errors of it."""
     s = acs.load_scenario(_write(tmp_path, 2, 1.5 / 24))
     setup = planned_setup(s, acs.catalog.active())
-    demand = hourly_demand_rps(setup, 2.0, 0.0)
+    demand = Demand(np.array([2.0]), np.array([0.0]), np.array([1.0])).hourly_rps(setup)[0]
     mean = expected_requests(setup, demand)
     assert mean == pytest.approx(2.0 * 3600 * 1.5)
     counts = [
@@ -89,7 +89,7 @@ def test_expected_requests_is_the_mean_of_the_drawn_arrivals(tmp_path: Path) -> 
 def test_the_check_refuses_just_over_the_budget_and_accepts_just_under(tmp_path: Path) -> None:
     s = acs.load_scenario(_write(tmp_path, 2, 1.5 / 24))
     setup = planned_setup(s, acs.catalog.active())
-    demand = hourly_demand_rps(setup, 2.0, 0.0)
+    demand = Demand(np.array([2.0]), np.array([0.0]), np.array([1.0])).hourly_rps(setup)[0]
     check_request_budget(setup, demand, max_events=10_800)
     with pytest.raises(RequestBudgetError, match="10,800 requests expected") as info:
         check_request_budget(setup, demand, max_events=10_799)

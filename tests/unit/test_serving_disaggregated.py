@@ -12,6 +12,7 @@ from tests.serving_costs import llama_8b_fp8_h100
 
 import accelsim as acs
 from accelsim.models import serving as physics
+from accelsim.scenario import SloUnitWarning
 
 K = 64
 NODES = (np.arange(K) + 0.5) / K
@@ -169,8 +170,11 @@ def test_serving_capacity_of_a_balanced_pair() -> None:
     assert (tight.samples("prefill_slo_rps_per_replica") <= slo_p).all()
     assert (tight.samples("prefill_slo_rps_per_replica") < slo_p).any()
     np.testing.assert_array_equal(tight.samples("decode_slo_rps_per_replica"), slo_d)
-    # a TPOT bound no decode batch meets: infeasible, zeros, never inf or nan
-    none = acs.serving_capacity(s.replace("workload.slo.tpot_ms", 0.01), runs=8, seed=1)
+    # a TPOT bound no decode batch meets (below any published system's, so it also warns
+    # that it may be in seconds): infeasible, zeros, never inf or nan
+    with pytest.warns(SloUnitWarning, match="tpot_ms"):
+        impossible = s.replace("workload.slo.tpot_ms", 0.01)
+    none = acs.serving_capacity(impossible, runs=8, seed=1)
     assert (none.samples("feasible") == 0.0).all()
     assert (none.samples("slo_tokens_per_s_per_chip") == 0.0).all()
     for m in none.metrics:

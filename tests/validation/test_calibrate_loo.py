@@ -11,10 +11,10 @@ median 12 % (|log error| 0.117 over the 9 such rows with 5 % noise), a standard 
 about 0.17. So each row is given ``noise=0.15``; a team's own repeated runs would state less.
 
 Measured (seed 1, 500 runs per prediction; ``PYTHONPATH=src python -m pytest
-tests/validation/test_calibrate_loo.py``): P5-P95 coverage 21/24 = 0.875 (the prior: 0.875);
-median |log error| of the P50 0.115 (the prior: 0.223); median P95/P5 2.53 (the prior: 3.33).
+tests/validation/test_calibrate_loo.py``): P5-P95 coverage 21/24 = 0.875 (the prior: 0.917);
+median |log error| of the P50 0.122 (the prior: 0.166); median P95/P5 2.57 (the prior: 3.08).
 On the 15 rows whose configuration no other row measured: coverage 13/15 = 0.867 (the prior:
-0.80), median |log error| 0.112 (the prior: 0.245).
+0.867), median |log error| 0.126 (the prior: 0.167).
 """
 
 from __future__ import annotations
@@ -102,10 +102,13 @@ def test_held_out_rows_are_covered_at_about_the_nominal_rate(loo: list) -> None:
     assert _coverage(new, 4) >= 0.79
 
 
-def test_calibration_halves_the_error_and_narrows_the_interval(loo: list) -> None:  # type: ignore[type-arg]
-    assert _error(loo, 4) <= 0.6 * _error(loo, 3)
+def test_calibration_cuts_the_error_and_narrows_the_interval(loo: list) -> None:  # type: ignore[type-arg]
+    # By a fifth or more (measured 0.27 and 0.24): the shipped priors now pool chips by stack
+    # and precision and give FP4 its own efficiency, so less is left for calibration to
+    # remove than when this test was written against them (0.223 -> 0.115).
+    assert _error(loo, 4) <= 0.8 * _error(loo, 3)
     new = [r for r in loo if not r[1]]
-    assert _error(new, 4) <= 0.6 * _error(new, 3)
+    assert _error(new, 4) <= 0.8 * _error(new, 3)
     width = [r[4][2] / r[4][0] for r in loo]
     prior_width = [r[3][2] / r[3][0] for r in loo]
     assert np.median(width) < np.median(prior_width)

@@ -143,7 +143,7 @@ def adapter_state_gib(params: float, trainable_params: float, fine_tune: str) ->
     Examples
     --------
     >>> round(adapter_state_gib(65e9, 0.8e9, "qlora"), 1)  # QLoRA: 65B on one 48 GB GPU
-    43.2
+    43.1
     """
     frozen = params * FROZEN_BYTES_PER_PARAM[fine_tune]
     return (frozen + trainable_params * _STATE_BYTES_PER_PARAM) / _GIB
