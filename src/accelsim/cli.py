@@ -7,7 +7,6 @@ text when it is piped; ``--json`` and ``--csv`` are for machines.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import sys
@@ -19,9 +18,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import numpy as np
 import typer
-from pydantic import ValidationError
 from typer.core import TyperGroup
 
 from accelsim._cli_catalog import _MaxPriceAge, catalog_
@@ -37,26 +34,37 @@ from accelsim._cli_goals import (
     _SloGoal,
 )
 from accelsim._cli_measurements import _MeasuredContext, _MeasurementFiles, measured_catalog
-from accelsim._cli_output import _emit, _format, _json, _show
+from accelsim._cli_output import _emit, _format, _show
 from accelsim._cli_prices import _Prices, with_prices
-from accelsim._yaml import load_yaml, to_plain
-from accelsim.catalog import active as active_catalog
+from accelsim._cli_study import (
+    _Design,
+    _Engine,
+    _Out,
+    _Plot,
+    _Resume,
+    _Runs,
+    _Store,
+    _Target,
+    check_file_runnable,
+    comparison_json,
+    grid_axes,
+    named_scenarios,
+    print_comparison,
+    print_sweep,
+    reproduce_line,
+    write_out,
+    write_plot,
+)
 from accelsim.demo import default_scenarios
-from accelsim.engines import check_runnable
 from accelsim.errors import AccelsimError
 from accelsim.results import (
-    SUMMARY_STATS,
     Result,
-    Table,
-    format_error,
-    format_value,
-    lower_bounds,
 )
-from accelsim.scenario import Scenario, format_validation_error, load_scenario
+from accelsim.scenario import Scenario, load_scenario
 from accelsim.study import DEFAULT_RUNS, compare, open_executor, simulate, sweep
 
 if TYPE_CHECKING:
-    from matplotlib.figure import Figure
+    pass
 
 _BAD_INPUT = 2
 
@@ -146,15 +154,6 @@ def _executor(workers: int | None) -> AbstractContextManager[Executor | None]:
     return open_executor("processes", workers=workers)
 
 
-def _check_runnable(s: Scenario, source: str) -> None:
-    """What the DES would fail on (trace files, job caps), before any simulation; the
-    message names ``source``, the scenario file (or grid point) it comes from."""
-    try:
-        check_runnable(s, active_catalog())
-    except AccelsimError as exc:
-        raise AccelsimError(f"{source}: {exc}") from None
-
-
 @app.command()
 def demo(
     runs: Annotated[int, typer.Option(min=1, help="Monte Carlo runs per option.")] = 4000,
@@ -189,7 +188,7 @@ def validate(
     """Check scenario files; errors name the file, line and field path."""
     for path in scenarios:
         s = load_scenario(path)
-        _check_runnable(s, path)
+        check_file_runnable(s, path)
         print(f"{path}: ok ({s.name}: {s.workload_kind} on {len(s.fleet)} pool(s))")
 
 
@@ -197,60 +196,15 @@ def validate(
 @with_prices
 def run(
     scenario: Annotated[str, typer.Argument(help="Scenario file.", show_default=False)],
-    runs: Annotated[
-        str,
-        typer.Option(
-            metavar="N|auto",
-            help="A number of runs, or 'auto' to stop once every --target is met.",
-        ),
-    ] = str(DEFAULT_RUNS),
+    runs: _Runs = str(DEFAULT_RUNS),
     seed: _Seed = 42,
-    target: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="METRIC=REL",
-            help="With --runs auto: stop when the 95% half-width of the metric's mean is "
-            "this fraction of it, e.g. tco_usd=0.01. Repeatable.",
-            show_default=False,
-        ),
-    ] = None,
-    plot: Annotated[
-        str | None,
-        typer.Option(help="Write an ECDF of the main metric to this PNG.", show_default=False),
-    ] = None,
-    out: Annotated[
-        str | None,
-        typer.Option(
-            help="Also write the result to this file: .csv (every run) or .json (summary).",
-            show_default=False,
-        ),
-    ] = None,
-    design: Annotated[
-        str,
-        typer.Option(
-            metavar="mc|lhs|sobol|antithetic",
-            help="How uncertain inputs are drawn (see simulate's design=).",
-        ),
-    ] = "mc",
-    engine: Annotated[
-        str,
-        typer.Option(
-            metavar="auto|analytic|des",
-            help="Which engine runs it (see simulate's engine=): 'des' plays a serving "
-            "scenario request by request, or a training run on a shared fleet event by event.",
-        ),
-    ] = "auto",
-    store: Annotated[
-        str | None,
-        typer.Option(
-            help="Write each finished chunk here as it completes: a .sqlite/.db file, or "
-            "else a directory of Parquet files.",
-            show_default=False,
-        ),
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue the study in --store (same seed, runs).")
-    ] = False,
+    target: _Target = None,
+    plot: _Plot = None,
+    out: _Out = None,
+    design: _Design = "mc",
+    engine: _Engine = "auto",
+    store: _Store = None,
+    resume: _Resume = False,
     workers: _Workers = None,
     json_out: _Json = False,
     csv_out: _Csv = False,
@@ -266,7 +220,7 @@ def run(
     if out is not None and Path(out).suffix.lower() not in {".csv", ".json"}:
         raise AccelsimError(f"--out takes a .csv or .json file, not {out!r}")
     s = load_scenario(scenario)
-    _check_runnable(s, scenario)
+    check_file_runnable(s, scenario)
     inputs = input_files([scenario], [s])
     check_output(out, "--out", inputs)
     check_output(plot, "--plot", inputs)
@@ -288,25 +242,9 @@ def run(
     _emit(res, fmt)
     _warn_stale_prices([res], max_price_age_days)
     if out is not None:
-        kind = Path(out).suffix.lower().lstrip(".")  # .csv or .json, checked above
-        with open(out, "w", encoding="utf-8", newline="") as fh:
-            _emit(res, kind, fh)
-        print(f"wrote {out}", file=sys.stderr)
+        write_out(res, out)
     if plot is not None:
-        from accelsim import plot as plotting
-
-        metric = "time_to_train_days" if "time_to_train_days" in res.metrics else "tco_usd"
-        finite = int(np.isfinite(res.samples(metric)).sum())
-        if finite < res.runs:
-            print(
-                f"accelsim: warning: {res.runs - finite} of {res.runs} runs have no finite "
-                f"{metric}; the plot shows {finite}" + (" (it is empty)" if not finite else ""),
-                file=sys.stderr,
-            )
-        ax = plotting.ecdf(res, metric=metric)
-        figure: Figure = ax.figure  # type: ignore[assignment]  # an Axes of a top-level figure
-        figure.savefig(plot, dpi=120)
-        print(f"wrote {plot}")
+        write_plot(res, plot)
 
 
 @app.command("compare")
@@ -337,11 +275,7 @@ def compare_(
     table of P(meets goal) per option follows, and the recommendation picks among the
     options meeting every goal in at least --confidence of runs.
     """
-    named: dict[str, Scenario] = {}
-    for s in (load_scenario(p) for p in scenarios):
-        if s.name in named:
-            raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
-        named[s.name] = s
+    named = named_scenarios(scenarios)
     goals = _goals(
         named.values(),
         deadline_days,
@@ -356,58 +290,9 @@ def compare_(
         cmp = compare(named, runs=runs, seed=seed, executor=pool, goals=goals, catalog=cat)
     _warn_stale_prices(cmp.results.values(), max_price_age_days)
     if json_out:
-        rec = cmp.recommendation
-        metrics = [
-            m
-            for m in ("tco_usd", "time_to_train_days")
-            if all(m in r.data for r in cmp.results.values())
-        ]
-        doc = {
-            "runs": runs,
-            "options": {
-                name: {m: r.stats(m) for m in r.metrics} for name, r in cmp.results.items()
-            },
-            "prob_less": {
-                m: {
-                    a: {b: cmp.prob_less(m, a, b) for b in cmp.options if b != a}
-                    for a in cmp.options
-                }
-                for m in metrics
-            },
-            "lower_bounds": {name: sorted(lower_bounds(r)) for name, r in cmp.results.items()},
-            "recommendation": {
-                "choice": rec.choice,
-                "meets_goals": rec.meets_goals,
-                "rationale": list(rec.rationale),
-            },
-        }
-        if goals is not None:
-            doc["goals"] = {
-                "targets": goals.model_dump(exclude_none=True),
-                "prob_meets": {
-                    name: {
-                        **{g: cmp.prob_meets(name, g) for g in goals.names},
-                        "all": cmp.prob_meets(name),
-                    }
-                    for name in cmp.options
-                },
-            }
-        print(_json(doc))
+        print(comparison_json(cmp, runs, goals))
         return
-    _show(cmp.as_table())
-    # An option that does not finish (a fleet that sheds requests, a replica that cannot
-    # hold its model) says so under the table: its latencies and per-token prices are over
-    # what it served, and a fleet that serves nothing shows 0 ms.
-    notes = [f"{name}: {note}" for name, r in cmp.results.items() if (note := r.unfinished_note())]
-    notes += [f"{name}: {n}" for name, r in cmp.results.items() if (n := r.price_change_note())]
-    if notes:
-        print()
-        print("\n".join(notes))
-    if goals is not None:
-        print()
-        _show(cmp.as_goals_table())
-    print()
-    print(cmp.recommendation)
+    print_comparison(cmp, goals)
 
 
 @app.command("sweep")
@@ -440,50 +325,13 @@ def sweep_(
     fmt = _format(json_out, csv_out)
     cat = measured_catalog(measurements, measured)
     s = load_scenario(scenario)
-    if not Path(grid).is_file():
-        raise AccelsimError(f"{grid}: no such grid file")
-    axes = to_plain(load_yaml(grid))
-    if not isinstance(axes, dict) or not all(isinstance(v, list) and v for v in axes.values()):
-        raise AccelsimError(
-            f"{grid}: a grid maps dotted field paths to lists of values, e.g. "
-            f"'fleet.0.count: [512, 1024]'"
-        )
-    for path, values in axes.items():  # every point validates before any is simulated
-        for value in values:
-            try:
-                _check_runnable(s.replace(path, value), f"{grid}: {path}={value!r}")
-            except KeyError as exc:
-                raise AccelsimError(f"{grid}: {exc.args[0]}") from None
-            except ValidationError as exc:
-                text = format_validation_error(exc, f"{grid}: {path}={value!r}")
-                raise AccelsimError(text) from None
+    axes = grid_axes(grid, s)
     _check_metrics(s, metrics.split(","), "--metrics")
     with _executor(workers) as pool:
         sw = sweep(
             s, axes, runs=runs, seed=seed, metrics=metrics.split(","), executor=pool, catalog=cat
         )
-    rows = sw.rows
-    if fmt == "json":
-        print(_json(list(rows)))
-        return
-    keys = [*axes, "metric", "runs", *SUMMARY_STATS]
-    if fmt == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(keys)
-        writer.writerows([[r[k] for k in keys] for r in rows])
-        return
-    cells = tuple(
-        (
-            *(str(r[k]) for k in axes),
-            r["metric"],
-            str(r["runs"]),
-            format_value(r["metric"], r["mean"]),
-            format_error(r["metric"], r["std_error"]),
-            *(format_value(r["metric"], r[k]) for k in ("p5", "p50", "p95")),
-        )
-        for r in rows
-    )
-    _show(Table(tuple(keys), cells))
+    print_sweep(sw, axes, fmt)
 
 
 @app.command("report")
@@ -523,11 +371,7 @@ def report_(
     """
     from accelsim.report import report as write_report
 
-    named: dict[str, Scenario] = {}
-    for s in (load_scenario(p) for p in scenarios):
-        if s.name in named:
-            raise AccelsimError(f"two scenarios are named {s.name!r}; names must differ")
-        named[s.name] = s
+    named = named_scenarios(scenarios)
     goals = _goals(
         named.values(),
         deadline_days,
@@ -549,16 +393,7 @@ def report_(
             results: Any = simulate(only, runs=runs, seed=seed, executor=pool, catalog=cat)
         else:
             results = compare(named, runs=runs, seed=seed, executor=pool, goals=goals, catalog=cat)
-    files = " ".join(scenarios)
-    flags = "".join(
-        f" --{g.replace('_', '-')} {getattr(goals, g):g}" for g in (goals.names if goals else ())
-    )
-    if goals is not None:
-        flags += f" --confidence {goals.confidence:g}"
-    flags += f" --prices {prices}" if prices is not None else ""
-    flags += "".join(f" --measurements {m}" for m in measurements or ())
-    flags += "".join(f" --measured {m}" for m in measured or ())
-    how = f"accelsim report {files} --runs {runs} --seed {seed}{flags}"
+    how = reproduce_line(scenarios, runs, seed, goals, (prices, measurements, measured))
     out = write_report(
         results, output, scenarios=named, title=title, sensitivity=sensitivity, reproduce=how
     )
