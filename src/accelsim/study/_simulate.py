@@ -13,9 +13,11 @@ chunk size or worker count.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any, Literal
+
+import numpy as np
 
 from accelsim.catalog import Catalog, active
 from accelsim.engines import (
@@ -58,6 +60,179 @@ from accelsim.study._runner import (
 )
 from accelsim.study._store import ChunkStore, manifest
 from accelsim.study._stores import open_store, read_finished, stored_chunk_runs, stored_seed
+
+
+def _check_study(
+    scenario: Scenario,
+    runs: int | Literal["auto"],
+    total: int,
+    design: Design,
+    engine: EngineName,
+    settings: tuple[bool, float | None, str | os.PathLike[str] | None, bool],
+) -> Literal["analytic", "des"]:
+    """The engine a study runs on, after the checks that need no draw: the design against
+    the runs, the engine against what the scenario and ``settings`` (``keep_jobs``, the
+    utilisation resolution, ``store``, ``resume``) ask of it."""
+    keep_jobs, resolution, store, resume = settings
+    check_design_runs(design, total)
+    if design != "mc" and runs == "auto":
+        raise ValueError(
+            f'design={design!r} needs a fixed number of runs: the stopping rule of runs="auto" '
+            f"assumes independent runs"
+        )
+    chosen, asked = _engine_for(scenario, engine, keep_jobs, resolution)
+    _check_engine_reads(scenario, chosen)
+    if store is not None and asked is not None:
+        raise ValueError(f"a study store keeps metrics and inputs only, not {asked}")
+    if resume and store is None:
+        raise ValueError("resume=True needs the store= of the study to resume")
+    return chosen
+
+
+def _open_chunk_store(
+    store: str | os.PathLike[str],
+    study: _Study,
+    root: np.random.SeedSequence,
+    runs: int | dict[str, Any],
+    size: int,
+    resume: bool,
+) -> ChunkStore:
+    """The study's store, opened (or resumed) with a manifest of everything that decides
+    its numbers: the scenario, the catalog's digest, the seed, runs, chunking, engine,
+    options and design (a resume that differs in any is refused)."""
+    options = asdict(study.options)
+    meta = manifest(
+        scenario_json=study.scenario_json,
+        catalog_sha256=study.catalog.digest(),
+        entropy=_json_entropy(root.entropy),
+        spawn_key=study.spawn_key,
+        runs=runs,
+        chunk_runs=size,
+        engine=study.engine,
+        # the design joins the manifest only when not "mc", so older stores still resume
+        options=options if study.design == "mc" else {**options, "design": study.design},
+    )
+    return open_store(store, meta, resume)
+
+
+def _provenance(
+    scenario: Scenario, cat: Catalog, design: Design, inputs: Mapping[str, np.ndarray]
+) -> dict[str, Any]:
+    """The result's record of how it was drawn: the design (when not plain Monte Carlo),
+    the prices used and the oldest price's date, and the calibrated priors behind it."""
+    extras: dict[str, Any] = {}
+    if design != "mc":
+        extras["design"] = design
+    if used := prices_used(scenario, cat):
+        extras["prices_used"] = used
+        extras["oldest_price_as_of"] = used[0]["as_of"]
+    if calibrated := calibration_used(cat, inputs):
+        extras["calibration"] = calibrated
+    return extras
+
+
+def _run_study(
+    study: _Study,
+    chunks: list[tuple[int, int]],
+    have: dict[int, _Chunk],
+    sinks: tuple[ChunkStore | None, Callable[[int, int], object] | None, int],
+    rule: Convergence | None,
+    executor: ExecutorLike,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[_Chunk]]:
+    """Run the chunks not in ``have`` (all at once, or in waves under the stopping
+    ``rule``), each written to the store and reported as it finishes (``sinks``: the store,
+    the progress callback and the runs already done); returns the metric and input columns
+    and every chunk's parts."""
+    chunk_store, report, done = sinks
+    total = study.total_runs
+    # A fixed study of several chunks fills its columns chunk by chunk as they finish, so a
+    # chunk's own arrays are freed at once: peak memory one study, not a study plus its parts.
+    columns = (_Columns(total), _Columns(total)) if rule is None and len(chunks) > 1 else None
+    if columns is not None:
+        for i, part in have.items():
+            columns[0].place(*chunks[i], part[0])
+            columns[1].place(*chunks[i], part[1])
+
+    def on_chunk(i: int, part: _Chunk) -> None:
+        nonlocal done
+        if chunk_store is not None:
+            chunk_store.write(i, chunks[i][0], part[0], part[1])
+        if columns is not None:
+            columns[0].place(*chunks[i], part[0])
+            columns[1].place(*chunks[i], part[1])
+        done += chunks[i][1] - chunks[i][0]
+        if report is not None:
+            report(done, total)
+
+    with open_executor(executor) as pool:
+        # auto: chunks go out in waves (one in-process); the rule is checked in chunk order
+        wave = 1 if pool is None else max(2, os.cpu_count() or 1)
+        parts = run_chunks(
+            _run_chunk,
+            study,
+            chunks,
+            executor=pool,
+            have=have,
+            on_chunk=on_chunk,
+            wave=len(chunks) if rule is None else wave,
+            stop=None if rule is None else lambda i, part: rule(i, part[0]),
+        )
+    if columns is not None:
+        return columns[0].filled(), columns[1].filled(), parts
+    return _concat([p[0] for p in parts]), _concat([p[1] for p in parts]), parts
+
+
+def _stopped_at(
+    n: int,
+    data: dict[str, np.ndarray],
+    inputs: dict[str, np.ndarray],
+    kept: list[Any],
+    chunks: list[tuple[int, int]],
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[Any]]:
+    """The first ``n`` runs of every column, and the kept records of their blocks (one per
+    piece of a block in each chunk; ``n`` ends a block or the study)."""
+    return (
+        {k: v[:n] for k, v in data.items()},
+        {k: v[:n] for k, v in inputs.items()},
+        kept[: sum(len(blocks(a, min(b, n))) for a, b in chunks)],
+    )
+
+
+def _progress_from(
+    progress: ProgressLike,
+    chunks: list[tuple[int, int]],
+    have: dict[int, _Chunk],
+    total: int,
+) -> tuple[Callable[[int, int], object] | None, int]:
+    """The progress callback and the runs a resumed store already holds (reported)."""
+    report = as_progress(progress)
+    done = sum(b - a for i, (a, b) in enumerate(chunks) if i in have)
+    if report is not None and done:
+        report(done, total)
+    return report, done
+
+
+def _collect(
+    study: _Study,
+    chunks: list[tuple[int, int]],
+    have: dict[int, _Chunk],
+    sinks: tuple[ChunkStore | None, Callable[[int, int], object] | None, int],
+    rule: Convergence | None,
+    executor: ExecutorLike,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, Any]]:
+    """Run the study (:func:`_run_study`) and gather its columns, cut to the runs the
+    stopping ``rule`` kept, and its extras: kept records, precision reached, provenance."""
+    data, inputs, parts = _run_study(study, chunks, have, sinks, rule, executor)
+    kept = [k for p in parts for k in p[2]]
+    extras: dict[str, Any] = {}
+    if rule is not None:  # the runs the stopping rule kept
+        data, inputs, kept = _stopped_at(rule.runs, data, inputs, kept, chunks)
+        extras["precision"] = rule.precision
+        report = sinks[1]
+        if report is not None:
+            report(rule.runs, rule.runs)
+    extras |= _provenance(study.scenario, study.catalog, study.design, inputs)
+    return data, inputs, {**merge_kept(kept), **extras}
 
 
 def simulate(
@@ -221,32 +396,21 @@ def simulate(
     True
     """
     total = _check_runs(runs, target, max_runs)
-    check_design_runs(design, total)
-    if design != "mc" and runs == "auto":
-        raise ValueError(
-            f'design={design!r} needs a fixed number of runs: the stopping rule of runs="auto" '
-            f"assumes independent runs"
-        )
     resolution = utilization_resolution_hours
-    chosen, asked = _engine_for(scenario, engine, keep_jobs, resolution)
-    _check_engine_reads(scenario, chosen)
-    if store is not None and asked is not None:
-        raise ValueError(f"a study store keeps metrics and inputs only, not {asked}")
-    if resume and store is None:
-        raise ValueError("resume=True needs the store= of the study to resume")
+    chosen = _check_study(
+        scenario, runs, total, design, engine, (keep_jobs, resolution, store, resume)
+    )
     if seed is None and resume and store is not None:
         seed = stored_seed(store)
     root = as_seed_sequence(seed)
     cat = active() if catalog is None else catalog
     options = DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
-    # Once, before a store is written or a chunk dispatched: a missing trace, a job too
-    # large for the fleet or a stream over the job cap fails here, and an overload warns
-    # here, in the caller's process (a worker's warning would not reach the user).
+    # Once, before a store is written or a chunk dispatched, in the caller's process (a
+    # worker's warning would not reach the user): missing traces, overloads, job caps.
     check_runnable(scenario, cat, max_jobs_per_run=options.max_jobs_per_run)
     if chunk_runs is None and resume and store is not None:
         chunk_runs = stored_chunk_runs(store)  # the chunks it holds
-    wide = executor is None and runs != "auto"
-    size = _chunk_size(chunk_runs, total, chosen, wide=wide)
+    size = _chunk_size(chunk_runs, total, chosen, wide=executor is None and runs != "auto")
     chunks = _chunks(total, size)
     study = _Study(
         scenario, root.entropy, tuple(root.spawn_key), chosen, options, total, cat, design
@@ -259,90 +423,23 @@ def simulate(
     have: dict[int, _Chunk] = {}
     chunk_store: ChunkStore | None = None
     if store is not None:
-        meta = manifest(
-            scenario_json=study.scenario_json,
-            catalog_sha256=cat.digest(),
-            entropy=_json_entropy(root.entropy),
-            spawn_key=study.spawn_key,
-            runs=runs if runs != "auto" else {"auto": dict(target or {}), "max_runs": max_runs},
-            chunk_runs=size,
-            engine=chosen,
-            # the design joins the manifest only when not "mc", so older stores still resume
-            options=asdict(options) if design == "mc" else {**asdict(options), "design": design},
-        )
-        chunk_store = open_store(store, meta, resume)
+        study_runs = runs if runs != "auto" else {"auto": dict(target or {}), "max_runs": max_runs}
+        chunk_store = _open_chunk_store(store, study, root, study_runs, size, resume)
         have = {i: (*part, []) for i, part in read_finished(chunk_store, chunks).items()}
-
-    report = as_progress(progress)
-    done = sum(b - a for i, (a, b) in enumerate(chunks) if i in have)
-    if report is not None and done:
-        report(done, total)
+    report, done = _progress_from(progress, chunks, have, total)
 
     rule = Convergence(target, chunks) if runs == "auto" and target else None
-    # A fixed study of several chunks fills its columns chunk by chunk as they finish, so a
-    # chunk's own arrays are freed at once: peak memory one study, not a study plus its parts.
-    columns = (_Columns(total), _Columns(total)) if rule is None and len(chunks) > 1 else None
-    if columns is not None:
-        for i, part in have.items():
-            columns[0].place(*chunks[i], part[0])
-            columns[1].place(*chunks[i], part[1])
-
-    def on_chunk(i: int, part: _Chunk) -> None:
-        nonlocal done
-        if chunk_store is not None:
-            chunk_store.write(i, chunks[i][0], part[0], part[1])
-        if columns is not None:
-            columns[0].place(*chunks[i], part[0])
-            columns[1].place(*chunks[i], part[1])
-        done += chunks[i][1] - chunks[i][0]
-        if report is not None:
-            report(done, total)
-
-    with open_executor(executor) as pool:
-        # auto: chunks go out in waves (one in-process); the rule is checked in chunk order
-        wave = 1 if pool is None else max(2, os.cpu_count() or 1)
-        parts = run_chunks(
-            _run_chunk,
-            study,
-            chunks,
-            executor=pool,
-            have=have,
-            on_chunk=on_chunk,
-            wave=len(chunks) if rule is None else wave,
-            stop=None if rule is None else lambda i, part: rule(i, part[0]),
-        )
-    if columns is not None:
-        data, inputs = columns[0].filled(), columns[1].filled()
-    else:
-        data = _concat([p[0] for p in parts])
-        inputs = _concat([p[1] for p in parts])
-    kept = [k for p in parts for k in p[2]]
-    extras: dict[str, Any] = {}
-    if rule is not None:
-        n = rule.runs
-        data = {k: v[:n] for k, v in data.items()}
-        inputs = {k: v[:n] for k, v in inputs.items()}
-        # one kept entry per piece of a block in each chunk; n ends a block or the study
-        kept = kept[: sum(len(blocks(a, min(b, n))) for a, b in chunks)]
-        extras["precision"] = rule.precision
-        if report is not None:
-            report(n, n)
-    if design != "mc":
-        extras["design"] = design
-    if used := prices_used(scenario, cat):
-        extras["prices_used"] = used
-        extras["oldest_price_as_of"] = used[0]["as_of"]
-    if calibrated := calibration_used(cat, inputs):
-        extras["calibration"] = calibrated
-    entropy = root.entropy if isinstance(root.entropy, int) else None
+    data, inputs, extras = _collect(
+        study, chunks, have, (chunk_store, report, done), rule, executor
+    )
     return Result(
         scenario_name=scenario.name,
         data=data,
-        seed_entropy=entropy,
+        seed_entropy=root.entropy if isinstance(root.entropy, int) else None,
         engine=chosen,
         info=run_info(scenario, cat) if isinstance(scenario.workload, TrainingRun) else None,
         inputs=inputs,
-        extras={**merge_kept(kept), **extras},
+        extras=extras,
         scenario=scenario,
     )
 
