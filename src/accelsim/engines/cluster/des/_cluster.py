@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, insort
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, cast, overload
+from typing import Any, Protocol, cast
 
 import simpy
 from simpy.events import Event
@@ -39,6 +39,7 @@ from accelsim.engines.cluster.des._schedulers import (
     STARTS_ONLY,
     Fit,
     QueueSnapshot,
+    ReadOnlyQueue,
     Running,
     Scheduler,
     Start,
@@ -65,28 +66,6 @@ class Holder(Protocol):
 
     def stop(self, job_id: int, now: float) -> None:
         """The running attempt of ``job_id`` releases its chips at ``now``. [h]"""
-
-
-class _ReadOnly(Sequence[Waiting]):
-    """A read-only view of the cluster's queue (schedulers must not mutate it)."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: list[Waiting]) -> None:
-        self._items = items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @overload
-    def __getitem__(self, index: int) -> Waiting: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Waiting]: ...
-    def __getitem__(self, index: int | slice) -> Waiting | Sequence[Waiting]:
-        return self._items[index]
-
-    def __iter__(self) -> Iterator[Waiting]:
-        return iter(self._items)
 
 
 class _Job:
@@ -157,7 +136,7 @@ class Cluster:
         self._running: dict[int, Running] = {}
         self._by_pool: list[dict[int, _Job]] = [{} for _ in pools]
         self._jobs: dict[int, _Job] = {}
-        self._pending_view = _ReadOnly(self._pending)
+        self._pending_view = ReadOnlyQueue(self._pending)
         self._running_view = MappingProxyType(self._running)
         self._finish_callback = self._on_finish
         self._log = recorder.events

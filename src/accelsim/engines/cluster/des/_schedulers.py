@@ -14,8 +14,8 @@ the chips it needs, and a job may run on the pools it lists, tried in its order 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple, overload
 
 from accelsim.errors import close_matches
 
@@ -40,6 +40,28 @@ class Waiting(NamedTuple):
     fits: tuple[Fit, ...]
     """The pools it may run on, in order of preference, and what it needs on each."""
     preemptible: bool
+
+
+class ReadOnlyQueue(Sequence[Waiting]):
+    """A read-only view of the cluster's queue (schedulers must not mutate it)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: list[Waiting]) -> None:
+        self._items = items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Waiting: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Waiting]: ...
+    def __getitem__(self, index: int | slice) -> Waiting | Sequence[Waiting]:
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Waiting]:
+        return iter(self._items)
 
 
 class Running(NamedTuple):
@@ -348,6 +370,7 @@ __all__ = [
     "Evict",
     "Fit",
     "QueueSnapshot",
+    "ReadOnlyQueue",
     "Reservation",
     "Running",
     "Scheduler",
