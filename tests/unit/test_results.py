@@ -87,3 +87,16 @@ def test_a_studys_metrics_and_inputs_are_read_only_and_constants_hold_their_valu
     np.testing.assert_array_equal(res.samples("training_flops"), np.full(5000, 4.2e21))
     np.testing.assert_array_equal(res.samples("energy_cost_usd"), np.zeros(5000))
     assert res.mean("tco_usd") == pytest.approx(res.samples("tco_usd").sum() / 5000)
+
+
+def test_a_metric_the_same_in_every_run_has_its_value_and_no_error() -> None:
+    """A float sum of equal values need not return them: 400 runs of 8.4e23 FLOP averaged
+    to 8.399999999999999e23 with a 'Monte Carlo error' of 6.7e6, rounding noise printed as
+    a measurement (``accelsim run``'s training_flops)."""
+    x = np.full(400, 8.4e23)
+    assert float(np.mean(x)) != 8.4e23  # the noise this guards against
+    res = Result("r", {"flops": x})
+    assert res.mean("flops") == 8.4e23
+    assert res.std_error("flops") == 0.0
+    assert res.stats("flops")["mean"] == 8.4e23
+    assert res.stats("flops")["std_error"] == 0.0

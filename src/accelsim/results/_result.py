@@ -160,6 +160,13 @@ def stale_price_warning(
     )
 
 
+def _mean(x: np.ndarray) -> float:
+    """The mean of ``x``; exactly the value where every element has the same finite one."""
+    if x.size and np.isfinite(x[0]) and np.ptp(x) == 0.0:
+        return float(x[0])
+    return float(np.mean(x))
+
+
 @dataclass(frozen=True, eq=False)
 class Result:
     """Samples of every metric of one scenario, one value per Monte Carlo run.
@@ -246,8 +253,9 @@ class Result:
         return str(self.extras.get("design", "mc"))
 
     def mean(self, metric: str) -> float:
-        """Sample mean of ``metric``."""
-        return float(np.mean(self.samples(metric)))
+        """Sample mean of ``metric`` (exactly the value where every run has the same one:
+        a float sum of equal values need not return them)."""
+        return _mean(self.samples(metric))
 
     def std_error(self, metric: str) -> float:
         """Monte Carlo standard error of the mean of ``metric``.
@@ -290,6 +298,8 @@ class Result:
             x = 0.5 * (x[0::2] + x[1::2])
         if x.size < 2 or not np.isfinite(x).all():
             return float("nan")  # one run, or an infinite run: no finite error to state
+        if np.ptp(x) == 0.0:
+            return 0.0  # every run the same: no spread (np.std would report rounding noise)
         return float(np.std(x, ddof=1) / np.sqrt(x.size))
 
     def quantile(self, metric: str, q: float) -> float:
@@ -322,7 +332,7 @@ class Result:
         """
         x = self.samples(metric)
         p5, p50, p95 = (float(v) for v in quantiles(x, [0.05, 0.5, 0.95]))
-        values = (float(np.mean(x)), self.std_error(metric), p5, p50, p95)
+        values = (_mean(x), self.std_error(metric), p5, p50, p95)
         return dict(zip(SUMMARY_STATS, values, strict=True))
 
     def as_table(self, metrics: Sequence[str] | None = None) -> Table:
