@@ -4,10 +4,11 @@ The request DES plays every batch iteration of every replica. Its state machine
 (``_replica``, ``_fleet``) is written as plain Python functions over numpy record arrays;
 :func:`jit` compiles them with numba when ``import numba`` works (the ``fast`` extra,
 ``pip install accelsim[fast]``) and returns them unchanged when it does not. One
-implementation at two speeds: an hour of 50 requests/s on 8 replicas takes ~0.17 s of CPU
-compiled and tens of seconds as plain Python (``make bench``), with the same rules and, on one
-platform, the same bits (numba follows IEEE 754 without fast-math; the MoE power takes a
-float exponent, whose result numba and CPython round alike).
+implementation at two speeds, with the same rules and, on one platform, the same bits
+(numba follows IEEE 754 without fast-math; the MoE power takes a float exponent, whose
+result numba and CPython round alike). Measured on ``bench_serving_des.py``'s load (50
+requests/s on 8 replicas), 6 minutes of it: 0.015 s of CPU compiled, 7.5 s as plain Python
+(~500x), so without numba the request DES suits short horizons only.
 
 Compiled machine code is cached on disk, never inside the installed package: in
 ``$ACCELSIM_CACHE_DIR`` if set, else the user's cache folder (``$XDG_CACHE_HOME/accelsim``,
