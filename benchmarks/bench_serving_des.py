@@ -3,7 +3,7 @@
 Run with ``make bench``; not part of the test suite. The bare reference below is the least
 SimPy code for the same request model: one process per replica, one timeout per batch
 iteration, the same admission (FCFS, reserve-on-admit), chunked prefill, least-loaded
-routing and iteration formula (:func:`scalar_iteration_seconds`). Both run the same
+routing and iteration formula (``terms_iteration_seconds``). Both run the same
 arrivals, interleaved, best of ``ROUNDS`` in CPU time; they must give the same first-token
 times (checked), so the ratio compares like with like. "Same" is to ``rtol = atol = 1e-9``
 [s]: accelsim times a run of iterations (a decode stretch, a prompt's full prefill chunks)
@@ -34,6 +34,7 @@ import heapq
 import time
 from collections import deque
 from collections.abc import Callable, Generator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -49,10 +50,11 @@ from accelsim.engines.serving.des import (
 )
 from accelsim.models.serving import (
     iteration_cost,
+    iteration_terms,
     kv_capacity_tokens,
     kv_transfer_seconds,
     offline_tokens_per_s,
-    scalar_iteration_seconds,
+    terms_iteration_seconds,
 )
 from accelsim.seeding import as_seed_sequence, stream
 
@@ -104,7 +106,9 @@ def accelsim_serving(requests: RequestStream, hours: float, chunk: int = CHUNK) 
 
 def bare_simpy(requests: RequestStream, hours: float, chunk: int = CHUNK) -> np.ndarray:
     """One generator per replica, one timeout per iteration; same rules, fixed fleet."""
-    seconds: Callable[[float, float, float, float], float] = scalar_iteration_seconds(COST)
+    seconds: Callable[[float, float, float, float], float] = partial(
+        terms_iteration_seconds, iteration_terms(COST)
+    )
     arrivals = requests.arrival_hours.tolist()
     inputs = requests.input_tokens.tolist()
     outputs = requests.output_tokens.tolist()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from tests.oracles.scalar_formulas import scalar_iteration_seconds
 
 from accelsim.engines.serving.des import (
     ReplicaModel,
@@ -24,7 +25,6 @@ from accelsim.models.serving import (
     IterationCost,
     iteration_cost,
     iteration_seconds,
-    scalar_iteration_seconds,
 )
 
 H = 3600.0  # seconds per hour

@@ -21,9 +21,10 @@ import numpy as np
 import simpy
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.oracles.scalar_formulas import scalar_iteration_seconds
 
 from accelsim.engines.serving.des import ReplicaModel, ReplicaPlan, RequestStream, simulate_serving
-from accelsim.models.serving import IterationCost, scalar_iteration_seconds
+from accelsim.models.serving import IterationCost
 
 H = 3600.0
 # Iterations of tens of seconds, growing with the batch, the prompt chunk and its context

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from tests.oracles.scalar_formulas import scalar_decode_stretch_seconds
 
 from accelsim.models import serving as sv
 from accelsim.models.serving._interference import prompt_interference_seconds
@@ -293,7 +294,7 @@ def test_decode_stretch_broadcasts_and_scalar_version_is_bit_identical() -> None
     vector = sv.decode_stretch_seconds(cost, batch, kv, steps)
     assert vector.shape == (3,)
     assert vector[0] == 0.0  # an empty stretch takes no time
-    f = sv.scalar_decode_stretch_seconds(cost)
+    f = scalar_decode_stretch_seconds(cost)
     assert [f(int(b), int(k), int(s)) for b, k, s in zip(batch, kv, steps, strict=True)] == (
         vector.tolist()
     )

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.oracles.scalar_formulas import scalar_decode_stretch_seconds, scalar_iteration_run
 
 from accelsim.models import serving as sv
 
@@ -51,8 +52,8 @@ def test_a_decode_only_run_is_the_decode_stretch_bit_for_bit(
     active: float, overhead: float, chips: int, decode: int, kv: int, iterations: int
 ) -> None:
     cost = _cost(active, overhead, chips)
-    run = sv.scalar_iteration_run(cost)(decode, kv, 0, 0.0)
-    expected = sv.scalar_decode_stretch_seconds(cost)(decode, kv, iterations)
+    run = scalar_iteration_run(cost)(decode, kv, 0, 0.0)
+    expected = scalar_decode_stretch_seconds(cost)(decode, kv, iterations)
     assert sv.run_seconds(run, iterations) == expected
     assert math.isfinite(expected)
 
@@ -70,7 +71,7 @@ def test_a_run_is_the_sum_of_its_iterations(
 ) -> None:
     cost = _cost(active, 0.004)
     cached = kv if decode else 0  # the DES's convention: no decode, no cache read
-    run = sv.scalar_iteration_run(cost)(decode, cached, prefill, done + prefill / 2.0)
+    run = scalar_iteration_run(cost)(decode, cached, prefill, done + prefill / 2.0)
     got = sv.run_seconds(run, iterations)
     assert got == pytest.approx(_oracle(cost, decode, kv, prefill, done, iterations), rel=1e-12)
     # a run's first k iterations take no longer than its first k + 1
@@ -81,7 +82,7 @@ def test_prefill_runs_cross_from_memory_to_compute_bound_inside() -> None:
     """Small decode batch with a growing prefill context: the roofline switches inside the
     run (found by brute force over a grid), and the closed form still matches."""
     cost = _cost(70e9, 0.004)
-    f = sv.scalar_iteration_run(cost)
+    f = scalar_iteration_run(cost)
     crossings = 0
     rng = np.random.default_rng(5)
     for _ in range(300):

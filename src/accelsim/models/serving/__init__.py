@@ -41,8 +41,6 @@ from accelsim.models.serving._iteration import (
     iteration_cost,
     iteration_seconds,
     iteration_terms,
-    scalar_decode_stretch_seconds,
-    scalar_iteration_seconds,
     terms_iteration_seconds,
 )
 from accelsim.models.serving._layout import (
@@ -66,7 +64,6 @@ from accelsim.models.serving._prefill_queue import mg1_wait_moments
 from accelsim.models.serving._runs import (
     IterationRun,
     run_seconds,
-    scalar_iteration_run,
     terms_iteration_run,
 )
 
@@ -99,9 +96,6 @@ __all__ = [
     "prefill_seconds",
     "replica_sizes",
     "run_seconds",
-    "scalar_decode_stretch_seconds",
-    "scalar_iteration_run",
-    "scalar_iteration_seconds",
     "slo_capacity_rps",
     "smallest_safe_size",
     "terms_iteration_run",

@@ -3,8 +3,9 @@
 Part of :mod:`accelsim.models.serving` (import the names from there).
 :func:`iteration_cost` turns a replica's hardware, model and uncertain efficiency into an
 :class:`IterationCost` of per-run coefficients once; :func:`iteration_seconds` (arrays) and
-:func:`scalar_iteration_seconds` (plain floats, for the DES) give the time of one iteration,
-the decode-stretch functions that of a run of decode-only iterations.
+:func:`terms_iteration_seconds` (plain floats of :func:`iteration_terms`, which the request
+DES's compiled kernel runs) give the time of one iteration, :func:`decode_stretch_seconds`
+that of a run of decode-only iterations.
 
 Units: seconds [s], bytes [B]; ``peak_tflops`` [TFLOP/s], ``hbm_tbps`` [TB/s],
 ``interconnect_gbps`` [GB/s] as in :class:`accelsim.catalog.Chip`.
@@ -12,10 +13,7 @@ Units: seconds [s], bytes [B]; ``peak_tflops`` [TFLOP/s], ``hbm_tbps`` [TB/s],
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -267,36 +265,6 @@ def terms_iteration_seconds(
     return roofline + (terms.comm_seconds_per_token * n + terms.overhead_seconds)
 
 
-def scalar_iteration_seconds(cost: IterationCost) -> Callable[[float, float, float, float], float]:
-    """:func:`iteration_seconds` of one run as a plain-float function, for the DES inner loop.
-
-    :func:`terms_iteration_seconds` bound to the run's :func:`iteration_terms`: it returns
-    exactly (bit for bit) what :func:`iteration_seconds` returns for the same inputs, in
-    about a twentieth of the time (no numpy call per iteration).
-
-    Parameters
-    ----------
-    cost : IterationCost
-        Coefficients of one run (every field of shape ``()`` or size 1).
-
-    Returns
-    -------
-    callable
-        ``f(decode_batch, prefill_tokens, kv_tokens, prefill_context_tokens) -> seconds``,
-        arguments as in :func:`iteration_seconds` ([count], [tokens], [tokens], [tokens]),
-        result [s].
-
-    Examples
-    --------
-    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
-    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
-    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.0)
-    >>> scalar_iteration_seconds(c)(1.0, 0.0, 0.0, 0.0) == float(iteration_seconds(c, 1, 0, 0))
-    True
-    """
-    return partial(terms_iteration_seconds, iteration_terms(cost))
-
-
 def _affine_sum(first: FloatArray, slope: FloatArray, lo: ArrayLike, hi: ArrayLike) -> FloatArray:
     """``sum(first + slope·i for i in range(lo, hi))``, in closed form (``lo <= hi``)."""
     low, high = _f(lo), _f(hi)
@@ -375,61 +343,3 @@ def decode_stretch_seconds(
     )
     roofline = _affine_sum(first0, first1, 0.0, leading) + _affine_sum(then0, then1, leading, steps)
     return _f(roofline + steps * (cost.comm_seconds_per_token * batch + cost.overhead_seconds))
-
-
-def scalar_decode_stretch_seconds(cost: IterationCost) -> Callable[[int, int, int], float]:
-    """:func:`decode_stretch_seconds` of one run as a plain-float function, for the DES.
-
-    The same closed form on Python floats (no numpy call per stretch).
-
-    Parameters
-    ----------
-    cost : IterationCost
-        Coefficients of one run (every field of shape ``()`` or size 1).
-
-    Returns
-    -------
-    callable
-        ``f(decode_batch, kv_tokens, iterations) -> seconds``, arguments as in
-        :func:`decode_stretch_seconds` ([count], [tokens], [count]), result [s].
-
-    Examples
-    --------
-    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
-    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
-    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.001)
-    >>> f = scalar_decode_stretch_seconds(c)
-    >>> bool(abs(f(8, 800, 100) / float(decode_stretch_seconds(c, 8, 800, 100)) - 1) < 1e-15)
-    True
-    """
-    flops_per_token = float(cost.flops_per_token)
-    attention = float(cost.attention_flops_per_context_token)
-    untouched = 1.0 - float(cost.active_fraction)
-    weight = float(cost.weight_bytes)
-    kv_bytes = float(cost.kv_bytes_per_token)
-    s_flop = float(cost.seconds_per_flop)
-    s_byte = float(cost.seconds_per_byte)
-    comm = float(cost.comm_seconds_per_token)
-    overhead = float(cost.overhead_seconds)
-
-    def seconds(decode: int, kv: int, iterations: int) -> float:
-        compute0 = (flops_per_token * decode + attention * kv) * s_flop
-        compute1 = attention * decode * s_flop
-        memory0 = (weight * (1.0 - untouched**decode) + kv_bytes * kv) * s_byte
-        memory1 = kv_bytes * decode * s_byte
-        gap0, gap1 = compute0 - memory0, compute1 - memory1
-        if gap0 >= 0.0:  # compute-bound first, until the gap turns negative
-            leading = iterations if gap1 >= 0.0 else math.floor(-gap0 / gap1) + 1
-            first0, first1, then0, then1 = compute0, compute1, memory0, memory1
-        else:  # memory-bound first, until the gap reaches 0
-            leading = iterations if gap1 <= 0.0 else math.ceil(-gap0 / gap1)
-            first0, first1, then0, then1 = memory0, memory1, compute0, compute1
-        leading = min(max(leading, 0), iterations)
-        before = leading * first0 + first1 * (leading * (leading - 1) / 2.0)
-        after = (iterations - leading) * then0 + then1 * (
-            (iterations * (iterations - 1) - leading * (leading - 1)) / 2.0
-        )
-        roofline = before + after
-        return roofline + iterations * (comm * decode + overhead)
-
-    return seconds

@@ -9,7 +9,7 @@ then holds ``kv_tokens + decode_batch·i`` cached tokens and its prefilled token
 :func:`~accelsim.models.serving.iteration_seconds` is affine in ``i``, and the run's time
 has a closed form (:func:`~accelsim.models.serving.decode_stretch_seconds` is the
 decode-only case). A DES times one run at several lengths (its end; when an arrival cuts
-it, the few boundaries around the arrival), so :func:`scalar_iteration_run` computes the
+it, the few boundaries around the arrival), so :func:`terms_iteration_run` computes the
 terms that depend on the batch once and :func:`run_seconds` the time of the run's first
 ``iterations`` from them, in a few float operations.
 
@@ -19,10 +19,8 @@ Units: seconds [s], tokens [tokens], iterations [count].
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from functools import partial
 
-from accelsim.models.serving._iteration import IterationCost, IterationTerms, iteration_terms
+from accelsim.models.serving._iteration import IterationTerms
 
 IterationRun = tuple[float, float, float, float, int, float]
 """A run's prepared terms ``(first0, first1, then0, then1, leading, per_iteration)``: the
@@ -34,59 +32,37 @@ parallel traffic and overhead). [s]"""
 _NEVER = 1 << 62
 
 
-def scalar_iteration_run(
-    cost: IterationCost,
-) -> Callable[[int, int, int, float], IterationRun]:
-    """Prepare runs of one run's replica: ``f(decode_batch, kv_tokens, prefill_tokens,
-    prefill_context_tokens) -> IterationRun``, for :func:`run_seconds`.
-
-    Parameters
-    ----------
-    cost : IterationCost
-        Coefficients of one run (every field of shape ``()`` or size 1).
-
-    Returns
-    -------
-    callable
-        ``f(decode_batch, kv_tokens, prefill_tokens, prefill_context_tokens)``: the terms of
-        a run decoding ``decode_batch`` sequences [count] that hold ``kv_tokens`` cached
-        tokens in its first iteration [tokens], and prefilling ``prefill_tokens`` prompt
-        tokens per iteration [tokens] (0: decode only) attending to
-        ``prefill_context_tokens`` tokens each in the first iteration, one chunk more in
-        each next [tokens]. At least one token per iteration.
-
-    Notes
-    -----
-    With ``n = decode_batch + prefill_tokens`` fixed, iteration ``i``'s compute time
-    ``c0 + c1·i`` and memory time ``m0 + m1·i`` are affine in ``i`` (``c1`` from the
-    ``decode_batch`` new cached tokens and ``prefill_tokens²`` new prefill context pairs per
-    iteration, ``m1`` from the new cached tokens; the MoE weight share is constant), so the
-    roofline ``max`` switches side at most once, at ``i* = (m0 − c0) / (c1 − m1)``. Ties go
-    to compute, as in :func:`iteration_seconds`. The run's time is one affine sum on each
-    side of ``i*`` plus ``iterations · per_iteration``. Decode-only runs
-    (``prefill_tokens = 0``) give :func:`scalar_decode_stretch_seconds` bit for bit; the
-    oracle in general is the sum of :func:`iteration_seconds` over the run, equal to float
-    rounding (a few 1e-16 relative).
-
-    Examples
-    --------
-    >>> from accelsim.models.serving import iteration_cost, scalar_decode_stretch_seconds
-    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
-    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
-    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.001)
-    >>> run = scalar_iteration_run(c)(8, 800, 0, 0.0)
-    >>> run_seconds(run, 100) == scalar_decode_stretch_seconds(c)(8, 800, 100)
-    True
-    """
-    return partial(terms_iteration_run, iteration_terms(cost))
-
-
 def terms_iteration_run(
     terms: IterationTerms, decode: int, kv: int, prefill: int, context: float
 ) -> IterationRun:
-    """The :class:`IterationRun` of a run (:func:`scalar_iteration_run`) from the plain
+    """The :class:`IterationRun` of a run: ``decode`` sequences decoding beside ``prefill``
+    prompt tokens per iteration, ``kv`` tokens cached and ``context`` tokens of prompt
+    context at its first iteration, from the plain
     :func:`~accelsim.models.serving.iteration_terms` of its replica. Plain Python with no
-    closure, so the request DES's compiled kernel runs this very function."""
+    closure, so the request DES's compiled kernel runs this very function.
+
+    With ``n = decode + prefill`` fixed, iteration ``i``'s compute time ``c0 + c1·i`` and
+    memory time ``m0 + m1·i`` are affine in ``i`` (``c1`` from the ``decode`` new cached
+    tokens and ``prefill²`` new prefill context pairs per iteration, ``m1`` from the new
+    cached tokens; the MoE weight share is constant), so the roofline ``max`` switches side
+    at most once, at ``i* = (m0 − c0) / (c1 − m1)``; ties go to compute, as in
+    :func:`~accelsim.models.serving.iteration_seconds`. Oracles: the sum of
+    :func:`~accelsim.models.serving.iteration_seconds` over the run, equal to float
+    rounding (a few 1e-16 relative), and the float closed form of a decode stretch, bit for
+    bit (tests/unit/test_serving_runs.py).
+
+    Examples
+    --------
+    >>> from accelsim.models.serving import iteration_cost, iteration_terms, run_seconds
+    >>> from accelsim.models.serving import decode_stretch_seconds
+    >>> c = iteration_cost(active_params=8e9, total_params=8e9, layers=32, d_model=4096,
+    ...     weight_bytes=16e9, kv_bytes_per_token=131072.0, chips=1, peak_tflops=989,
+    ...     hbm_tbps=3.35, interconnect_gbps=900, efficiency=1.0, overhead_seconds=0.001)
+    >>> run = terms_iteration_run(iteration_terms(c), 8, 800, 0, 0.0)
+    >>> seconds = run_seconds(run, 100)
+    >>> bool(abs(seconds / float(decode_stretch_seconds(c, 8, 800, 100)) - 1) < 1e-14)
+    True
+    """
     n = decode + prefill
     s_flop, s_byte = terms.seconds_per_flop, terms.seconds_per_byte
     attention, kv_bytes = terms.attention_flops_per_context_token, terms.kv_bytes_per_token
@@ -122,4 +98,4 @@ def run_seconds(run: IterationRun, iterations: int) -> float:
     return roofline + iterations * per_iteration
 
 
-__all__ = ["IterationRun", "run_seconds", "scalar_iteration_run", "terms_iteration_run"]
+__all__ = ["IterationRun", "run_seconds", "terms_iteration_run"]

@@ -8,11 +8,11 @@ prompt before its last one, each the budget less the decode batch, up to the nex
 completion): a run is one state change, cut short at the next iteration boundary when an
 admissible request arrives. An iteration lasts
 :func:`accelsim.models.serving.iteration_seconds` of its batch (evaluated by
-:func:`~accelsim.models.serving.scalar_iteration_seconds`, the same formula on floats, bit
+:func:`~accelsim.models.serving.terms_iteration_seconds`, the same formula on floats, bit
 for bit); a run lasts the closed-form sum of its iterations
-(:func:`~accelsim.models.serving.scalar_iteration_run`, the decode-only case bit for bit
-:func:`~accelsim.models.serving.scalar_decode_stretch_seconds`), equal to the iteration
-by iteration sum to float rounding (~1e-15 relative), not bit for bit.
+(:func:`~accelsim.models.serving.terms_iteration_run` and
+:func:`~accelsim.models.serving.run_seconds`), equal to the iteration by iteration sum to
+float rounding (~1e-15 relative), not bit for bit.
 
 One SimPy process, the router, drives in time order the fleet plan (one decision at the
 start of every hour) and cold-started replicas coming up, one event each, and between those
