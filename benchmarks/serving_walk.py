@@ -13,6 +13,12 @@ loop repeats it) is then:
 
 Issue 27 measured 68 stays, 8 climbs and 58 returns (18 into input drawing) on the tree it
 started from. The figures printed are the ones to compare, by the same rule.
+
+It also prints the **drawing phases** of the runs' part of the walk (from the call of
+``draw_serving_inputs`` on; before it, the layout is planned on fixed median and vetting
+draws, the same for every study): a phase is a stretch of visits to input drawing
+(``accelsim.engines._inputs``) not interrupted by physics (``accelsim.models``) or pricing
+(``accelsim.engines._pricing``). The serving pipeline draws once: 1 phase.
 """
 
 from __future__ import annotations
@@ -50,14 +56,21 @@ def layer(module: str) -> int:
     return found
 
 
+DRAWING = "accelsim.engines._inputs"
+RUNS_START = "draw_serving_inputs"
+
+
 def walk(scenario: acs.Scenario, runs: int = 64) -> list[str]:
-    """The modules visited, in order, consecutive calls in one module collapsed."""
+    """The modules visited, in order, consecutive calls in one module collapsed; the visit
+    where the runs' inputs start to be drawn is marked by an entry ``"|"``."""
     visits: list[str] = []
 
     def hook(frame: FrameType, event: str, _arg: Any) -> None:
         if event != "call":
             return
         module = frame.f_globals.get("__name__", "")
+        if frame.f_code.co_name == RUNS_START and "|" not in visits:
+            visits.append("|")
         if module.startswith("accelsim") and (not visits or visits[-1] != module):
             visits.append(module)
 
@@ -68,6 +81,19 @@ def walk(scenario: acs.Scenario, runs: int = 64) -> list[str]:
     finally:
         sys.setprofile(None)
     return visits
+
+
+def drawing_phases(visits: list[str]) -> int:
+    """Stretches of input drawing in the runs' part of the walk, each ended by physics or
+    pricing (the module docstring)."""
+    runs_part = visits[visits.index("|") + 1 :] if "|" in visits else visits
+    phases, drawing = 0, False
+    for module in runs_part:
+        if module == DRAWING and not drawing:
+            phases, drawing = phases + 1, True
+        elif module.startswith("accelsim.models") or module == "accelsim.engines._pricing":
+            drawing = False
+    return phases
 
 
 def classify(visits: list[str]) -> tuple[int, int, int, collections.Counter[str]]:
@@ -92,12 +118,15 @@ def classify(visits: list[str]) -> tuple[int, int, int, collections.Counter[str]
 def main() -> None:
     root = Path(__file__).resolve().parents[1]
     scenario = acs.load_scenario(root / "examples" / "serve_llama70b_h100.yaml")
-    visits = walk(scenario)
+    marked = walk(scenario)
+    phases = drawing_phases(marked)
+    visits = [v for v in marked if v != "|"]
     stays, climbs, returns, back = classify(visits)
     print(f"{len(set(visits))} modules, {len(visits)} visits")
     print(f"stays {stays}, climbs {climbs}, returns {returns}")
     for module, n in back.most_common(8):
         print(f"  returns into {module}: {n}")
+    print(f"drawing phases of the runs: {phases}")
 
 
 if __name__ == "__main__":

@@ -33,8 +33,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.catalog import Catalog, Prior, Priors, active
-from accelsim.engines._inputs import InputDraws, constant
+from accelsim.catalog import Catalog
+from accelsim.engines._inputs import InputDraws
+from accelsim.engines._price_inputs import (
+    CostInputs,
+    PoolPriceInputs,
+    PriceInputs,
+    draw_price_inputs,
+)
 from accelsim.engines.training._recovery import host_chips, on_demand_pool
 from accelsim.models import cost
 from accelsim.scenario import Pool, Scenario
@@ -81,86 +87,61 @@ def reserved_term_hours(pool: Pool, held_hours: FloatArray | float) -> FloatArra
 
 
 def pool_energy_kwh(
-    pool: Pool,
-    draws: InputDraws,
-    scenario: Scenario,
-    priors: Priors,
-    chip_hours: FloatArray,
-    *,
-    cat: Catalog | None = None,
-    chip_power: tuple[str, Prior] | None = None,
+    pool: Pool, inputs: PoolPriceInputs, chip_hours: FloatArray, *, cat: Catalog
 ) -> FloatArray:
     """Energy of a pool's allocated chip-hours, hosts and facility overhead included. [kWh]
 
-    On-prem pools use their site's host power and PUE; cloud and unpriced pools the priors
-    (host power as a fraction of TDP, a data-centre PUE). A user-set ``pue`` wins.
-    ``cat`` is the study's catalog (``None``, for callers that do not pass one yet: the
-    active catalog of this process). ``chip_power`` is the input name and prior of the
-    chips' draw as a share of TDP where it is not training's
-    (``priors.power_fraction_of_tdp``): serving draws ``priors.serving.power_fraction_of_tdp``.
+    ``inputs`` are the pool's drawn power share, PUE and host power
+    (:func:`~accelsim.engines._price_inputs.draw_pool_price_inputs`: on-prem pools use their
+    site's host power and PUE, cloud and unpriced pools the priors; a user-set ``pue``
+    wins); ``cat`` is the study's catalog.
     """
-    cat = active() if cat is None else cat
-    a = scenario.assumptions
     chip = cat.chip(pool.chip)
-    name, prior = chip_power or ("priors.power_fraction_of_tdp", priors.power_fraction_of_tdp)
-    power = draws.get(name, None, prior.value)
-    if pool.pricing == "on_prem" and pool.provider is not None:
-        site = cat.site(pool.provider)
-        pue = draws.get("assumptions.pue", a.pue, site.pue)
-        host_watts: FloatArray | float = site.host_watts_per_chip
-    else:
-        pue = draws.get("assumptions.pue", a.pue, priors.pue.value)
-        host = draws.get(
-            "priors.host_power_fraction_of_tdp", None, priors.host_power_fraction_of_tdp.value
-        )
-        host_watts = host * chip.tdp_watts
-    return cost.energy_kwh(chip_hours, chip.tdp_watts, power, pue, host_watts)
+    return cost.energy_kwh(
+        chip_hours, chip.tdp_watts, inputs.power_fraction, inputs.pue, inputs.host_watts_per_chip
+    )
 
 
 def price_change(
     pool: Pool,
-    draws: InputDraws,
-    scenario: Scenario,
-    cat: Catalog,
+    costs: CostInputs,
     window_days: tuple[FloatArray | float, FloatArray | float],
 ) -> FloatArray | float:
     """Mean price over a rented pool's usage window relative to the catalog's, per run.
 
-    On-demand and spot prices move by ``Assumptions.price_change_per_year`` (unset: the
-    catalog prior) from the decision (day 0) on; usage is spread evenly over
-    ``window_days`` = (start, end) [d] (:func:`accelsim.models.cost.price_change_factor`).
-    Other pricing keeps its price: 1. [ratio]
+    On-demand and spot prices move by ``costs.price_change_per_year``
+    (``Assumptions.price_change_per_year``, unset: the catalog prior) from the decision
+    (day 0) on; usage is spread evenly over ``window_days`` = (start, end) [d]
+    (:func:`accelsim.models.cost.price_change_factor`). Other pricing keeps its price: 1.
+    [ratio]
     """
     if pool.pricing not in ("on_demand", "spot"):
         return 1.0
-    g = draws.get(
-        "assumptions.price_change_per_year",
-        scenario.assumptions.price_change_per_year,
-        cat.priors.price_change_per_year.value,
-    )
+    g = costs.price_change_per_year
+    if g is None:
+        raise ValueError(f"the price change of a {pool.pricing} pool was not drawn")
     start, end = (np.asarray(d, dtype=float) * 24.0 / cost.HOURS_PER_YEAR for d in window_days)
     return cost.price_change_factor(start, end, g)
 
 
 def price_pool(
     pool: Pool,
-    draws: InputDraws,
-    scenario: Scenario,
+    inputs: PoolPriceInputs,
+    costs: CostInputs,
     *,
     chip_hours: FloatArray,
     held_hours: FloatArray,
     kwh: FloatArray,
-    cat: Catalog | None = None,
+    cat: Catalog,
     window_days: tuple[FloatArray | float, FloatArray | float] | None = None,
 ) -> dict[str, FloatArray]:
     """Hardware and energy cost of one priced pool's usage, at ``cat``'s prices. [USD]
 
-    On-demand and spot prices move over ``window_days`` (start, end of the usage, days
-    after the decision; default: held from day 0 for ``held_hours``) by
-    :func:`price_change`.
+    ``inputs`` are the pool's drawn energy inputs, ``costs`` the scenario's. On-demand and
+    spot prices move over ``window_days`` (start, end of the usage, days after the
+    decision; default: held from day 0 for ``held_hours``) by :func:`price_change`.
     """
     assert pool.provider is not None
-    cat = active() if cat is None else cat
     chip = cat.chip(pool.chip)
     offer = cat.price(pool.chip, pool.provider, pool.pricing, pool.region)
     if pool.pricing == "on_prem":
@@ -169,11 +150,11 @@ def price_pool(
         assert offer.amortization_years is not None
         life_hours = offer.amortization_years * cost.HOURS_PER_YEAR
         charged_h = np.maximum(held_hours, _term_share(pool) * life_hours)
-        usd_per_kwh = draws.get(
-            "assumptions.electricity_usd_per_kwh",
-            scenario.assumptions.electricity_usd_per_kwh,
-            site.usd_per_kwh,
-        )
+        usd_per_kwh = inputs.usd_per_kwh
+        if usd_per_kwh is None:
+            raise ValueError(
+                f"the electricity price of on-prem site {pool.provider!r} was not drawn"
+            )
         hardware = (
             cost.onprem_capex_usd(
                 pool.count, offer.purchase_usd_per_chip, offer.amortization_years, charged_h
@@ -190,7 +171,7 @@ def price_pool(
         energy_usd = cost.energy_cost_usd(kwh, usd_per_kwh)
     else:
         assert offer.usd_per_chip_hour is not None
-        energy_usd = constant(0.0, draws.runs)  # inside the rental price
+        energy_usd = np.zeros(costs.runs)  # inside the rental price
         if is_reserved(pool):
             hardware = cost.commitment_cost_usd(
                 pool.count,
@@ -201,11 +182,11 @@ def price_pool(
             )
         else:
             window = (0.0, held_hours / 24.0) if window_days is None else window_days
-            moved = offer.usd_per_chip_hour * price_change(pool, draws, scenario, cat, window)
+            moved = offer.usd_per_chip_hour * price_change(pool, costs, window)
             hardware = cost.rental_cost_usd(chip_hours, moved)
     return {  # a scalar (e.g. a whole committed term) stands for every run
-        "hardware_cost_usd": np.broadcast_to(np.asarray(hardware, dtype=float), (draws.runs,)),
-        "energy_cost_usd": np.broadcast_to(np.asarray(energy_usd, dtype=float), (draws.runs,)),
+        "hardware_cost_usd": np.broadcast_to(np.asarray(hardware, dtype=float), (costs.runs,)),
+        "energy_cost_usd": np.broadcast_to(np.asarray(energy_usd, dtype=float), (costs.runs,)),
     }
 
 
@@ -343,16 +324,16 @@ def prices_used(scenario: Scenario, cat: Catalog) -> list[dict[str, str]]:
     return sorted(seen.values(), key=lambda d: (d["as_of"], d["provider"], d["chip"]))
 
 
-def wait_cost_usd(scenario: Scenario, draws: InputDraws, job_hours: FloatArray) -> FloatArray:
+def wait_cost_usd(costs: CostInputs, job_hours: FloatArray) -> FloatArray:
     """Cost of ``job_hours`` of queue wait at ``Assumptions.wait_usd_per_job_hour``. [USD]
 
     The price is a user valuation, not a catalog prior: unset, it is 0 (recorded as the
     input ``assumptions.wait_usd_per_job_hour`` like every other). A free hour costs
     nothing however many there are (no ``inf * 0``).
     """
-    price = draws.get(
-        "assumptions.wait_usd_per_job_hour", scenario.assumptions.wait_usd_per_job_hour, 0.0
-    )
+    price = costs.wait_usd_per_job_hour
+    if price is None:
+        raise ValueError("the price of queue wait was not drawn")
     with np.errstate(invalid="ignore"):
         out: FloatArray = np.where(price > 0, np.asarray(job_hours, dtype=float) * price, 0.0)
     return out
@@ -362,7 +343,7 @@ def _rented_costs(
     scenario: Scenario,
     cat: Catalog,
     usage: dict[str, FloatArray],
-    draws: InputDraws,
+    prices: PriceInputs,
     kwh: FloatArray,
 ) -> dict[str, FloatArray]:
     """Hardware and energy costs [USD] of a training run's priced first pool, per run.
@@ -388,10 +369,11 @@ def _rented_costs(
     # rented hours fall in the training phase: from its first step to the trained model
     end = usage["time_to_train_days"]
     window = (end - usage.get("training_days", end), end)
+    inputs = prices.pool(0)
     out = price_pool(
         charged,
-        draws,
-        scenario,
+        inputs,
+        prices.costs,
         chip_hours=billed if on_demand is None else billed - on_demand,
         held_hours=usage["held_hours"],
         kwh=kwh,
@@ -401,8 +383,8 @@ def _rented_costs(
     if on_demand is not None:
         fallback = price_pool(
             on_demand_pool(pool),
-            draws,
-            scenario,
+            inputs,
+            prices.costs,
             chip_hours=on_demand,
             held_hours=usage["held_hours"],
             kwh=kwh,
@@ -418,28 +400,42 @@ def price_training(
 ) -> dict[str, FloatArray]:
     """Cost breakdown [USD], energy [kWh] and emissions [kg CO2e] of a training run's usage.
 
+    Draws the run's :class:`~accelsim.engines._price_inputs.PriceInputs` (what is priced
+    depends on the usage: a queue wait only for a run sharing a fleet) and prices with
+    :func:`price_training_inputs`.
+    """
+    priced = scenario.fleet[0].provider is not None
+    prices = draw_price_inputs(
+        scenario,
+        cat,
+        draws,
+        used=(0,),
+        engineering=priced,
+        wait=priced and "queue_wait_days" in usage,
+    )
+    return price_training_inputs(scenario, cat, usage, prices)
+
+
+def price_training_inputs(
+    scenario: Scenario, cat: Catalog, usage: dict[str, FloatArray], prices: PriceInputs
+) -> dict[str, FloatArray]:
+    """Cost breakdown [USD], energy [kWh] and emissions [kg CO2e] of a training run's usage,
+    from its drawn price inputs (pure).
+
     An unpriced pool (``provider=None``) yields energy and emissions only: no cost metric
     is made up for it.
     """
-    a = scenario.assumptions
-    priors = cat.priors
     pool = scenario.fleet[0]
-    kwh = pool_energy_kwh(pool, draws, scenario, priors, usage["chip_hours"], cat=cat)
-    factor = draws.get(
-        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
-    )
-    out = {"energy_kwh": kwh, "emissions_kg_co2e": cost.emissions_kg(kwh, factor)}
+    costs = prices.costs
+    kwh = pool_energy_kwh(pool, prices.pool(0), usage["chip_hours"], cat=cat)
+    out = {
+        "energy_kwh": kwh,
+        "emissions_kg_co2e": costs.emissions_kg(kwh),
+    }
     if pool.provider is None:
         return out
-    out |= _rented_costs(scenario, cat, usage, draws, kwh)
-    wage = draws.get(
-        "assumptions.engineer_usd_per_hour",
-        a.engineer_usd_per_hour,
-        priors.engineer_usd_per_hour.value,
-    )
-    delay = draws.get(
-        "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
-    )
+    out |= _rented_costs(scenario, cat, usage, prices, kwh)
+    wage, delay = _engineering_prices(costs)
     out["engineering_cost_usd"] = cost.engineering_cost_usd(usage["engineering_hours"], wage)
     out["delay_cost_usd"] = cost.delay_cost_usd(usage["time_to_train_days"], delay)
     out["tco_usd"] = (
@@ -449,14 +445,21 @@ def price_training(
         + out["delay_cost_usd"]
     )
     if "queue_wait_days" in usage:  # a training run sharing a fleet: one job, waiting
-        out["wait_cost_usd"] = wait_cost_usd(scenario, draws, 24.0 * usage["queue_wait_days"])
+        out["wait_cost_usd"] = wait_cost_usd(costs, 24.0 * usage["queue_wait_days"])
         out["tco_usd"] = out["tco_usd"] + out["wait_cost_usd"]
     if scenario.credits:
         out["credits_usd"] = credits_usd(
-            scenario, cat, [_training_billing(pool, usage, out["hardware_cost_usd"])], draws.runs
+            scenario, cat, [_training_billing(pool, usage, out["hardware_cost_usd"])], costs.runs
         )
         out["tco_usd"] = out["tco_usd"] + out["credits_usd"]
     return out
+
+
+def _engineering_prices(costs: CostInputs) -> tuple[FloatArray, FloatArray]:
+    """The drawn engineer wage [USD/h] and delay cost [USD/day]."""
+    if costs.engineer_usd_per_hour is None or costs.delay_usd_per_day is None:
+        raise ValueError("the engineer wage and delay cost were not drawn")
+    return costs.engineer_usd_per_hour, costs.delay_usd_per_day
 
 
 def _training_billing(pool: Pool, usage: dict[str, FloatArray], hardware: FloatArray) -> Billing:
@@ -475,7 +478,7 @@ def add_serving_costs(
     metrics: dict[str, FloatArray],
     scenario: Scenario,
     cat: Catalog,
-    draws: InputDraws,
+    costs: CostInputs,
     *,
     porting_hours: FloatArray,
     launch_days: FloatArray,
@@ -486,18 +489,11 @@ def add_serving_costs(
     """Engineering, delay and credits, the TCO and the cost per million (output) tokens of a
     serving study, added to ``metrics``, which already holds its hardware and energy costs.
 
-    ``bills`` are the pools' billing windows (read only with credits); ``served`` the
-    requests served per run; ``tokens_per_request`` the mean (input, output) tokens. [USD]
+    ``costs`` are the drawn cost inputs; ``bills`` the pools' billing windows (read only
+    with credits); ``served`` the requests served per run; ``tokens_per_request`` the mean
+    (input, output) tokens. [USD]
     """
-    a, priors = scenario.assumptions, cat.priors
-    wage = draws.get(
-        "assumptions.engineer_usd_per_hour",
-        a.engineer_usd_per_hour,
-        priors.engineer_usd_per_hour.value,
-    )
-    delay = draws.get(
-        "assumptions.delay_usd_per_day", a.delay_usd_per_day, priors.delay_usd_per_day.value
-    )
+    wage, delay = _engineering_prices(costs)
     metrics["engineering_cost_usd"] = cost.engineering_cost_usd(porting_hours, wage)
     metrics["delay_cost_usd"] = cost.delay_cost_usd(launch_days, delay)
     tco = (
@@ -507,7 +503,7 @@ def add_serving_costs(
         + metrics["delay_cost_usd"]
     )
     if scenario.credits:
-        metrics["credits_usd"] = credits_usd(scenario, cat, bills, draws.runs)
+        metrics["credits_usd"] = credits_usd(scenario, cat, bills, costs.runs)
         tco = tco + metrics["credits_usd"]
     metrics["tco_usd"] = tco
     input_mean, output_mean = tokens_per_request
@@ -527,6 +523,7 @@ __all__ = [
     "price_change",
     "price_pool",
     "price_training",
+    "price_training_inputs",
     "prices_used",
     "reserved_term_hours",
     "wait_cost_usd",

@@ -431,7 +431,7 @@ def _metrics(mix: _Mix) -> tuple[dict[str, FloatArray], InputDraws]:
         finished = np.minimum(finished, out["finished"])
         data |= {f"{t.name}.{key}": value for key, value in out.items()}
     for s in mix.serving:
-        out = serving_metrics_held(s, draws)
+        out = serving_metrics_held(s)
         engineering = engineering + out.get("engineering_cost_usd", 0.0)
         finished = np.minimum(finished, out["finished"])
         data |= {f"{s.name}.{key}": value for key, value in out.items()}

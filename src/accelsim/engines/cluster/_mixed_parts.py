@@ -24,9 +24,9 @@ from accelsim.engines._inputs import InputDraws, InputPlan
 from accelsim.engines._pricing import price_training
 from accelsim.engines.cluster.des import JobRecord
 from accelsim.engines.serving._fast import serving_metrics
-from accelsim.engines.serving._inputs import draw_demand, draw_launch
+from accelsim.engines.serving._inputs import ServingInputs, draw_serving_inputs
 from accelsim.engines.serving._layout import planned_setup
-from accelsim.engines.serving._setup import Replica, ServingSetup, draw_replica
+from accelsim.engines.serving._setup import Replica, ServingSetup, build_replica
 from accelsim.engines.serving._usage import (
     LatencyTable,
     held_totals,
@@ -204,6 +204,8 @@ class ServingPlan:
     part: Scenario
     priority: int
     setup: ServingSetup
+    inputs: ServingInputs
+    """The endpoint's drawn inputs (replica, demand, launch, prices)."""
     replica: Replica
     table: LatencyTable
     demand_rps: FloatArray
@@ -225,13 +227,23 @@ def plan_serving(
     work = part.workload
     assert isinstance(work, Serving)
     setup = planned_setup(part, cat)
-    replica = draw_replica(setup, draws, cat.serving_priors)
+    inputs = draw_serving_inputs(setup, part, draws, cat)
+    replica = build_replica(setup, inputs.replica)
     table = latency_table(setup, replica)
-    drawn = draw_demand(work, draws)
-    demand = drawn.hourly_rps(setup)
+    demand = inputs.demand.hourly_rps(setup)
     planned = replicas_per_hour(setup, demand, table.slo_load * replica.saturated_rps)
     return ServingPlan(
-        index, name, part, priority, setup, replica, table, demand, drawn.burstiness, planned
+        index,
+        name,
+        part,
+        priority,
+        setup,
+        inputs,
+        replica,
+        table,
+        demand,
+        inputs.demand.burstiness,
+        planned,
     )
 
 
@@ -293,14 +305,12 @@ def record_serving(
     s.serving[k] = per_hour(begin, held[:, 1], replicas, hours) / duration
 
 
-def serving_metrics_held(s: ServingPlan, draws: InputDraws) -> dict[str, FloatArray]:
+def serving_metrics_held(s: ServingPlan) -> dict[str, FloatArray]:
     """The endpoint's metrics from the replicas it actually held, by the fast path's
     per-window attainment function and its one definition of each metric."""
-    cat = s.setup.cat
     totals = held_totals(s.setup, s.demand_rps, s.serving, s.burstiness, s.replica, s.table)
     usage = usage_from_totals(s.replica, s.table, totals)
-    launch = draw_launch(s.setup, s.part, draws, cat.priors)
-    full = serving_metrics(s.setup, s.part, draws, s.replica, usage, launch)
+    full = serving_metrics(s.setup, s.part, s.replica, usage, s.inputs)
     out = {k: full[k] for k in SERVING_METRICS if k in full}
     duration = np.minimum(s.setup.horizon_hours - np.arange(s.planned.shape[1]), 1.0)
     out["replicas_planned_mean"] = (s.planned @ duration) / s.setup.horizon_hours

@@ -34,6 +34,7 @@ from accelsim.catalog import Catalog
 from accelsim.dists import as_dist
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines._offers import lead_time_days, spot_preemption_prior
+from accelsim.engines._price_inputs import draw_price_inputs
 from accelsim.engines._pricing import (
     Billing,
     credits_usd,
@@ -423,6 +424,8 @@ def _price_fleet(
     With ``per_pool``, also each priced pool's hardware + energy as ``pool_cost_usd{i}``
     (what a mix charges back to the pool's own users). [USD]
     """
+    priced_fleet = all(p.provider is not None for p in scenario.fleet)
+    prices = draw_price_inputs(scenario, cat, draws, wait=priced_fleet, emissions=False)
     total = {
         k: np.zeros(draws.runs) for k in ("hardware_cost_usd", "energy_cost_usd", "energy_kwh")
     }
@@ -431,15 +434,15 @@ def _price_fleet(
     for i, pool in enumerate(scenario.fleet):
         held_h = data[f"held_hours_pool{i}"]
         chip_hours = data[f"allocated_chip_hours_pool{i}"]
-        kwh = pool_energy_kwh(pool, draws, scenario, cat.priors, chip_hours, cat=cat)
+        kwh = pool_energy_kwh(pool, prices.pool(i), chip_hours, cat=cat)
         total["energy_kwh"] = total["energy_kwh"] + kwh
         if pool.provider is None:
             continue
         # A shared fleet is held whether busy or not: rent is on every held chip-hour.
         costs = price_pool(
             pool,
-            draws,
-            scenario,
+            prices.pool(i),
+            prices.costs,
             chip_hours=pool.count * held_h,
             held_hours=held_h,
             kwh=kwh,
@@ -451,10 +454,10 @@ def _price_fleet(
             out[f"pool_cost_usd{i}"] = costs["hardware_cost_usd"] + costs["energy_cost_usd"]
         billings.append(pool_billing(pool, costs["hardware_cost_usd"], held_h))
     out["energy_kwh"] = total["energy_kwh"]
-    if all(p.provider is not None for p in scenario.fleet):
+    if priced_fleet:
         out["hardware_cost_usd"] = total["hardware_cost_usd"]
         out["energy_cost_usd"] = total["energy_cost_usd"]
-        out["wait_cost_usd"] = wait_cost_usd(scenario, draws, data["queue_wait_job_hours"])
+        out["wait_cost_usd"] = wait_cost_usd(prices.costs, data["queue_wait_job_hours"])
         out["tco_usd"] = out["hardware_cost_usd"] + out["energy_cost_usd"] + out["wait_cost_usd"]
         if scenario.credits:
             out["credits_usd"] = credits_usd(scenario, cat, billings, draws.runs)

@@ -102,7 +102,7 @@ def simulate_serving_block(
         tpot_p99_s=cols["tpot_p99_s"],
         finished=cols["finished"] > 0.0,
     )
-    return serving_metrics(setup, scenario, draws, replica, usage, inputs.launch), draws
+    return serving_metrics(setup, scenario, replica, usage, inputs), draws
 
 
 _ROW = (

@@ -35,6 +35,12 @@ from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
 from accelsim.engines._offers import lead_time_days
+from accelsim.engines._price_inputs import (
+    SERVING_POWER,
+    CostInputs,
+    PriceInputs,
+    draw_price_inputs,
+)
 from accelsim.engines._pricing import (
     Billing,
     add_serving_costs,
@@ -61,7 +67,7 @@ from accelsim.engines.serving._usage import (
     shed,
     slo_load_from_margin,
 )
-from accelsim.models import cost, engineering
+from accelsim.models import engineering
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario, Serving
 
@@ -343,21 +349,27 @@ def disaggregated_metrics(
     (both pools at once), ``prefill_hours``, ``decode_hours`` [replica-h],
     ``prefill_peak``, ``decode_peak``, ``ttft_p50_s``, ``ttft_p99_s``, ``tpot_p50_s``,
     ``tpot_p99_s``, ``kv_transfer_s`` [s] and ``finished``; each pool priced at its offer."""
-    priors = cat.priors
     runs = draws.runs
     metrics = _usage_metrics(base, usage)
     _chip_metrics(base, usage, stages, metrics)
-    porting, launch, kwh, priced, bills = _pool_costs(scenario, cat, draws, base, usage, stages)
+    used = tuple(stage.pool_index for stage in stages)
+    prices = draw_price_inputs(
+        scenario,
+        cat,
+        draws,
+        used=used,
+        power=SERVING_POWER,
+        engineering=all(scenario.fleet[i].provider is not None for i in used),
+    )
+    porting, launch, kwh, priced, bills = _pool_costs(
+        scenario, cat, draws, prices, base, usage, stages
+    )
     metrics["engineering_hours"] = np.asarray(porting, dtype=float)
     metrics["launch_days"] = launch
-    a = scenario.assumptions
-    factor = draws.get(
-        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
-    )
     metrics["energy_kwh"] = kwh
-    metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
+    metrics["emissions_kg_co2e"] = prices.costs.emissions_kg(kwh)
     if len(priced) == 2:
-        _price(scenario, cat, draws, metrics, priced, bills, porting, launch, usage, base)
+        _price(scenario, cat, prices.costs, metrics, priced, bills, porting, launch, usage, base)
     return {k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()}
 
 
@@ -427,20 +439,20 @@ def _pool_costs(
     scenario: Scenario,
     cat: Catalog,
     draws: InputDraws,
+    prices: PriceInputs,
     base: ServingSetup,
     usage: dict[str, FloatArray],
     stages: tuple[Stage, Stage],
 ) -> tuple[FloatArray, FloatArray, FloatArray, list[dict[str, FloatArray]], list[Billing]]:
     """Porting [engineer-hours] (one port per software stack), launch [days] (the later of
     each pool's lead time and port), energy [kWh], each priced pool's costs and billing."""
-    priors, serving = cat.priors, cat.serving_priors
+    priors = cat.priors
     a = scenario.assumptions
     runs = draws.runs
     kwh = np.zeros(runs)
     launch = np.zeros(runs)
     porting = np.zeros(runs)
     ported: set[str] = set()
-    serving_power = ("priors.serving.power_fraction_of_tdp", serving.power_fraction_of_tdp)
     engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
     week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
     priced: list[dict[str, FloatArray]] = []
@@ -459,13 +471,11 @@ def _pool_costs(
         launch = np.maximum(
             launch, np.maximum(lead, engineering.calendar_days(porting_h, engineers, week_h))
         )
-        energy = pool_energy_kwh(
-            pool, draws, scenario, priors, hours, cat=cat, chip_power=serving_power
-        )
+        energy = pool_energy_kwh(pool, prices.pool(stage.pool_index), hours, cat=cat)
         kwh = kwh + energy
         if pool.provider is not None:
             price = price_pool(
-                pool, draws, scenario, chip_hours=hours,
+                pool, prices.pool(stage.pool_index), prices.costs, chip_hours=hours,
                 held_hours=constant(base.horizon_hours, runs), kwh=energy, cat=cat,
             )  # fmt: skip
             priced.append(price)
@@ -476,7 +486,7 @@ def _pool_costs(
 def _price(
     scenario: Scenario,
     cat: Catalog,
-    draws: InputDraws,
+    costs: CostInputs,
     metrics: dict[str, FloatArray],
     priced: list[dict[str, FloatArray]],
     bills: list[Billing],
@@ -493,7 +503,7 @@ def _price(
         metrics,
         scenario,
         cat,
-        draws,
+        costs,
         porting_hours=porting,
         launch_days=launch,
         bills=bills,

@@ -36,7 +36,7 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
-from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
+from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines._pricing import (
     add_serving_costs,
     pool_billing,
@@ -44,7 +44,7 @@ from accelsim.engines._pricing import (
     price_pool,
 )
 from accelsim.engines.serving._disagg import simulate_serving_disaggregated
-from accelsim.engines.serving._inputs import Launch, draw_serving_inputs
+from accelsim.engines.serving._inputs import ServingInputs, draw_serving_inputs
 from accelsim.engines.serving._layout import planned_setup
 from accelsim.engines.serving._setup import (
     SECONDS_PER_HOUR,
@@ -55,7 +55,6 @@ from accelsim.engines.serving._setup import (
     draw_replica,
 )
 from accelsim.engines.serving._usage import usage_fast
-from accelsim.models import cost
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario, Serving
 
@@ -63,12 +62,14 @@ from accelsim.scenario import Scenario, Serving
 def serving_metrics(
     setup: ServingSetup,
     scenario: Scenario,
-    draws: InputDraws,
     replica: Replica,
     usage: ServingUsage,
-    launch: Launch,
+    inputs: ServingInputs,
 ) -> dict[str, FloatArray]:
     """Metrics of a serving study from either engine's usage: the one definition of each.
+
+    Pure: the run's drawn ``inputs`` give the launch (porting, days to launch) and the
+    pricing inputs.
 
     - ``chips_per_replica``: the replica size served, the user's or the automatic layout's
       (``accelsim.engines.serving._layout``).
@@ -85,27 +86,21 @@ def serving_metrics(
       software stack) + delay (the days to launch, the longer of capacity lead time and
       porting, at ``delay_usd_per_day``).
     """
-    pool, runs = scenario.fleet[0], draws.runs
-    priors, serving = setup.cat.priors, setup.cat.serving_priors
+    pool, costs, launch = scenario.fleet[0], inputs.prices.costs, inputs.launch
     chip_hours = usage.replica_hours * float(setup.chips_per_replica)
     metrics = _usage_metrics(setup, replica, usage)
     metrics["engineering_hours"] = launch.porting_hours
     metrics["launch_days"] = launch.launch_days
     # Energy at the serving draw of the chips (decode is memory-bound: below training's).
-    serving_power = ("priors.serving.power_fraction_of_tdp", serving.power_fraction_of_tdp)
-    kwh = pool_energy_kwh(
-        pool, draws, scenario, priors, chip_hours, cat=setup.cat, chip_power=serving_power
-    )
-    a = scenario.assumptions
-    factor = draws.get(
-        "assumptions.emission_kg_per_kwh", a.emission_kg_per_kwh, priors.emission_kg_per_kwh.value
-    )
+    kwh = pool_energy_kwh(pool, inputs.prices.pool(0), chip_hours, cat=setup.cat)
     metrics["energy_kwh"] = kwh
-    metrics["emissions_kg_co2e"] = cost.emissions_kg(kwh, factor)
+    metrics["emissions_kg_co2e"] = costs.emissions_kg(kwh)
     if pool.provider is None:
         return metrics
-    _price(setup, scenario, draws, metrics, (chip_hours, kwh), launch)
-    return {k: np.broadcast_to(np.asarray(v, dtype=float), (runs,)) for k, v in metrics.items()}
+    _price(setup, scenario, inputs, metrics, (chip_hours, kwh))
+    return {
+        k: np.broadcast_to(np.asarray(v, dtype=float), (costs.runs,)) for k, v in metrics.items()
+    }
 
 
 def _usage_metrics(
@@ -149,22 +144,20 @@ def _usage_metrics(
 def _price(
     setup: ServingSetup,
     scenario: Scenario,
-    draws: InputDraws,
+    inputs: ServingInputs,
     metrics: dict[str, FloatArray],
     usage: tuple[FloatArray, FloatArray],
-    launch: Launch,
 ) -> None:
     """Adds the pool's prices, engineering, delay and credits, the TCO and the cost per
-    million (output) tokens to ``metrics``, from the ``(chip-hours, kWh)`` used and the
-    ``(porting engineer-hours, launch days)``. [USD]"""
-    pool, runs = scenario.fleet[0], draws.runs
+    million (output) tokens to ``metrics``, from the ``(chip-hours, kWh)`` used. [USD]"""
+    pool, costs = scenario.fleet[0], inputs.prices.costs
     chip_hours, kwh = usage
     priced = price_pool(
         pool,
-        draws,
-        scenario,
+        inputs.prices.pool(0),
+        costs,
         chip_hours=chip_hours,
-        held_hours=constant(setup.horizon_hours, runs),
+        held_hours=np.full(costs.runs, setup.horizon_hours),
         kwh=kwh,
         cat=setup.cat,
     )
@@ -178,9 +171,9 @@ def _price(
         metrics,
         scenario,
         setup.cat,
-        draws,
-        porting_hours=launch.porting_hours,
-        launch_days=launch.launch_days,
+        costs,
+        porting_hours=inputs.launch.porting_hours,
+        launch_days=inputs.launch.launch_days,
         bills=bills,
         served=metrics["requests_served"],
         tokens_per_request=(setup.input_mean, setup.output_mean),
@@ -210,7 +203,7 @@ def simulate_serving_fast(
     inputs = draw_serving_inputs(setup, scenario, draws, cat)
     replica = build_replica(setup, inputs.replica)
     usage = usage_fast(setup, inputs.demand, replica)
-    return serving_metrics(setup, scenario, draws, replica, usage, inputs.launch), draws
+    return serving_metrics(setup, scenario, replica, usage, inputs), draws
 
 
 def replica_capacity(

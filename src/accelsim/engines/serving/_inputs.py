@@ -9,10 +9,12 @@ The serving pipeline draws in one place and then runs pure stages on the record:
 2. :func:`~accelsim.engines.serving._setup.build_replica`: memory and iteration time;
 3. :mod:`~accelsim.engines.serving._usage`: load and latency, capacity under the SLO,
    usage (the fast path), or :mod:`~accelsim.engines.serving._blocks` (the request DES);
-4. :func:`~accelsim.engines.serving._fast.serving_metrics`: metrics and the pricing step.
+4. :func:`~accelsim.engines.serving._fast.serving_metrics`: metrics and the pricing step,
+   which reads the record's :class:`~accelsim.engines._price_inputs.PriceInputs`.
 
-Every draw is recorded under its input name by :class:`~accelsim.engines.InputDraws`, so
-a run's inputs are the same whichever stage reads them and in whatever order.
+Only :func:`draw_serving_inputs` reads the :class:`~accelsim.engines.InputDraws`; every later
+stage is a pure function of the record. Every draw is recorded under its input name, so a
+run's inputs are the same whichever builder draws them and in whatever order.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog, Priors
 from accelsim.engines._inputs import InputDraws
 from accelsim.engines._offers import lead_time_days
+from accelsim.engines._price_inputs import SERVING_POWER, PriceInputs, draw_price_inputs
 from accelsim.engines.serving._setup import (
     HOURS_PER_MONTH,
     ReplicaInputs,
@@ -80,28 +83,44 @@ def draw_demand(work: Serving, draws: InputDraws) -> Demand:
 
 @dataclass(frozen=True)
 class Launch:
-    """Porting the serving stack to the chip's software stack, and the days to launch."""
+    """Porting the serving stack to the chip's software stack, and the capacity lead time."""
 
     porting_hours: FloatArray
     """Engineer-hours of porting. [h]"""
-    launch_days: FloatArray
-    """The longer of the capacity lead time and the porting's calendar time. [days]"""
+    engineers: FloatArray
+    """Engineers porting in parallel. [count]"""
+    engineer_hours_per_week: FloatArray
+    """Hours an engineer works a week. [h]"""
+    lead_time_days: FloatArray
+    """Days until the capacity is available. [days]"""
+
+    @property
+    def launch_days(self) -> FloatArray:
+        """The longer of the capacity lead time and the porting's calendar time. [days]"""
+        calendar = engineering.calendar_days(
+            self.porting_hours, self.engineers, self.engineer_hours_per_week
+        )
+        return np.maximum(self.lead_time_days, calendar)
 
 
 def draw_launch(
     setup: ServingSetup, scenario: Scenario, draws: InputDraws, priors: Priors
 ) -> Launch:
-    """Porting hours (by the framework's fit to the chip's stack) and the days to launch."""
+    """Porting hours (by the framework's fit to the chip's stack), the team and the lead
+    time."""
     a, pool = scenario.assumptions, scenario.fleet[0]
     fit = priors.framework_fit.fit(setup.work.framework, setup.chip.software_stack)
     porting_h = draws.get(
         f"assumptions.porting_hours.{fit}", a.porting_hours, priors.porting_hours[fit].value
     )
-    engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
-    week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
-    lead_days = lead_time_days(setup.cat, pool, a.lead_time_days, draws)
-    launch_days = np.maximum(lead_days, engineering.calendar_days(porting_h, engineers, week_h))
-    return Launch(porting_hours=np.asarray(porting_h, dtype=float), launch_days=launch_days)
+    return Launch(
+        porting_hours=np.asarray(porting_h, dtype=float),
+        engineers=draws.get("assumptions.engineers", a.engineers, priors.engineers.value),
+        engineer_hours_per_week=draws.get(
+            "priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value
+        ),
+        lead_time_days=lead_time_days(setup.cat, pool, a.lead_time_days, draws),
+    )
 
 
 @dataclass(frozen=True)
@@ -111,6 +130,7 @@ class ServingInputs:
     replica: ReplicaInputs
     demand: Demand
     launch: Launch
+    prices: PriceInputs
 
 
 def draw_serving_inputs(
@@ -121,6 +141,14 @@ def draw_serving_inputs(
         replica=draw_replica_inputs(setup, draws, cat.serving_priors),
         demand=draw_demand(setup.work, draws),
         launch=draw_launch(setup, scenario, draws, cat.priors),
+        prices=draw_price_inputs(
+            scenario,
+            cat,
+            draws,
+            used=(0,),
+            power=SERVING_POWER,
+            engineering=scenario.fleet[0].provider is not None,
+        ),
     )
 
 

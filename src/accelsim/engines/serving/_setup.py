@@ -262,16 +262,15 @@ def prefill_chunk(setup: ServingSetup, draws: InputDraws, serving: ServingPriors
 def _max_batch(
     setup: ServingSetup, draws: InputDraws, serving: ServingPriors, chunk: FloatArray
 ) -> FloatArray:
-    """The scheduler's cap on running sequences, per run: the scenario's ``max_batch``, else
-    the stack's prior, capped at a chunked iteration's token budget (each running sequence
-    takes one token of it; vLLM refuses ``max_num_seqs > max_num_batched_tokens``). A set
-    ``max_batch`` above the chip's default budget is an error naming both. [count]"""
+    """The scheduler's cap on running sequences, per run, as set or drawn: the scenario's
+    ``max_batch``, else the stack's prior (:func:`build_replica` caps it at a chunked
+    iteration's token budget). A set ``max_batch`` above the chip's default budget is an
+    error naming both. [count]"""
     work, stack = setup.work, setup.chip.software_stack
     if work.max_batch is None:
-        cap = np.floor(
+        return np.floor(
             draws.get(f"priors.serving.max_batch.{stack}", None, serving.max_batch[stack].value)
         )
-        return physics.budget_batch_cap(cap, chunk)
     if np.any((chunk > 0.0) & (chunk < work.max_batch)):
         raise ValueError(
             f"max_batch ({work.max_batch}) exceeds the token budget of a chunked iteration on "
@@ -300,7 +299,8 @@ class ReplicaInputs:
     prefill_chunk_tokens: FloatArray
     """Token budget of a chunked-prefill iteration (0: prefill-first). [tokens]"""
     max_batch: FloatArray
-    """Scheduler cap on running sequences. [count]"""
+    """Scheduler cap on running sequences as set or drawn, before a chunked iteration's
+    token budget caps it (:func:`build_replica`). [count]"""
 
 
 def draw_replica_inputs(
@@ -333,8 +333,9 @@ def draw_replica_inputs(
 
 
 def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
-    """The replica's physics per run from its drawn inputs (pure: no draw): iteration
-    coefficients, KV capacity, batch limit, saturated rate."""
+    """The replica's physics per run from its drawn inputs (pure: no draw): the batch cap
+    under the chunk budget, iteration coefficients, KV capacity, batch limit, saturated
+    rate."""
     chip = setup.chip
     chips = float(setup.chips_per_replica)
     hbm = chip.hbm_bytes * chips
@@ -344,7 +345,10 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         share = (setup.weight_bytes + inputs.kv_share * (hbm - setup.weight_bytes)) / hbm
     else:
         raise ValueError("a replica's inputs hold memory_share or kv_share; got neither")
-    chunk, max_batch = inputs.prefill_chunk_tokens, inputs.max_batch
+    chunk = inputs.prefill_chunk_tokens
+    # each running sequence takes one token of a chunked iteration's budget (vLLM refuses
+    # max_num_seqs > max_num_batched_tokens)
+    max_batch = physics.budget_batch_cap(inputs.max_batch, chunk)
     iteration = physics.iteration_cost(
         active_params=setup.active_params,
         total_params=setup.total_params,
