@@ -93,7 +93,7 @@ def test_a_starved_training_run_is_censored_and_unfinished() -> None:
         scheduler="smallest_first",
         horizon_days=5,
         warmup_days=2,  # the decision meets a full fleet (64 chips busy by 32 h)
-        assumptions=acs.Assumptions(lead_time_days=0.0, porting_hours=0.0),
+        assumptions=acs.Assumptions(porting_hours=0.0),
     )
     with pytest.warns(OverloadWarning):
         res = acs.simulate(s, runs=2, seed=3, progress=False)

@@ -84,14 +84,16 @@ def test_trace_replay(tmp_path: Path) -> None:
 def hero_scenario(
     background: acs.JobStream | acs.Trace | None = None, **kw: object
 ) -> acs.Scenario:
-    """A 7B run on a 64-chip on-prem pool (about two days of compute), no lead time; with a
+    """A 7B run on a 64-chip on-prem pool (about two days of compute), no lead time (a run
+    alone: set to 0; with a background the fleet is in service, so none applies); with a
     background, measured over 60 days after a 5-day warm-up (a run alone has no window)."""
+    lead = {} if background is not None else {"lead_time_days": 0.0}
     base: dict[str, object] = {
         "name": "hero",
         "workload": acs.TrainingRun(params=7e9, tokens=1e11),
         "fleet": [acs.Pool(chip="h100-sxm", count=64, provider="on_prem", pricing="on_prem")],
         "background": background,
-        "assumptions": acs.Assumptions(lead_time_days=0.0, failure_rate_per_chip_hour=0.0),
+        "assumptions": acs.Assumptions(failure_rate_per_chip_hour=0.0, **lead),
     }
     if background is not None:
         base |= {"horizon_days": 60, "warmup_days": 5}
@@ -150,15 +152,17 @@ def test_with_an_empty_background_training_matches_the_analytic_engine() -> None
     interruptions per run (64 chips x 1e-3 /h x ~46 h), so failures are exercised. The
     optimisation hours are fixed and short: with the prior's, a slow team's preparation can
     outlast the 30-day horizon, and the hero never arrives in that run."""
-    a = acs.Assumptions(
-        lead_time_days=0.0,
-        failure_rate_per_chip_hour=1e-3,
-        restart_hours=0.5,
-        optimization_hours=20.0,
-    )
+    a = acs.Assumptions(failure_rate_per_chip_hour=1e-3, restart_hours=0.5, optimization_hours=20.0)
     s = hero_scenario(EMPTY, horizon_days=30, warmup_days=0, assumptions=a)
     des = acs.simulate(s, runs=500, seed=21)
-    alone = s.replace({"background": None, "horizon_days": None})  # valid only together
+    # valid only together; alone, the fleet is acquired: a lead time of 0 as in service
+    alone = s.replace(
+        {
+            "background": None,
+            "horizon_days": None,
+            "assumptions": a.model_copy(update={"lead_time_days": 0.0}),
+        }
+    )
     analytic = acs.simulate(alone, runs=500, seed=22)
     assert analytic.engine == "analytic"
     np.testing.assert_array_equal(des.samples("jobs_arrived"), 1.0)  # the hero alone
@@ -206,12 +210,13 @@ def test_keep_jobs_returns_one_record_per_arrived_job() -> None:
 
 def test_background_trace_job_ids_follow_the_hero(tmp_path: Path) -> None:
     """The trace's first job holds all 64 chips from time 0 to 36 h. The hero's decision is
-    at time 0 and its lead time is one day, so it is submitted at 24 h or later (later if
-    porting takes longer) and, needing the whole pool, cannot start before 36 h."""
+    at the end of a one-day warm-up (no lead time: the fleet runs the trace), so it is
+    submitted at 24 h or later (later if porting takes longer) and, needing the whole pool,
+    cannot start before 36 h."""
     trace = tmp_path / "jobs.csv"
     trace.write_text("submit,chips,duration\n0,64,129600\n600,8,7200\n", encoding="utf-8")
-    a = acs.Assumptions(lead_time_days=1.0, failure_rate_per_chip_hour=0.0)
-    s = hero_scenario(acs.Trace(path=str(trace)), horizon_days=10, warmup_days=0, assumptions=a)
+    a = acs.Assumptions(failure_rate_per_chip_hour=0.0)
+    s = hero_scenario(acs.Trace(path=str(trace)), horizon_days=10, warmup_days=1, assumptions=a)
     res = acs.simulate(s, runs=2, seed=1, keep_jobs=True)
     jobs = res.extras["jobs"]
     np.testing.assert_array_equal(jobs["job_id"], [0, 1, 2, 0, 1, 2])
@@ -251,7 +256,9 @@ def test_des_only_options_on_the_analytic_engine_are_clear_errors() -> None:
         acs.simulate(hero_scenario(HEAVY), runs=2, seed=1, engine="analytic")
     assert acs.simulate(s, runs=2, seed=1, keep_jobs=True).engine == "des"
     # without keep_jobs or a series the DES keeps nothing per job, only the prices it used
-    assert set(acs.simulate(s, runs=2, seed=1).extras) <= {"prices_used", "oldest_price_as_of"}
+    # and when the fleet exists
+    kept = set(acs.simulate(s, runs=2, seed=1).extras)
+    assert kept <= {"prices_used", "oldest_price_as_of", "fleet_available"}
     with pytest.raises(ValueError, match="needs a horizon"):
         acs.simulate(s, runs=2, seed=1, utilization_resolution_hours=1.0)
 

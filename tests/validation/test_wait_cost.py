@@ -100,9 +100,7 @@ def test_a_training_run_sharing_a_fleet_pays_for_its_own_queue_wait() -> None:
         ),
         horizon_days=5,
         warmup_days=1,
-        assumptions=acs.Assumptions(
-            lead_time_days=0.0, porting_hours=0.0, wait_usd_per_job_hour=PRICE
-        ),
+        assumptions=acs.Assumptions(porting_hours=0.0, wait_usd_per_job_hour=PRICE),
     )
     res = acs.simulate(scenario, runs=20, seed=4)
     queue_hours = 24.0 * res.samples("queue_wait_days")

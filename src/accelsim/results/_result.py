@@ -391,6 +391,9 @@ class Result:
         (over pair means for ``"antithetic"``), which the first line names when not ``"mc"``.
         With one run the error reads ``n/a``.
 
+        A line states when the fleet exists (``extras["fleet_available"]``, the one rule of
+        :func:`accelsim.scenario.fleet_available`).
+
         With a calibrated catalog (:func:`accelsim.catalog.calibrate`), a line per calibrated
         prior the study drew names it, the measurements behind it and its prior and
         posterior, and repeats any flag raised on a measurement.
@@ -400,6 +403,8 @@ class Result:
         such offer: see :meth:`stale_prices`.
         """
         text = str(self.as_table(metrics))
+        if (fleet := self.extras.get("fleet_available")) is not None:
+            text = f"{text}\nfleet: {fleet}"
         if (moved := self.price_change_note()) is not None:
             text = f"{text}\n{moved}"
         for record in self.extras.get("calibration", ()):

@@ -7,6 +7,12 @@ name the field path and the allowed range; :func:`load_scenario` adds the file a
 Downstream code trusts these types and does not re-check them.
 """
 
+from accelsim.scenario._applies import (
+    FLEET_ACQUIRED,
+    FLEET_IN_SERVICE,
+    fleet_available,
+    fleet_in_service,
+)
 from accelsim.scenario._common import (
     BIDI_CONTROLS,
     MAX_NAME_CHARS,
@@ -48,6 +54,8 @@ from accelsim.scenario._workloads_mix import (
 
 __all__ = [
     "BIDI_CONTROLS",
+    "FLEET_ACQUIRED",
+    "FLEET_IN_SERVICE",
     "MAX_NAME_CHARS",
     "MAX_TEXT_CHARS",
     "SLO",
@@ -79,6 +87,8 @@ __all__ = [
     "Workload",
     "adapter_state_gib",
     "check_label",
+    "fleet_available",
+    "fleet_in_service",
     "format_validation_error",
     "load_scenario",
     "mix_part",

@@ -76,7 +76,8 @@ ASSUMPTION_READERS: dict[str, frozenset[Situation]] = {
     "repair_hours": _TRAINING | {"stream"},
     "spot_preemptions_per_hour": _TRAINING | {"stream"},
     "spot_return_hours": _TRAINING | {"stream"},
-    "lead_time_days": _ALL,
+    # a fleet that already runs other work is in service from day 0 (fleet_available)
+    "lead_time_days": frozenset({"training", "stream", "serving"}),
     "porting_hours": _TRAINING | {"serving"},
     "optimization_hours": _TRAINING,
     "engineers": _TRAINING | {"serving"},
@@ -107,10 +108,36 @@ def situation(scenario: Scenario) -> Situation:
     """How the engines run ``scenario`` (see the module docstring)."""
     work = scenario.workload
     if isinstance(work, TrainingRun):
-        # other work on the fleet: a background, or further workloads where a scenario has them
-        shared = scenario.background is not None or bool(getattr(scenario, "workloads", None))
-        return "shared_training" if shared else "training"
+        return "shared_training" if fleet_in_service(scenario) else "training"
     return "serving" if isinstance(work, Serving) else "stream"
+
+
+FLEET_IN_SERVICE = (
+    "in service from day 0 for every workload on it: it already runs other work (a "
+    "background or the other workloads of a mix), so no workload waits for a capacity lead time"
+)
+FLEET_ACQUIRED = (
+    "acquired for this workload: it is available at the end of its capacity lead time "
+    "(assumptions.lead_time_days, else the pricing model's prior)"
+)
+
+
+def fleet_in_service(scenario: Scenario) -> bool:
+    """True when ``scenario``'s fleet already runs other work (a ``background``, or the other
+    workloads of a mix): the one rule of when a fleet exists, read by every engine.
+
+    Such a fleet is in service from day 0 for every workload on it: nothing on it waits for
+    a capacity lead time (``assumptions.lead_time_days`` does not apply). A fleet acquired
+    for one workload (a training run, a stream or trace, an endpoint) is available at the
+    end of its capacity lead time. :func:`fleet_available` says which, in words.
+    """
+    return scenario.background is not None or bool(getattr(scenario, "workloads", None))
+
+
+def fleet_available(scenario: Scenario) -> str:
+    """When ``scenario``'s fleet exists, in words (:func:`fleet_in_service`): the sentence a
+    result states in ``Result.extras["fleet_available"]``."""
+    return FLEET_IN_SERVICE if fleet_in_service(scenario) else FLEET_ACQUIRED
 
 
 def billed_pools(scenario: Scenario) -> list[tuple[int, Pool]]:
@@ -168,6 +195,13 @@ def check_applies(scenario: Scenario) -> None:
 def _assumptions(scenario: Scenario, where: Situation) -> Iterator[str]:
     a = scenario.assumptions
     for name, readers in ASSUMPTION_READERS.items():
+        if name == "lead_time_days" and a.lead_time_days is not None and fleet_in_service(scenario):
+            yield (
+                "assumptions.lead_time_days applies to a fleet acquired for its workload; this "
+                "fleet runs a background, so it is in service from day 0 for every workload "
+                "on it (no capacity lead time): remove it"
+            )
+            continue
         if getattr(a, name) is not None and where not in readers:
             users = " or ".join(_WHAT[s] for s in sorted(readers))
             yield (

@@ -45,6 +45,10 @@ _MIX_SITUATION: dict[str, Situation] = {
 _NOT_IN_A_MIX = {
     "delay_usd_per_day": "a mix prices no delay: its decision is time 0 for every workload",
     "emission_kg_per_kwh": "a mix reports the fleet's energy, not its emissions",
+    "lead_time_days": (
+        "a mix's fleet is in service from day 0 for every workload on it, so no workload "
+        "waits for a capacity lead time"
+    ),
 }
 _MIX_FIELDS = ("name", "priority", "chips")
 """Fields of a training run and an endpoint that apply in a mix only (a stream's or a

@@ -31,7 +31,7 @@ from accelsim.engines import (
     run_info,
 )
 from accelsim.results import Result
-from accelsim.scenario import Scenario, Serving, TrainingRun
+from accelsim.scenario import Scenario, Serving, TrainingRun, fleet_available
 from accelsim.seeding import SeedLike, as_seed_sequence
 from accelsim.study._budget import check_study_memory
 from accelsim.study._calibration_used import calibration_used
@@ -118,9 +118,10 @@ def _open_chunk_store(
 def _provenance(
     scenario: Scenario, cat: Catalog, design: Design, inputs: Mapping[str, np.ndarray]
 ) -> dict[str, Any]:
-    """The result's record of how it was drawn: the design (when not plain Monte Carlo),
+    """The result's record of how it was drawn: when the fleet exists (the one rule,
+    :func:`accelsim.scenario.fleet_available`), the design (when not plain Monte Carlo),
     the prices used and the oldest price's date, and the calibrated priors behind it."""
-    extras: dict[str, Any] = {}
+    extras: dict[str, Any] = {"fleet_available": fleet_available(scenario)}
     if design != "mc":
         extras["design"] = design
     if used := prices_used(scenario, cat):

@@ -8,7 +8,10 @@ so the priority matters under the ``priority`` schedulers only; the hero is neve
 write and restart times (:func:`accelsim.engines.training._analytic.simulate_training` with
 a completion sampler that runs the DES). The background starts at time 0; the decision is at
 ``warmup_days`` (0 without a horizon), and the hero is submitted once its capacity lead time
-and its porting are over: ``decision + max(lead, porting)``. Its queue wait (submission to
+and its porting are over: ``decision + max(lead, porting)``, where the lead time is 0 when a
+background runs on the fleet (one rule of when a fleet exists,
+:func:`accelsim.scenario.fleet_in_service`: a fleet that already runs other work is in
+service from day 0 for every workload on it). Its queue wait (submission to
 first start) is added to ``wait_days`` and ``time_to_train_days``; ``training_days`` runs
 from its first start to its end, so waits after an interruption count there.
 
@@ -20,8 +23,9 @@ repair) and a fallback to on-demand are then added to the job's simulated time b
 function as in the analytic engine (:func:`accelsim.engines.training._recovery.recover`): during
 them the hero keeps its chips in the DES (a stated simplification; the background does not
 get them). Other pools keep their repair and return times. All pools are in service from
-time 0: a lead time is the hero's capacity or quota wait, not the delivery of a fleet that
-already runs the background.
+time 0: with a background, the fleet already runs it (no lead time); without one (a lone
+run on the DES engine), nothing else uses the pools before the hero's submission at the end
+of its lead time, so this equals a fleet delivered then.
 
 Horizon: the fleet's metrics (``jobs_*``, waits, ``utilization``) and the records and time
 series asked for cover ``[0, horizon_days)``, the hero included as one of the jobs. If the

@@ -28,6 +28,7 @@ from accelsim.scenario import (
     Scenario,
     Stage,
     TrainingRun,
+    fleet_in_service,
 )
 
 
@@ -466,7 +467,13 @@ def draw_training_inputs(
     changes, per_change = _draw_reoptimization(scenario, cat, draws, info, mfu)
     engineers = draws.get("assumptions.engineers", a.engineers, p.engineers.value)
     week = draws.get("priors.engineer_hours_per_week", None, p.engineer_hours_per_week.value)
-    lead = lead_time_days(cat, scenario.fleet[0], a.lead_time_days, draws)
+    # one rule of when a fleet exists (accelsim.scenario.fleet_in_service): a fleet that
+    # already runs a background is in service from day 0, so the run waits for no lead time
+    lead = (
+        np.zeros(draws.runs)
+        if fleet_in_service(scenario)
+        else lead_time_days(cat, scenario.fleet[0], a.lead_time_days, draws)
+    )
     reliability_inputs = _draw_reliability(scenario, cat, draws)
     badput = draws.get("assumptions.badput_fraction", a.badput_fraction, p.badput_fraction.value)
     return TrainingInputs(
