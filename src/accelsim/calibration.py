@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim._typing import FloatArray
+from accelsim.catalog import chip as catalog_chip
 from accelsim.dists import Uniform
 from accelsim.scenario import Assumptions, Pool, Scenario, TrainingRun
 from accelsim.seeding import SeedLike
@@ -350,6 +351,11 @@ def calibration_markdown(checks: list[Check]) -> str:
         "",
         _coverage_line(checks, CLAIM_GRADES, "**Coverage of A and A- runs (the claim)**"),
         _coverage_line(checks, None, "All grades"),
+        "",
+        "Leave-one-out coverage and median absolute P50 error (|published / P50 - 1|) of the "
+        "counted figures, all grades, by class:",
+        "",
+        *_summary_lines(checks),
     ]
     runs = list({c.run.run_id: c.run for c in checks}.values())
     excluded = [r for r in runs if r.excluded_because]
@@ -379,6 +385,86 @@ def calibration_markdown(checks: list[Check]) -> str:
     lines += ["", "How each run's figures were read:"]
     lines += [f"- {r.model}: {r.note}." for r in runs]
     return "\n".join(lines)
+
+
+def p50_error(check: Check, loo: bool = True) -> float:
+    """|published / predicted P50 - 1| of a check (``loo``: the leave-one-out P50)."""
+    mid = check.loo_median if loo else check.median
+    return abs(check.published / mid - 1.0) if mid > 0 else math.nan
+
+
+def _size_class(params: float) -> str:
+    if params < 10e9:
+        return "< 10B"
+    return "10-100B" if params < 100e9 else ">= 100B"
+
+
+def _family(chip_id: str) -> str:
+    """Chip family of a catalog chip: a GPU without its memory or form suffix."""
+    kind = catalog_chip(chip_id).kind
+    return chip_id if kind == "tpu" else chip_id.split("-", 1)[0]
+
+
+def check_classes(check: Check) -> dict[str, str]:
+    """The classes a check is reported under: chip family, TPU or GPU, model size."""
+    run = check.run
+    return {
+        "chip family": _family(run.chip),
+        "TPU vs GPU": catalog_chip(run.chip).kind.upper(),
+        "size (active params)": _size_class(run.params_active),
+    }
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    """Leave-one-out coverage and median |P50 error| of the counted checks of a class."""
+
+    dimension: str
+    name: str
+    counted: int
+    covered: int
+    median_error: float
+    """Median of |published / LOO P50 - 1| over the class's counted checks."""
+    median_error_in_sample: float
+
+
+def _summary(dimension: str, name: str, checks: list[Check]) -> ClassSummary:
+    return ClassSummary(
+        dimension=dimension,
+        name=name,
+        counted=len(checks),
+        covered=sum(c.covered_loo for c in checks),
+        median_error=float(np.median([p50_error(c) for c in checks])),
+        median_error_in_sample=float(np.median([p50_error(c, loo=False) for c in checks])),
+    )
+
+
+def loo_summary(checks: list[Check]) -> list[ClassSummary]:
+    """Leave-one-out coverage and median |P50 error| of all counted checks, then by class
+    (:func:`check_classes`), classes in order of name."""
+    counted = [c for c in checks if c.counted]
+    out = [_summary("all", "all counted figures", counted)] if counted else []
+    for dimension in ("chip family", "TPU vs GPU", "size (active params)"):
+        names = sorted({check_classes(c)[dimension] for c in counted})
+        for name in names:
+            members = [c for c in counted if check_classes(c)[dimension] == name]
+            out.append(_summary(dimension, name, members))
+    return out
+
+
+def _summary_lines(checks: list[Check]) -> list[str]:
+    lines = [
+        "| class | | counted | LOO covered | median abs. LOO P50 error "
+        "| median abs. in-sample P50 error |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {s.dimension} | {s.name} | {s.counted} | {s.covered} "
+        f"({s.covered / s.counted:.0%}) | {s.median_error:.1%} "
+        f"| {s.median_error_in_sample:.1%} |"
+        for s in loo_summary(checks)
+    ]
+    return lines
 
 
 _PAGE = """# Calibration against published training runs
@@ -430,12 +516,16 @@ def calibration_page(checks: list[Check], runs: int, seed: int) -> str:
 __all__ = [
     "CLAIM_GRADES",
     "Check",
+    "ClassSummary",
     "PublishedRun",
     "RunStage",
     "calibrate",
     "calibration_markdown",
     "calibration_page",
+    "check_classes",
     "coverage",
+    "loo_summary",
+    "p50_error",
     "published_runs",
     "simulated_samples",
 ]
