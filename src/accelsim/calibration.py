@@ -89,6 +89,10 @@ class PublishedRun:
     """Why the run's figures are not an independent check (empty when they are)."""
     source_url: str
     as_of: str
+    start_year: int | None
+    """Year the run started: the year its source dates the training, else the year it was
+    published (an upper bound). Selects the recovery technique of its era
+    (``TrainingRun.start_year``)."""
     note: str
     """How each published figure was read."""
     miss_note: str
@@ -141,6 +145,7 @@ class PublishedRun:
                             tokens=s.tokens,
                             flops=6.0 * self.params_active * s.tokens,
                             framework=framework,  # type: ignore[arg-type]
+                            start_year=self.start_year,
                         ),
                         s.mfu if own_mfu else None,
                     ),
@@ -162,6 +167,7 @@ class PublishedRun:
             tokens=tokens,
             flops=flops,
             framework=framework,  # type: ignore[arg-type]
+            start_year=self.start_year,
         )
         return [(self.chips, self._stage_scenario(self.run_id, self.chips, work, mfu))]
 
@@ -210,6 +216,7 @@ def published_runs(grades: tuple[str, ...] | None = None) -> list[PublishedRun]:
                 excluded_because=row["excluded_because"],
                 source_url=row["source_url"],
                 as_of=row["as_of"],
+                start_year=int(row["start_year"]) if row["start_year"].strip() else None,
                 note=row["note"],
                 miss_note=row["miss_note"],
             )
@@ -477,10 +484,10 @@ table shows whether the published figure lies in the predicted P5-P95 interval. 
 derived from step throughput (no downtime) is held to the simulated failure-free time; a
 wall-clock figure to the simulated training time, failures and badput included. The
 priors were not tuned to these runs; the MFU priors do draw on published MFUs of some of
-them (LLaMA-65B, Llama 3, Nemotron-4, Gopher, and DeepSeek-V3 for the mixture-of-experts
-prior), which makes those rows weaker evidence. A mixture of experts (OLMoE, DeepSeek-V3)
-takes the mixture-of-experts MFU prior. A figure that the run's published inputs already
-determine is shown but not counted.
+them (LLaMA-65B, Llama 3, Nemotron-4, Gopher, GLM-130B, BLOOM, PaLM, and DeepSeek-V3 for
+the mixture-of-experts prior), which makes those rows weaker evidence. A mixture of experts
+(OLMoE, DeepSeek-V3) takes the mixture-of-experts MFU prior. A figure that the run's
+published inputs already determine is shown but not counted.
 
 Each figure is judged twice. **In sample** (P5-P95): with the run's published MFU as an
 input, where it has one. **Leave-one-out** (LOO P5-P95): with nothing fitted to the run:
@@ -490,9 +497,20 @@ divergence rollbacks, `priors.instability_events_per_day` and
 `instability_days_per_event`, inside `training_days`) rests on PaLM, DeepSeek-V3, Llama 3,
 K2, OPT-175B, GLM-130B's abstract and BigScience's 104B logbook, none of them an outcome
 below, so the two columns differ only in whether the row's own published MFU is used. For
-a row without one (Gopher, LLaMA-65B, StableLM, OLMoE, DeepSeek-V3, Falcon, GPT-3) they are
-the same. The MFU ceiling priors are judgement ranges whose sources include the MFUs of
-LLaMA-65B, Llama 3, Nemotron-4, Gopher and DeepSeek-V3; they are not refitted per row.
+a row without one they are the same. The MFU ceiling priors are judgement ranges whose
+sources include the MFUs of LLaMA-65B, Llama 3, Nemotron-4, Gopher, GLM-130B, BLOOM, PaLM
+and DeepSeek-V3; they are not refitted per row. The reliability priors quote BLOOM's
+logbook. Those rows are weaker evidence; the others (MPT-7B, BloombergGPT, Falcon, Phi-2,
+StarCoderBase, T5, Meena, StableLM, OLMoE, GPT-3) are sources of no prior.
+
+Each run states the year it started (`start_year`, from its source; the year of
+publication where the source does not date the training, an upper bound). It selects the
+recovery technique of its era: a run that leaves its recovery unset and starts before
+`priors.frontier_recovery_from_year` (2023, from Gemini's and the 2021-2022 logbooks, none
+of them a row) restarts from synchronous checkpoints at any size; from then on a run of
+`priors.frontier_recovery_min_chips` or more uses frontier recovery. The chip selects its
+generation's MFU ceiling (`priors.mfu_ceiling_by_chip`: Ampere, Hopper, and Volta from
+Megatron-LM and ZeRO, not from GPT-3).
 
 Each run's MFU is carried from the reference configuration of its model size to its own
 chips, with a global batch that grows with the chips
