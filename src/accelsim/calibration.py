@@ -461,7 +461,7 @@ def loo_summary(checks: list[Check]) -> list[ClassSummary]:
 
 def _summary_lines(checks: list[Check]) -> list[str]:
     lines = [
-        "| class | | counted | LOO covered | median abs. LOO P50 error "
+        "| by | class | counted | LOO covered | median abs. LOO P50 error "
         "| median abs. in-sample P50 error |",
         "|---|---|---|---|---|---|",
     ]
@@ -495,8 +495,9 @@ its configuration only, the MFU drawn from the catalog prior like any unpublishe
 No prior is fitted to these rows' outcomes: the instability term (loss-spike and
 divergence rollbacks, `priors.instability_events_per_day` and
 `instability_days_per_event`, inside `training_days`) rests on PaLM, DeepSeek-V3, Llama 3,
-K2, OPT-175B, GLM-130B's abstract and BigScience's 104B logbook, none of them an outcome
-below, so the two columns differ only in whether the row's own published MFU is used. For
+K2, OPT-175B, GLM-130B's abstract and BigScience's 104B logbook, none of them a day or
+chip-hour figure below (PaLM's ~20 loss spikes are a source, its chip-hours a row), so the
+two columns differ only in whether the row's own published MFU is used. For
 a row without one they are the same. The MFU ceiling priors are judgement ranges whose
 sources include the MFUs of LLaMA-65B, Llama 3, Nemotron-4, Gopher, GLM-130B, BLOOM, PaLM
 and DeepSeek-V3; they are not refitted per row. The reliability priors quote BLOOM's
