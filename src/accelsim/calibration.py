@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from accelsim._typing import FloatArray
+from accelsim.catalog import chip as catalog_chip
 from accelsim.dists import Uniform
 from accelsim.scenario import Assumptions, Pool, Scenario, TrainingRun
 from accelsim.seeding import SeedLike
@@ -88,6 +89,10 @@ class PublishedRun:
     """Why the run's figures are not an independent check (empty when they are)."""
     source_url: str
     as_of: str
+    start_year: int | None
+    """Year the run started: the year its source dates the training, else the year it was
+    published (an upper bound). Selects the recovery technique of its era
+    (``TrainingRun.start_year``)."""
     note: str
     """How each published figure was read."""
     miss_note: str
@@ -140,6 +145,7 @@ class PublishedRun:
                             tokens=s.tokens,
                             flops=6.0 * self.params_active * s.tokens,
                             framework=framework,  # type: ignore[arg-type]
+                            start_year=self.start_year,
                         ),
                         s.mfu if own_mfu else None,
                     ),
@@ -161,6 +167,7 @@ class PublishedRun:
             tokens=tokens,
             flops=flops,
             framework=framework,  # type: ignore[arg-type]
+            start_year=self.start_year,
         )
         return [(self.chips, self._stage_scenario(self.run_id, self.chips, work, mfu))]
 
@@ -209,6 +216,7 @@ def published_runs(grades: tuple[str, ...] | None = None) -> list[PublishedRun]:
                 excluded_because=row["excluded_because"],
                 source_url=row["source_url"],
                 as_of=row["as_of"],
+                start_year=int(row["start_year"]) if row["start_year"].strip() else None,
                 note=row["note"],
                 miss_note=row["miss_note"],
             )
@@ -350,6 +358,11 @@ def calibration_markdown(checks: list[Check]) -> str:
         "",
         _coverage_line(checks, CLAIM_GRADES, "**Coverage of A and A- runs (the claim)**"),
         _coverage_line(checks, None, "All grades"),
+        "",
+        "Leave-one-out coverage and median absolute P50 error (|published / P50 - 1|) of the "
+        "counted figures, all grades, by class:",
+        "",
+        *_summary_lines(checks),
     ]
     runs = list({c.run.run_id: c.run for c in checks}.values())
     excluded = [r for r in runs if r.excluded_because]
@@ -381,6 +394,86 @@ def calibration_markdown(checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
+def p50_error(check: Check, loo: bool = True) -> float:
+    """|published / predicted P50 - 1| of a check (``loo``: the leave-one-out P50)."""
+    mid = check.loo_median if loo else check.median
+    return abs(check.published / mid - 1.0) if mid > 0 else math.nan
+
+
+def _size_class(params: float) -> str:
+    if params < 10e9:
+        return "< 10B"
+    return "10-100B" if params < 100e9 else ">= 100B"
+
+
+def _family(chip_id: str) -> str:
+    """Chip family of a catalog chip: a GPU without its memory or form suffix."""
+    kind = catalog_chip(chip_id).kind
+    return chip_id if kind == "tpu" else chip_id.split("-", 1)[0]
+
+
+def check_classes(check: Check) -> dict[str, str]:
+    """The classes a check is reported under: chip family, TPU or GPU, model size."""
+    run = check.run
+    return {
+        "chip family": _family(run.chip),
+        "TPU vs GPU": catalog_chip(run.chip).kind.upper(),
+        "size (active params)": _size_class(run.params_active),
+    }
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    """Leave-one-out coverage and median |P50 error| of the counted checks of a class."""
+
+    dimension: str
+    name: str
+    counted: int
+    covered: int
+    median_error: float
+    """Median of |published / LOO P50 - 1| over the class's counted checks."""
+    median_error_in_sample: float
+
+
+def _summary(dimension: str, name: str, checks: list[Check]) -> ClassSummary:
+    return ClassSummary(
+        dimension=dimension,
+        name=name,
+        counted=len(checks),
+        covered=sum(c.covered_loo for c in checks),
+        median_error=float(np.median([p50_error(c) for c in checks])),
+        median_error_in_sample=float(np.median([p50_error(c, loo=False) for c in checks])),
+    )
+
+
+def loo_summary(checks: list[Check]) -> list[ClassSummary]:
+    """Leave-one-out coverage and median |P50 error| of all counted checks, then by class
+    (:func:`check_classes`), classes in order of name."""
+    counted = [c for c in checks if c.counted]
+    out = [_summary("all", "all counted figures", counted)] if counted else []
+    for dimension in ("chip family", "TPU vs GPU", "size (active params)"):
+        names = sorted({check_classes(c)[dimension] for c in counted})
+        for name in names:
+            members = [c for c in counted if check_classes(c)[dimension] == name]
+            out.append(_summary(dimension, name, members))
+    return out
+
+
+def _summary_lines(checks: list[Check]) -> list[str]:
+    lines = [
+        "| by | class | counted | LOO covered | median abs. LOO P50 error "
+        "| median abs. in-sample P50 error |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {s.dimension} | {s.name} | {s.counted} | {s.covered} "
+        f"({s.covered / s.counted:.0%}) | {s.median_error:.1%} "
+        f"| {s.median_error_in_sample:.1%} |"
+        for s in loo_summary(checks)
+    ]
+    return lines
+
+
 _PAGE = """# Calibration against published training runs
 
 Each published run is simulated with its published configuration (chip, chip count,
@@ -391,10 +484,10 @@ table shows whether the published figure lies in the predicted P5-P95 interval. 
 derived from step throughput (no downtime) is held to the simulated failure-free time; a
 wall-clock figure to the simulated training time, failures and badput included. The
 priors were not tuned to these runs; the MFU priors do draw on published MFUs of some of
-them (LLaMA-65B, Llama 3, Nemotron-4, Gopher, and DeepSeek-V3 for the mixture-of-experts
-prior), which makes those rows weaker evidence. A mixture of experts (OLMoE, DeepSeek-V3)
-takes the mixture-of-experts MFU prior. A figure that the run's published inputs already
-determine is shown but not counted.
+them (LLaMA-65B, Llama 3, Nemotron-4, Gopher, GLM-130B, BLOOM, PaLM, and DeepSeek-V3 for
+the mixture-of-experts prior), which makes those rows weaker evidence. A mixture of experts
+(OLMoE, DeepSeek-V3) takes the mixture-of-experts MFU prior. A figure that the run's
+published inputs already determine is shown but not counted.
 
 Each figure is judged twice. **In sample** (P5-P95): with the run's published MFU as an
 input, where it has one. **Leave-one-out** (LOO P5-P95): with nothing fitted to the run:
@@ -402,11 +495,23 @@ its configuration only, the MFU drawn from the catalog prior like any unpublishe
 No prior is fitted to these rows' outcomes: the instability term (loss-spike and
 divergence rollbacks, `priors.instability_events_per_day` and
 `instability_days_per_event`, inside `training_days`) rests on PaLM, DeepSeek-V3, Llama 3,
-K2, OPT-175B, GLM-130B's abstract and BigScience's 104B logbook, none of them an outcome
-below, so the two columns differ only in whether the row's own published MFU is used. For
-a row without one (Gopher, LLaMA-65B, StableLM, OLMoE, DeepSeek-V3, Falcon, GPT-3) they are
-the same. The MFU ceiling priors are judgement ranges whose sources include the MFUs of
-LLaMA-65B, Llama 3, Nemotron-4, Gopher and DeepSeek-V3; they are not refitted per row.
+K2, OPT-175B, GLM-130B's abstract and BigScience's 104B logbook, none of them a day or
+chip-hour figure below (PaLM's ~20 loss spikes are a source, its chip-hours a row), so the
+two columns differ only in whether the row's own published MFU is used. For
+a row without one they are the same. The MFU ceiling priors are judgement ranges whose
+sources include the MFUs of LLaMA-65B, Llama 3, Nemotron-4, Gopher, GLM-130B, BLOOM, PaLM
+and DeepSeek-V3; they are not refitted per row. The reliability priors quote BLOOM's
+logbook. Those rows are weaker evidence; the others (MPT-7B, BloombergGPT, Falcon, Phi-2,
+StarCoderBase, T5, Meena, StableLM, OLMoE, GPT-3) are sources of no prior.
+
+Each run states the year it started (`start_year`, from its source; the year of
+publication where the source does not date the training, an upper bound). It selects the
+recovery technique of its era: a run that leaves its recovery unset and starts before
+`priors.frontier_recovery_from_year` (2023, from Gemini's and the 2021-2022 logbooks, none
+of them a row) restarts from synchronous checkpoints at any size; from then on a run of
+`priors.frontier_recovery_min_chips` or more uses frontier recovery. The chip selects its
+generation's MFU ceiling (`priors.mfu_ceiling_by_chip`: Ampere, Hopper, and Volta from
+Megatron-LM and ZeRO, not from GPT-3).
 
 Each run's MFU is carried from the reference configuration of its model size to its own
 chips, with a global batch that grows with the chips
@@ -430,12 +535,16 @@ def calibration_page(checks: list[Check], runs: int, seed: int) -> str:
 __all__ = [
     "CLAIM_GRADES",
     "Check",
+    "ClassSummary",
     "PublishedRun",
     "RunStage",
     "calibrate",
     "calibration_markdown",
     "calibration_page",
+    "check_classes",
     "coverage",
+    "loo_summary",
+    "p50_error",
     "published_runs",
     "simulated_samples",
 ]

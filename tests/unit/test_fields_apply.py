@@ -69,6 +69,7 @@ FIELDS: dict[type, dict[str, str]] = {
         "framework": "porting hours (framework fit)",
         "stage": "re-optimisation per architecture change, instability prior",
         "recovery": "checkpoint-write and restart priors of both training engines",
+        "start_year": "the default recovery technique (priors.frontier_recovery_from_year)",
         "fine_tune": "memory fit, FLOPs (LoRA/QLoRA), porting share, no re-optimisation",
         "trainable_params": "adapter memory and FLOPs (refused without lora/qlora)",
         "regime": "the MFU prior (mfu_ceiling_benchmark)",

@@ -4,18 +4,20 @@ Oracle: published wall-clock days and chip-hours of real runs
 (``catalog/data/published_runs.csv``, each row with its source and its reading). With the
 published configuration and the catalog priors for everything unpublished, the predicted
 P5-P95 interval should hold the published figure for at least 80 % of the counted A and A-
-figures (the issue's target). The model reaches 8 of 8 (100 %); Nemotron-4 15B is shown
+figures (the issue's target). The model reaches 11 of 11 (100 %); Nemotron-4 15B is shown
 but not counted (its stage days are its stage MFUs restated, see the CSV and
 ``test_nemotron_stage_days_are_throughput_derived``), and no counted A/A- figure is
 missed. So this test is a labelled regression guard of the claim, not a
 validation tuned to pass: a change that loses a covered figure, or newly covers the miss,
 fails here and must update docs/calibration.md (``accelsim calibrate``).
 
-Random numbers: the miss set was checked with seeds 0-7. The nearest covered figure is
-DeepSeek-V3 (FP8, under the BF16-based MoE MFU prior): 0.8-3 % inside P5 depending on the
-seed, so it is the one expectation that a change in how the MFU inputs are drawn can flip;
-its figure is failure-free, so the reliability sampler does not move it. The next nearest
-sit 4.5 % (LLaMA-65B) and 6 % (Llama 3.1) inside P5.
+Random numbers: the miss sets were checked with seeds 0-7. The nearest covered figure is
+DeepSeek-V3 (FP8, under the BF16-based MoE MFU prior): 0.3-0.9 % inside P5 with seeds 0, 1
+and 4, just outside with seeds 2, 3 and 5-7 (as before issue 29's changes, which do not
+move it: its figure is failure-free and its chips are below the frontier threshold), so it
+is the one expectation that a change in how the MFU inputs are drawn can flip. The next
+nearest sit 3-4 % (Falcon-7B) and 4-6 % (LLaMA-65B) inside P5. The leave-one-out coverage
+is 16-17 of 21 and the median |P50 error| 18.8-19.7 % over those seeds.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from accelsim.calibration import (
     calibrate,
     calibration_page,
     coverage,
+    loo_summary,
     published_runs,
     simulated_samples,
 )
@@ -63,24 +66,21 @@ def test_coverage_of_a_and_a_minus_runs(checks: list[Check]) -> None:
     assert misses == KNOWN_MISSES
 
 
-# Leave-one-out misses (no own MFU) among all counted figures, and why: GLM-130B's days
-# above (its 60 days are a calendar window; its MFU, 0.325, is
-# low for the A100 prior), Falcon-180B as in sample. Llama 3.1's chip-hours are covered
-# since its MFU is carried from a reference configuration of its own size with a batch that
-# grows with the chips (issue 29; before, a fixed 2-16M batch carried to 16,384 GPUs put its
-# MFU below the published 38-43 %).
-# GLM-130B's 60 days (a calendar window of a first run of its recipe at 100B scale, loss
-# spikes and divergences included) fall above its leave-one-out P95 (56.3 d) since
-# badput_fraction no longer counts rollbacks, which the instability term holds: its upper
-# tail had been fitted to OPT's and GLM's rollbacks, a double count (priors.yaml).
-# GPT-3 175B's 14.8 days (10,000 V100 in 2020, derived days, grade B) fall above its
-# leave-one-out P95 (13.8 d) since a run of 4,096 chips or more that leaves its recovery
-# unset gets today's frontier recovery (priors.frontier_recovery_min_chips): a 2020 run
-# restarted from synchronous checkpoints, which the default no longer describes at its size.
+# Leave-one-out misses (no own MFU) among all counted figures, and why (each row's miss_note
+# on the page): GLM-130B's 60 days (a calendar window of a first run of its recipe at 100B
+# scale; its MFU, 0.325, is low for the A100 prior) and BloombergGPT's 53 days (an implied
+# MFU of 0.24 over the clock, loss spikes and rollbacks in its chronicle) above; Falcon-180B's
+# chip-hours (an implied MFU ~0.48 with downtime, the top of the A100 prior) and Phi-2's 14
+# days (an implied MFU of 0.63, above every published A100 figure) below.
+# GPT-3 175B's 14.8 days (10,000 V100 in 2020) are covered since a run that starts before
+# priors.frontier_recovery_from_year (2023) restarts from synchronous checkpoints at any size
+# and V100 has its own MFU ceiling (priors.mfu_ceiling_by_chip.v100, from Megatron-LM and
+# ZeRO, not from GPT-3): before, it got today's frontier recovery and the A100-era ceiling.
 KNOWN_LOO_MISSES: set[tuple[str, str]] = {
     ("glm_130b", "training_days"),
     ("falcon_180b", "chip_hours"),
-    ("gpt3_175b", "training_days"),
+    ("bloomberggpt_50b", "training_days"),
+    ("phi_2", "training_days"),
 }
 
 
@@ -96,6 +96,31 @@ def test_leave_one_out_is_reported_beside_in_sample(all_checks: list[Check]) -> 
     page = calibration_page(all_checks, runs=RUNS, seed=SEED)
     assert "leave-one-out" in page
     assert "LOO covered" in page
+
+
+def test_leave_one_out_meets_the_issue_targets(all_checks: list[Check]) -> None:
+    """Issue 29's targets on the held-out published runs, all grades, leave-one-out: at least
+    75 % of the counted figures inside P5-P95 and a median |published / P50 - 1| of at most
+    20 %. The by-class breakdown is on the page (docs/calibration.md)."""
+    overall = loo_summary(all_checks)[0]
+    assert overall.counted == sum(c.counted for c in all_checks) >= 21
+    assert overall.covered / overall.counted >= 0.75
+    assert overall.median_error <= 0.20
+    by_kind = {s.name: s for s in loo_summary(all_checks) if s.dimension == "TPU vs GPU"}
+    assert set(by_kind) == {"GPU", "TPU"}
+    assert by_kind["TPU"].counted >= 5
+
+
+def test_a_pre_2023_run_restarts_from_synchronous_checkpoints() -> None:
+    """GPT-3's row (10,000 V100, started 2020) gets standard recovery by its start year;
+    the same configuration planned now gets frontier recovery by its size, and trains
+    faster: the year, not a row override, moves it."""
+    gpt3 = next(r for r in published_runs() if r.run_id == "gpt3_175b")
+    assert gpt3.start_year == 2020
+    assert gpt3.chips >= 4096
+    then = simulated_samples(gpt3, runs=500, seed=SEED)["days.wall_clock"]
+    now = simulated_samples(dataclasses.replace(gpt3, start_year=None), runs=500, seed=SEED)
+    assert np.median(then) > 1.02 * np.median(now["days.wall_clock"])
 
 
 def test_instability_widens_the_wall_clock_upper_tail(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -204,3 +204,52 @@ def test_the_technique_is_the_users_else_a_step_in_size(
     )
     by_size = "frontier" if chips >= float(threshold.value) else "standard"  # type: ignore[arg-type]
     assert recovery_technique(s, cat) == (recovery or by_size)
+
+
+@given(
+    st.integers(1, 2_000_000),
+    st.sampled_from([None, "standard", "frontier"]),
+    st.one_of(st.none(), st.integers(1990, 2100)),
+)
+@settings(max_examples=80)
+def test_before_the_frontier_year_the_default_is_standard(
+    chips: int, recovery: Recovery | None, start_year: int | None
+) -> None:
+    """``TrainingRun.start_year`` before ``priors.frontier_recovery_from_year`` makes the
+    default standard at any size; from that year on, or unset, the size rule holds; the
+    user's technique wins either way."""
+    cat = builtin_catalog()
+    threshold, since = (
+        cat.priors.frontier_recovery_min_chips,
+        cat.priors.frontier_recovery_from_year,
+    )
+    assert threshold is not None
+    assert since is not None
+    s = acs.Scenario(
+        name="x",
+        workload=acs.TrainingRun(params=1e9, tokens=1e11, recovery=recovery, start_year=start_year),
+        fleet=[acs.Pool(chip="h100-sxm", count=chips, provider="on_prem", pricing="on_prem")],
+    )
+    early = start_year is not None and start_year < float(since.value)  # type: ignore[arg-type]
+    by_rule = "frontier" if chips >= float(threshold.value) and not early else "standard"  # type: ignore[arg-type]
+    assert recovery_technique(s, cat) == (recovery or by_rule)
+
+
+def test_the_year_rule_is_listed_with_the_inputs() -> None:
+    """A 2020 run of 8,192 chips draws the standard restart prior and lists the year rule
+    beside the size rule; the same run unset in year draws the frontier prior."""
+
+    def inputs(year: int | None) -> set[str]:
+        scenario = acs.Scenario(
+            name="x",
+            workload=acs.TrainingRun(params=7e9, tokens=1e11, start_year=year),
+            fleet=[acs.Pool(chip="h100-sxm", count=8_192, provider="on_prem", pricing="on_prem")],
+            assumptions=acs.Assumptions(lead_time_days=0.0, porting_hours=0.0),
+        )
+        return set(acs.simulate(scenario, runs=64, seed=SEED).inputs)
+
+    then, now = inputs(2020), inputs(None)
+    assert {"priors.frontier_recovery_from_year", "assumptions.restart_hours"} <= then
+    assert "priors.frontier_restart_hours" not in then
+    assert "priors.frontier_restart_hours" in now
+    assert "priors.frontier_recovery_from_year" not in now

@@ -212,6 +212,10 @@ class Priors(_Frozen):
     frontier_recovery_min_chips: Prior | None = None
     """Chips from which a run with ``TrainingRun.recovery`` unset uses frontier recovery;
     ``None``: such runs use standard recovery. [chips]"""
+    frontier_recovery_from_year: Prior | None = None
+    """Year from which a run with ``TrainingRun.recovery`` unset may use frontier recovery
+    (a run with an earlier ``TrainingRun.start_year`` uses standard recovery); ``None``: no
+    year rule. [year]"""
     badput_fraction: Prior
     """Share of allocated time lost to causes other than hardware failures. [fraction]"""
     instability_events_per_day: dict[RunStage, Prior] = {}
@@ -334,6 +338,11 @@ class Priors(_Frozen):
                 raise ValueError("frontier_recovery_min_chips needs the frontier_* priors")
             if not isinstance(threshold.value, int | float):
                 raise ValueError("frontier_recovery_min_chips must be a number of chips")
+        since = self.frontier_recovery_from_year
+        if since is not None and (threshold is None or not isinstance(since.value, int | float)):
+            raise ValueError(
+                "frontier_recovery_from_year must be a year and needs frontier_recovery_min_chips"
+            )
         lora = self.lora_trainable_fraction
         if lora is not None and not (isinstance(lora.value, int | float) and 0 < lora.value <= 1):
             raise ValueError("lora_trainable_fraction must be a number in (0, 1]")

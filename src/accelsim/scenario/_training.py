@@ -86,13 +86,18 @@ class TrainingRun(_Model):
     ``priors.lora_trainable_fraction`` (1 %) of the base model's parameters."""
     recovery: Recovery | None = None
     """How the team recovers from interruptions. ``standard``: synchronous checkpoints to
-    persistent storage and a whole-job restart that reloads them (``priors.checkpoint_write_hours``,
-    ``priors.restart_hours``). ``frontier``: asynchronous or in-memory checkpoints (the
-    training stalls only for the snapshot), warm spare hosts in place of failed ones (no
-    wait for a repair) and a restart from peers' memory (``priors.frontier_*``). Unset:
-    ``frontier`` at ``priors.frontier_recovery_min_chips`` chips or more, else
-    ``standard``. ``Assumptions.checkpoint_write_hours`` and ``restart_hours``, when set,
-    override either technique's prior."""
+    persistent storage and a whole-job restart that reloads them
+    (``priors.checkpoint_write_hours``, ``priors.restart_hours``). ``frontier``: asynchronous
+    or in-memory checkpoints (the training stalls only for the snapshot), warm spare hosts
+    in place of failed ones (no wait for a repair) and a restart from peers' memory
+    (``priors.frontier_*``). Unset: ``frontier`` at ``priors.frontier_recovery_min_chips``
+    chips or more (and from ``priors.frontier_recovery_from_year`` on, see
+    :attr:`start_year`), else ``standard``. ``Assumptions.checkpoint_write_hours`` and
+    ``restart_hours``, when set, override either technique's prior."""
+    start_year: int | None = Field(default=None, ge=1990, le=2100)
+    """Calendar year the run starts [year]. With :attr:`recovery` unset, a run that starts
+    before ``priors.frontier_recovery_from_year`` uses ``standard`` recovery at any size:
+    frontier recovery was not yet how large runs were run. Unset: a run planned now."""
     regime: Regime = "pretraining"
     """Which MFU prior applies: ``pretraining`` (production runs, the default) or
     ``benchmark`` (a tuned throughput run such as MLPerf or a framework's reference recipe:

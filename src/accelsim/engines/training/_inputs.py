@@ -130,7 +130,8 @@ def recovery_technique(scenario: Scenario, cat: Catalog) -> Recovery:
 
     ``TrainingRun.recovery`` when set; else ``"frontier"`` from
     ``priors.frontier_recovery_min_chips`` chips of the run (its ``chips`` in a mix, else its
-    pool's count) and ``"standard"`` below it, or with priors that have no frontier priors.
+    pool's count) and ``"standard"`` below it, before ``priors.frontier_recovery_from_year``
+    (a run whose ``start_year`` is earlier), or with priors that have no frontier priors.
     """
     work = scenario.training
     if work.recovery is not None:
@@ -142,6 +143,9 @@ def recovery_technique(scenario: Scenario, cat: Catalog) -> Recovery:
         return work.recovery
     threshold = cat.priors.frontier_recovery_min_chips
     if threshold is None:
+        return "standard"
+    since = cat.priors.frontier_recovery_from_year
+    if work.start_year is not None and since is not None and work.start_year < float(since.value):  # type: ignore[arg-type]
         return "standard"
     chips = work.chips if work.chips is not None else scenario.fleet[0].count
     return "frontier" if chips >= float(threshold.value) else "standard"  # type: ignore[arg-type]
@@ -359,6 +363,9 @@ def _draw_recovery_times(
     if scenario.training.recovery is None and threshold is not None:
         # the rule that chose the technique, listed (with its sources) beside the draws
         draws.get("priors.frontier_recovery_min_chips", None, threshold.value)
+        since = p.frontier_recovery_from_year
+        if scenario.training.start_year is not None and since is not None:
+            draws.get("priors.frontier_recovery_from_year", None, since.value)
     write_name, restart_name = "assumptions.checkpoint_write_hours", "assumptions.restart_hours"
     write, restart = p.checkpoint_write_hours, p.restart_hours
     if recovery_technique(scenario, cat) == "frontier":
