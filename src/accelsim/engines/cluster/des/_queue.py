@@ -27,7 +27,7 @@ from bisect import bisect_left, insort
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from accelsim.engines.cluster.des._schedulers import Waiting
+from accelsim.engines.cluster.des._waiting import Waiting
 
 Shape = tuple[int, tuple[tuple[int, int], ...]]
 """A job's chips, and the ``(pool, chips)`` of each of its fits in order of preference."""

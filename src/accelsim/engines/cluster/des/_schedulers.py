@@ -19,32 +19,11 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, overload
 
+from accelsim.engines.cluster.des._waiting import Fit, Waiting
 from accelsim.errors import close_matches
 
 if TYPE_CHECKING:
     from accelsim.engines.cluster.des._queue import QueueIndex, ShapeGroup
-
-
-class Fit(NamedTuple):
-    """Where a waiting job could run: a pool, the chips it would hold there, for how long."""
-
-    pool: int
-    chips: int
-    """Chips held on this pool (rounded up to whole domains if the job asks). [chips]"""
-    hours: float
-    """Estimated hours from start to end on this pool, failure-free (restart, writes). [h]"""
-
-
-class Waiting(NamedTuple):
-    """A job in the queue, as a scheduler sees it (tuples order it by submission, then id)."""
-
-    submitted_hours: float
-    job_id: int
-    chips: int
-    priority: int
-    fits: tuple[Fit, ...]
-    """The pools it may run on, in order of preference, and what it needs on each."""
-    preemptible: bool
 
 
 class ReadOnlyQueue(Sequence[Waiting]):
