@@ -121,14 +121,14 @@ def _count_looks(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
             seen[0] += 1
             yield job
 
-    may_backfill = schedulers._may_backfill
+    short_fits = schedulers._short_fits
 
-    def counting_backfill(*args: object) -> bool:
+    def counting_backfill(*args: object) -> list[int] | None:
         seen[0] += 1
-        return may_backfill(*args)  # type: ignore[arg-type]
+        return short_fits(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(schedulers, "_first_fit", counting_fit)
-    monkeypatch.setattr(schedulers, "_may_backfill", counting_backfill)
+    monkeypatch.setattr(schedulers, "_short_fits", counting_backfill)
     monkeypatch.setattr(QueueIndex, "in_priority_order", counting_priority)
     monkeypatch.setattr(schedulers.ReadOnlyQueue, "__iter__", counting_iter)
     return lambda: seen[0]

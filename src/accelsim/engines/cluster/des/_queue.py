@@ -11,7 +11,9 @@ it in :attr:`~accelsim.engines.cluster.des._schedulers.QueueSnapshot.queue_index
   ``priority_preemptive``: the policy walks them highest priority first and stops where
   the first job blocks, as the sorted queue would);
 - **by shape**: per *shape* (the job's chips and the ``(pool, chips)`` of each of its fits,
-  in order), the jobs in submission order, and the shortest estimated hours per fit.
+  in order), the jobs in submission order, and per fit the jobs by estimated hours (for
+  ``backfill``, which may start a job on the reserved pool only if it ends by the
+  reservation).
   Jobs of one shape fit or do not fit alike, and free chips only shrink while a policy
   decides, so once a shape's first job no longer fits no job of it does: ``smallest_first``
   and ``backfill`` visit the shapes that can still fit (few: they are set by the job sizes
@@ -57,10 +59,6 @@ class ShapeGroup:
         """In queue order: (submission time, job id)."""
         self.by_hours: list[list[HoursKey]] = [[] for _ in shape[1]]
         """Per fit (in the shape's order), the jobs' estimated hours there, ascending."""
-
-    def min_hours(self, k: int) -> float:
-        """The shortest estimated hours of a job of this shape on its ``k``-th fit. [h]"""
-        return self.by_hours[k][0].hours
 
 
 class QueueIndex:

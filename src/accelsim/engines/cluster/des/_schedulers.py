@@ -15,7 +15,7 @@ the chips it needs, and a job may run on the pools it lists, tried in its order 
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, overload
 
@@ -311,12 +311,22 @@ def _backfill_indexed(
         if pos < len(g.jobs):
             heap.append((g.jobs[pos], i, pos))
     heapq.heapify(heap)
+    ends: dict[tuple[int, ...], list[int]] = {}
     while heap:
         job, i, pos = heap[0]
         group = groups[i]
-        if not _may_backfill(group, free, spare, now, pool, start):
-            heapq.heappop(heap)  # free chips and the spare only shrink: never again here
-            continue
+        short = _short_fits(group, free, spare, pool)
+        if short is not None:  # only a job ending by the reservation may start
+            key = (i, *short)
+            if key not in ends:  # fixed for the call, as the estimates and the reservation are
+                ends[key] = _ending_in_time(group, short, now, start)
+            at = _next_short(group, pos, short, ends[key])
+            if at is None:
+                heapq.heappop(heap)  # free chips and the spare only shrink: never again here
+                continue
+            if at != pos:
+                heapq.heapreplace(heap, (group.jobs[at], i, at))  # back into queue order
+                continue
         for fit in job.fits:  # the rule of the unindexed pass, unchanged
             if fit.chips > free[fit.pool]:
                 continue
@@ -330,16 +340,54 @@ def _backfill_indexed(
         _advance(heap, group.jobs, i, pos)
 
 
-def _may_backfill(
-    group: ShapeGroup, free: list[int], spare: int, now: float, pool: int, start: float
-) -> bool:
-    """Whether some job of the group may still start by the backfill rule: a fit with its
-    chips free, off the reserved pool, within the spare chips, or (by the group's shortest
-    estimate there, so never a false no) ending by the reservation."""
+def _short_fits(group: ShapeGroup, free: list[int], spare: int, pool: int) -> list[int] | None:
+    """``None`` when every job of the group may start by the backfill rule (a fit with its
+    chips free off the reserved pool, or within the spare chips); else the fits (indices
+    in the shape) with their chips free, all on the reserved pool, where a job may start
+    only if it ends by the reservation (none: no job of the group may start)."""
+    short = []
     for k, (p, chips) in enumerate(group.shape[1]):
-        if chips <= free[p] and (p != pool or chips <= spare or now + group.min_hours(k) <= start):
-            return True
-    return False
+        if chips <= free[p]:
+            if p != pool or chips <= spare:
+                return None
+            short.append(k)
+    return short
+
+
+def _ending_in_time(group: ShapeGroup, short: list[int], now: float, start: float) -> list[int]:
+    """Per fit of ``short``, how many of the group's jobs end by ``start`` there (a prefix of
+    its hours-sorted list: ``now + hours`` grows with the hours)."""
+    return [bisect_right(group.by_hours[k], start, key=lambda e: now + e.hours) for k in short]
+
+
+def _next_short(group: ShapeGroup, pos: int, short: list[int], counts: list[int]) -> int | None:
+    """Where, in the group's queue order, the first job from position ``pos`` on that ends in
+    time on one of the ``short`` fits is (``None``: none does); ``counts`` are
+    :func:`_ending_in_time`'s.
+
+    The jobs that end in time are a prefix of each fit's hours-sorted list. When that
+    prefix is short against the jobs left, its earliest job in queue order is found from
+    it; when it is long, most jobs end in time and the caller's walk in queue order meets
+    one soon, so ``pos`` is returned. Either way a step costs at most about
+    the square root of the jobs left, not their number.
+    """
+    total = sum(counts)
+    if total == 0:
+        return None
+    if total * total > len(group.jobs) - pos:
+        return pos
+    job = group.jobs[pos]
+    here = (job.submitted_hours, job.job_id)
+    first = min(
+        (
+            (e.submitted_hours, e.job_id)
+            for k, m in zip(short, counts, strict=True)
+            for e in group.by_hours[k][:m]
+            if (e.submitted_hours, e.job_id) >= here
+        ),
+        default=None,
+    )
+    return None if first is None else bisect_left(group.jobs, first)
 
 
 def backfill(snap: QueueSnapshot) -> list[Decision]:
