@@ -320,7 +320,7 @@ def _backfill_indexed(
             key = (i, *short)
             if key not in ends:  # fixed for the call, as the estimates and the reservation are
                 ends[key] = _ending_in_time(group, short, now, start)
-            at = _next_short(group, pos, short, ends[key])
+            at = _next_short(group, pos, short, ends[key], now, start)
             if at is None:
                 heapq.heappop(heap)  # free chips and the spare only shrink: never again here
                 continue
@@ -360,23 +360,31 @@ def _ending_in_time(group: ShapeGroup, short: list[int], now: float, start: floa
     return [bisect_right(group.by_hours[k], start, key=lambda e: now + e.hours) for k in short]
 
 
-def _next_short(group: ShapeGroup, pos: int, short: list[int], counts: list[int]) -> int | None:
-    """Where, in the group's queue order, the first job from position ``pos`` on that ends in
-    time on one of the ``short`` fits is (``None``: none does); ``counts`` are
+def _next_short(
+    group: ShapeGroup, pos: int, short: list[int], counts: list[int], now: float, start: float
+) -> int | None:
+    """Where, in the group's queue order, the first job from position ``pos`` on that ends by
+    ``start`` on one of the ``short`` fits is (``None``: none does); ``counts`` are
     :func:`_ending_in_time`'s.
 
-    The jobs that end in time are a prefix of each fit's hours-sorted list. When that
-    prefix is short against the jobs left, its earliest job in queue order is found from
-    it; when it is long, most jobs end in time and the caller's walk in queue order meets
-    one soon, so ``pos`` is returned. Either way a step costs at most about
-    the square root of the jobs left, not their number.
+    The jobs that end in time are a prefix of each fit's hours-sorted list, of ``total``
+    jobs in all. The search walks the queue from ``pos`` for at most ``total`` jobs (when
+    many end in time one comes soon), then takes the earliest of the prefix in queue order:
+    it costs at most twice the smaller of the distance to the job and ``total``.
     """
     total = sum(counts)
     if total == 0:
         return None
-    if total * total > len(group.jobs) - pos:
-        return pos
-    job = group.jobs[pos]
+    jobs = group.jobs
+    stop = min(len(jobs), pos + total)
+    for at in range(pos, stop):
+        fits = jobs[at].fits
+        for k in short:
+            if now + fits[k].hours <= start:
+                return at
+    if stop == len(jobs):
+        return None
+    job = jobs[stop]
     here = (job.submitted_hours, job.job_id)
     first = min(
         (
@@ -387,7 +395,7 @@ def _next_short(group: ShapeGroup, pos: int, short: list[int], counts: list[int]
         ),
         default=None,
     )
-    return None if first is None else bisect_left(group.jobs, first)
+    return None if first is None else bisect_left(jobs, first)
 
 
 def backfill(snap: QueueSnapshot) -> list[Decision]:
