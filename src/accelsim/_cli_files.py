@@ -72,4 +72,31 @@ def check_output(path: str | None, option: str, inputs: Sequence[Path]) -> None:
         raise AccelsimError(f"{option} {path}: cannot write there ({exc.strerror})") from None
 
 
-__all__ = ["check_output", "input_files"]
+def check_plot(path: str | None) -> None:
+    """Refuse, before any work, a ``--plot`` file whose extension matplotlib cannot write
+    (``.txt``, ``.html``, ...), or any plot when matplotlib is not installed. A name without
+    an extension is written as PNG.
+
+    Raises
+    ------
+    AccelsimError
+        One line naming the path and the formats that work.
+    """
+    if path is None:
+        return
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError:
+        raise AccelsimError(
+            f"--plot {path}: plots need matplotlib >= 3.8: pip install 'accelsim[plot]'"
+        ) from None
+    suffix = Path(path).suffix.lower().lstrip(".")
+    formats = sorted(FigureCanvasBase.get_supported_filetypes())
+    if suffix and suffix not in formats:
+        raise AccelsimError(
+            f"--plot {path}: cannot write a .{suffix} plot; use one of "
+            f"{', '.join('.' + f for f in formats)}"
+        )
+
+
+__all__ = ["check_output", "check_plot", "input_files"]

@@ -22,7 +22,7 @@ import typer
 from typer.core import TyperGroup
 
 from accelsim._cli_catalog import _MaxPriceAge, catalog_
-from accelsim._cli_files import check_output, input_files
+from accelsim._cli_files import check_output, check_plot, input_files
 from accelsim._cli_goals import (
     _Budget,
     _check_metrics,
@@ -224,6 +224,7 @@ def run(
     inputs = input_files([scenario], [s])
     check_output(out, "--out", inputs)
     check_output(plot, "--plot", inputs)
+    check_plot(plot)
     targets = _targets(target)
     _check_metrics(s, list(targets or ()), "--target")
     with _executor(workers) as pool:

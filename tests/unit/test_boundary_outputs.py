@@ -65,6 +65,11 @@ def test_an_output_that_is_a_replayed_trace_is_refused(tmp_path: Path) -> None:
         (["run", "s.yaml", "--out", "s.yaml/x.csv"], ["is not an existing folder"]),
         (["report", "s.yaml", "-o", "/proc/accelsim.html"], ["--output /proc/accelsim.html"]),
         (["run", "s.yaml", "--plot", "."], ["--plot .", "is a directory"]),
+        # issue 33: an extension matplotlib cannot write, once refused only after the study
+        (
+            ["run", "s.yaml", "--plot", "ecdf.txt"],
+            ["--plot ecdf.txt", "cannot write a .txt", ".png"],
+        ),
     ],
 )
 def test_an_unwritable_output_is_refused_before_the_study(

@@ -9,7 +9,7 @@ chunk runs, with the figure and the largest number of runs that fits.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -61,4 +61,36 @@ def check_study_memory(runs: int, probe: Callable[[], tuple[object, ...]], what:
     )
 
 
-__all__ = ["PROBE_FREE_VALUES", "check_study_memory"]
+def check_studies_memory(
+    studies: Sequence[tuple[str, int, Callable[[], tuple[object, ...]]]], what: str
+) -> None:
+    """Refuse several studies held at once (a comparison's options, a sweep's points) whose
+    arrays together would pass the memory limit, before any of them runs.
+
+    ``studies`` gives each study's name, runs and probe (as for :func:`check_study_memory`);
+    the probes run only where the runs together x :data:`PROBE_FREE_VALUES` x 8 bytes are
+    over the limit. ``what`` names them (e.g. ``options of the comparison``).
+
+    Raises
+    ------
+    AccelsimError
+        With the estimate, the largest study's share of it, and the limit.
+    """
+    limit = engines.memory_limit_bytes()
+    if sum(runs for _, runs, _ in studies) * PROBE_FREE_VALUES * 8 <= limit:
+        return
+    needs = [(runs * _per_run_bytes(probe()), name, runs) for name, runs, probe in studies]
+    need = sum(n for n, _, _ in needs)
+    if need <= limit:
+        return
+    largest, name, runs = max(needs)
+    raise AccelsimError(
+        f"the {len(studies)} {what} would hold about {format_bytes(need)} in memory at once "
+        f"(the largest, {name!r}, {format_bytes(largest)} for {runs:,} runs), over the "
+        f"{format_bytes(limit)} a study may use ({MEMORY_FRACTION:.0%} of this process's "
+        f"memory): use fewer runs, fewer options or points, or run them one at a time with "
+        f"a store each"
+    )
+
+
+__all__ = ["PROBE_FREE_VALUES", "check_studies_memory", "check_study_memory"]

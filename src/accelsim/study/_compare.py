@@ -13,8 +13,9 @@ from accelsim.engines import check_runnable
 from accelsim.results import Comparison
 from accelsim.scenario import MAX_NAME_CHARS, Goals, Scenario
 from accelsim.seeding import SeedLike, as_seed_sequence
+from accelsim.study._budget import check_studies_memory
 from accelsim.study._chunks import DEFAULT_RUNS
-from accelsim.study._simulate import simulate
+from accelsim.study._simulate import simulate, study_probe
 
 
 def _option_stores(
@@ -151,6 +152,11 @@ def compare(
     kwargs["catalog"] = kwargs.get("catalog") or active()  # one snapshot for every option
     for s in named.values():  # every option runnable before any runs (each warns itself)
         check_runnable(s, kwargs["catalog"], warn=False)
+    # Every option's arrays are held at once: together, before any option runs.
+    check_studies_memory(
+        [(k, *study_probe(s, runs=runs, seed=root, **kwargs)) for k, s in named.items()],
+        "options of the comparison",
+    )
     results = {
         k: simulate(s, runs=runs, seed=root, store=stores[k], **kwargs) for k, s in named.items()
     }

@@ -89,6 +89,37 @@ def _check_study(
     return chosen
 
 
+def study_probe(
+    scenario: Scenario,
+    *,
+    runs: int | Literal["auto"] = DEFAULT_RUNS,
+    seed: SeedLike = None,
+    engine: EngineName = "auto",
+    keep_jobs: bool = False,
+    utilization_resolution_hours: float | None = None,
+    target: Mapping[str, float] | None = None,
+    max_runs: int = MAX_RUNS,
+    design: Design = "mc",
+    catalog: Catalog | None = None,
+    **_: Any,
+) -> tuple[int, Callable[[], tuple[object, ...]]]:
+    """The most runs :func:`simulate` with these arguments would hold, and a probe that runs
+    its first run (for :func:`~accelsim.study._budget.check_studies_memory`); the other
+    arguments of :func:`simulate` (executor, store, progress, ...) do not change them."""
+    total = _check_runs(runs, target, max_runs)
+    resolution = utilization_resolution_hours
+    chosen = _check_study(
+        scenario, runs, total, design, engine, (keep_jobs, resolution, None, False)
+    )
+    root = as_seed_sequence(seed)
+    options = DesOptions(keep_jobs=bool(keep_jobs), resolution_hours=resolution)
+    cat = active() if catalog is None else catalog
+    study = _Study(
+        scenario, root.entropy, tuple(root.spawn_key), chosen, options, total, cat, design
+    )
+    return total, lambda: _run_chunk(study, 0, 1)
+
+
 def _open_chunk_store(
     store: str | os.PathLike[str],
     study: _Study,

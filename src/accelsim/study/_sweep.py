@@ -20,9 +20,10 @@ from accelsim.engines import check_runnable
 from accelsim.results import SUMMARY_STATS, Result, Table, goals_table, prob_meets
 from accelsim.scenario import Goals, Scenario, Serving
 from accelsim.seeding import SeedLike, as_seed_sequence
+from accelsim.study._budget import check_studies_memory
 from accelsim.study._chunks import DEFAULT_RUNS, _engine_for
 from accelsim.study._runner import ExecutorLike, open_executor
-from accelsim.study._simulate import simulate
+from accelsim.study._simulate import simulate, study_probe
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -285,6 +286,17 @@ def sweep(
     points = _sweep_points(scenario, grid, kwargs)
     root = as_seed_sequence(seed)
     kwargs["catalog"] = kwargs.get("catalog") or active()  # one snapshot for every point
+    # Every point's arrays are held at once: together, before any point runs.
+    check_studies_memory(
+        [
+            (
+                ", ".join(f"{k}={v}" for k, v in at.items()),
+                *study_probe(point, runs=runs, seed=root, **kwargs),
+            )
+            for at, point in points
+        ],
+        "points of the sweep",
+    )
     results: list[Result] = []
     with open_executor(executor) as pool:
         for _, point in points:

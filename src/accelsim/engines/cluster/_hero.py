@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import warnings
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -60,7 +61,11 @@ from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines._pricing import price_training
-from accelsim.engines.cluster._checks import MAX_EXPECTED_INTERRUPTIONS, check_runnable
+from accelsim.engines.cluster._checks import (
+    MAX_EXPECTED_INTERRUPTIONS,
+    OverloadWarning,
+    check_runnable,
+)
 from accelsim.engines.cluster._streams_run import (
     DesOptions,
     _fleet_draws,
@@ -69,6 +74,7 @@ from accelsim.engines.cluster._streams_run import (
     _pool_specs,
     _stream_jobs,
     _window_row,
+    over_budget,
 )
 from accelsim.engines.cluster.des import DesResult, JobRecord, JobSpec, PoolSpec
 from accelsim.engines.training import _analytic as analytic
@@ -111,6 +117,7 @@ class _Hero:
         self.fleet = fleet
         self.kept = _Kept(options)
         self.max_jobs = options.max_jobs_per_run
+        self.max_events = options.max_events
         self.resolution_hours = options.resolution_hours
         days = scenario.horizon_days
         self.window_hours = None if days is None else days * _HOURS_PER_DAY
@@ -163,6 +170,7 @@ class _Hero:
             seed_seq=child(self.root, "des", self.start + k),
             keep_jobs=True,
             utilization_resolution_hours=self.resolution_hours if first else None,
+            max_events=self.max_events,
         )
 
     def _expected(self, k: int, physics: tuple[float, ...]) -> float:
@@ -194,12 +202,28 @@ class _Hero:
         # (An expected time that overflows means the run cannot end: no widening then.)
         reach = submit + 2.0 * (expected if math.isfinite(expected) else work)
         horizon = self.window_hours or reach
-        window = result = self._run(hero, k, rate, horizon, first=True)
+        try:
+            window = result = self._run(hero, k, rate, horizon, first=True)
+        except des.ClusterBudgetError as err:
+            raise over_budget(self.scenario, self.start + k, err) from None
         for _ in range(MAX_WIDENINGS):
             if _ended(result) or not math.isfinite(expected):
                 break
-            horizon = 2.0 * max(horizon, reach)
-            result = self._run(hero, k, rate, horizon, first=False)
+            wider = 2.0 * max(horizon, reach)
+            try:
+                result = self._run(hero, k, rate, wider, first=False)
+            except des.ClusterBudgetError as err:
+                # The job has not ended by the last horizon played within the budget: it is
+                # unfinished there, as after the last widening.
+                warnings.warn(
+                    f"scenario {self.scenario.name!r}, run {self.start + k}: the training "
+                    f"job had not ended by {horizon:,.4g} h, and a replay to {wider:,.4g} h "
+                    f"passed the event budget ({err}); it is reported unfinished (finished 0)",
+                    OverloadWarning,
+                    stacklevel=2,
+                )
+                break
+            horizon = wider
         return window, result
 
     def sample(

@@ -95,6 +95,7 @@ from accelsim.engines.cluster._streams_run import (
     _pool_specs,
     _price_fleet,
     _stream_jobs,
+    over_budget,
 )
 from accelsim.engines.cluster.des import DesResult, Holdings, JobSpec, PoolSpec
 from accelsim.scenario import (
@@ -206,17 +207,21 @@ class _Mix:
             intervals_of=[s.index for s in self.serving],
             pools=len(pools),
         )
-        result = des.run(
-            pools,
-            heapq.merge(*jobs, key=lambda j: (j.submit_hours, j.job_id)),
-            scheduler=self.scenario.scheduler,
-            horizon_hours=self.horizon_hours,
-            seed_seq=child(self.plan.root, "des", run),
-            keep_jobs=True,
-            withdrawals=sorted(withdrawals),
-            holdings=holdings,
-            utilization_resolution_hours=kept.options.resolution_hours,
-        )
+        try:
+            result = des.run(
+                pools,
+                heapq.merge(*jobs, key=lambda j: (j.submit_hours, j.job_id)),
+                scheduler=self.scenario.scheduler,
+                horizon_hours=self.horizon_hours,
+                seed_seq=child(self.plan.root, "des", run),
+                keep_jobs=True,
+                withdrawals=sorted(withdrawals),
+                holdings=holdings,
+                utilization_resolution_hours=kept.options.resolution_hours,
+                max_events=self.options.max_events,
+            )
+        except des.ClusterBudgetError as err:
+            raise over_budget(self.scenario, run, err) from None
         kept.add(run, result)
         self.rows.append(self._row(k, result, pools, holdings, lows, owner))
 

@@ -47,6 +47,7 @@ from accelsim.engines.cluster._checks import _trace_jobs, allowed_pools, check_r
 from accelsim.engines.cluster._mixed_parts import chargeback, team_metrics, trace_teams
 from accelsim.engines.cluster.des import DesResult, JobRecord, JobSpec, PoolSpec, poisson_stream
 from accelsim.engines.cluster.des._streams import MAX_JOBS
+from accelsim.errors import AccelsimError
 from accelsim.scenario import JobStream, Scenario, Trace, workload_name
 from accelsim.seeding import child, stream
 
@@ -82,6 +83,13 @@ class DesOptions:
     """Width of the bins of the utilisation / queue time series, or ``None``. [h]"""
     max_jobs_per_run: int = MAX_JOBS
     """Most jobs a stream may submit in one run; more is an error naming the cap. [count]"""
+    max_events: int = des.MAX_EVENTS
+    """Event budget of one DES run (:func:`accelsim.engines.cluster.des.run`). [count]"""
+
+
+def over_budget(scenario: Scenario, run: int, err: des.ClusterBudgetError) -> AccelsimError:
+    """A study's words for a DES run over its event budget: the scenario and run named."""
+    return AccelsimError(f"scenario {scenario.name!r}, run {run}: {err}")
 
 
 class _Kept:
@@ -332,19 +340,23 @@ def _stream_run(
     if teams is not None:
         team = teams[1]
         holdings = des.Holdings(lambda job_id: int(team[job_id]), len(teams[0]), pools=len(pools))
-    result = des.run(
-        pools,
-        _stream_jobs(
-            scenario, cat, scenario.workload, root, run, horizon_h, 0, options.max_jobs_per_run
-        ),
-        scheduler=scenario.scheduler,
-        horizon_hours=horizon_h,
-        warmup_hours=scenario.warmup_days * _HOURS_PER_DAY,
-        seed_seq=child(root, "des", run),
-        keep_jobs=options.keep_jobs or teams is not None,
-        utilization_resolution_hours=options.resolution_hours,
-        holdings=holdings,
-    )
+    try:
+        result = des.run(
+            pools,
+            _stream_jobs(
+                scenario, cat, scenario.workload, root, run, horizon_h, 0, options.max_jobs_per_run
+            ),
+            scheduler=scenario.scheduler,
+            horizon_hours=horizon_h,
+            warmup_hours=scenario.warmup_days * _HOURS_PER_DAY,
+            seed_seq=child(root, "des", run),
+            keep_jobs=options.keep_jobs or teams is not None,
+            utilization_resolution_hours=options.resolution_hours,
+            holdings=holdings,
+            max_events=options.max_events,
+        )
+    except des.ClusterBudgetError as err:
+        raise over_budget(scenario, run, err) from None
     row = _window_row(result)
     if teams is not None and holdings is not None and result.jobs is not None:
         prefix = workload_name(scenario.workload)

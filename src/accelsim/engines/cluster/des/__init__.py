@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import simpy
 
+from accelsim.engines.cluster.des._budget import MAX_EVENTS, ClusterBudgetError, play
 from accelsim.engines.cluster.des._cluster import Cluster
 from accelsim.engines.cluster.des._metrics import DesResult, PoolMetrics, TimeSeries, summarize
 from accelsim.engines.cluster.des._processes import Arrivals, Delivery, Strikes
@@ -46,6 +47,7 @@ def run(
     utilization_resolution_hours: float | None = None,
     withdrawals: Iterable[tuple[float, int]] | None = None,
     holdings: Holdings | None = None,
+    max_events: int = MAX_EVENTS,
 ) -> DesResult:
     """Simulate jobs on shared pools of chips up to a horizon.
 
@@ -80,11 +82,21 @@ def run(
     holdings : Holdings, optional
         Told of every attempt's start and release, to integrate chip-hours per class of
         job (read it after the run).
+    max_events : int
+        The run's event budget: past it the run stops and raises (every arrival, attempt
+        end, failure, repair, preemption, return, delivery and withdrawal is one event).
+        [count]
 
     Returns
     -------
     DesResult
         Counts, waits, utilisation and goodput, usage per pool, optional records.
+
+    Raises
+    ------
+    ClusterBudgetError
+        The horizon needs more than ``max_events`` events (an ``AccelsimError`` and a
+        ``RuntimeError``), naming the budget, where the run stopped and the queue then.
 
     Examples
     --------
@@ -105,6 +117,8 @@ def run(
         raise ValueError("utilization_resolution_hours must be > 0 or None")
     if not pools:
         raise ValueError("a run needs at least one pool")
+    if not max_events >= 1:
+        raise ValueError(f"max_events must be >= 1, got {max_events}")
     policy = resolve_scheduler(scheduler)
     return _event_loop(
         pools,
@@ -118,6 +132,7 @@ def run(
         utilization_resolution_hours=utilization_resolution_hours,
         withdrawals=withdrawals,
         holdings=holdings,
+        max_events=max_events,
     )
 
 
@@ -134,6 +149,7 @@ def _event_loop(
     utilization_resolution_hours: float | None,
     withdrawals: Iterable[tuple[float, int]] | None = None,
     holdings: Holdings | None = None,
+    max_events: int = MAX_EVENTS,
 ) -> DesResult:
     """:func:`run` on SimPy's event loop, whatever the case (arguments already checked)."""
     env = simpy.Environment(initial_time=0.0)
@@ -171,7 +187,8 @@ def _event_loop(
     Arrivals(cluster, jobs, horizon_hours).start()
     if withdrawals is not None:
         Withdrawals(cluster, withdrawals, horizon_hours).start()
-    env.run(until=horizon_hours)
+    if not play(env, horizon_hours, max_events):
+        raise ClusterBudgetError(max_events, env.now, horizon_hours, int(recorder.queue.value))
     running, queued = cluster.close()
     if holdings is not None:
         holdings.close(horizon_hours)
@@ -179,8 +196,10 @@ def _event_loop(
 
 
 __all__ = [
+    "MAX_EVENTS",
     "SCHEDULERS",
     "TRACE_COLUMNS",
+    "ClusterBudgetError",
     "DesResult",
     "EventRecord",
     "Holdings",

@@ -32,10 +32,13 @@ import simpy
 from simpy.events import Event
 
 from accelsim.engines.cluster.des._attempts import attempt_hours, progress, segments
+from accelsim.engines.cluster.des._queue import QueueIndex
 from accelsim.engines.cluster.des._records import Cause, EventKind, EventRecord, JobRecord, Recorder
 from accelsim.engines.cluster.des._schedulers import (
     HEAD_BLOCKING,
     IGNORES_RUNNING,
+    INDEXED_BY_PRIORITY,
+    INDEXED_BY_SHAPE,
     STARTS_ONLY,
     Fit,
     QueueSnapshot,
@@ -144,6 +147,12 @@ class Cluster:
         self._starts_only = scheduler in STARTS_ONLY
         self._track_running = scheduler not in IGNORES_RUNNING
         self._head_blocking = scheduler in HEAD_BLOCKING
+        by_priority, by_shape = scheduler in INDEXED_BY_PRIORITY, scheduler in INDEXED_BY_SHAPE
+        self._index = (
+            QueueIndex(by_priority=by_priority, by_shape=by_shape)
+            if by_priority or by_shape
+            else None
+        )
 
     # -- arrivals and the policy ------------------------------------------------------------
 
@@ -211,6 +220,8 @@ class Cluster:
             insort(pending, w)  # a requeued job goes back to its place in submission order
         else:
             pending.append(w)
+        if self._index is not None:
+            self._index.add(w)
 
     def dispatch(self) -> None:
         """Ask the policy what to do now, and do it; then record the queue length.
@@ -233,7 +244,9 @@ class Cluster:
             else:
                 act = not self._starts_only or any(free)
         if act:
-            snap = QueueSnapshot(now, self._pending_view, tuple(self.free), self._running_view)
+            snap = QueueSnapshot(
+                now, self._pending_view, tuple(self.free), self._running_view, self._index
+            )
             for decision in self._scheduler(snap):
                 if isinstance(decision, Start):
                     self._start(decision.job, decision.pool)
@@ -271,6 +284,8 @@ class Cluster:
             del pending[0]
         else:
             del pending[bisect_left(pending, w)]
+        if self._index is not None:
+            self._index.remove(w)
         self.free[p] -= chips
         return job, fit
 
@@ -444,6 +459,8 @@ class Cluster:
         else:
             assert job.waiting is not None
             del self._pending[bisect_left(self._pending, job.waiting)]
+            if self._index is not None:
+                self._index.remove(job.waiting)
             job.waiting = None
             alloc = 0
         del self._jobs[job_id]

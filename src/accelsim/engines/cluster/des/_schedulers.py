@@ -14,32 +14,16 @@ the chips it needs, and a job may run on the pools it lists, tried in its order 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import NamedTuple, overload
+import heapq
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple, overload
 
+from accelsim.engines.cluster.des._waiting import Fit, Waiting
 from accelsim.errors import close_matches
 
-
-class Fit(NamedTuple):
-    """Where a waiting job could run: a pool, the chips it would hold there, for how long."""
-
-    pool: int
-    chips: int
-    """Chips held on this pool (rounded up to whole domains if the job asks). [chips]"""
-    hours: float
-    """Estimated hours from start to end on this pool, failure-free (restart, writes). [h]"""
-
-
-class Waiting(NamedTuple):
-    """A job in the queue, as a scheduler sees it (tuples order it by submission, then id)."""
-
-    submitted_hours: float
-    job_id: int
-    chips: int
-    priority: int
-    fits: tuple[Fit, ...]
-    """The pools it may run on, in order of preference, and what it needs on each."""
-    preemptible: bool
+if TYPE_CHECKING:
+    from accelsim.engines.cluster.des._queue import QueueIndex, ShapeGroup
 
 
 class ReadOnlyQueue(Sequence[Waiting]):
@@ -93,6 +77,9 @@ class QueueSnapshot(NamedTuple):
     """Idle chips that are up, per pool. [chips]"""
     running: Mapping[int, Running]
     """Running jobs by job id, in start order (left empty for :data:`IGNORES_RUNNING`)."""
+    queue_index: QueueIndex | None = None
+    """The cluster's index of ``pending`` for the policies in :data:`INDEXED` (``None``:
+    the policy sorts ``pending`` itself; the decisions are the same either way)."""
 
 
 class Start(NamedTuple):
@@ -119,7 +106,7 @@ def _first_fit(job: Waiting, free: list[int]) -> Fit | None:
     return None
 
 
-def _in_order(snap: QueueSnapshot, ordered: Sequence[Waiting]) -> list[Decision]:
+def _in_order(snap: QueueSnapshot, ordered: Iterable[Waiting]) -> list[Decision]:
     """Start jobs in the given order while each fits; the first that does not blocks the rest."""
     free = list(snap.free_chips)
     chosen: list[Decision] = []
@@ -146,24 +133,70 @@ def fifo(snap: QueueSnapshot) -> list[Decision]:
     return _in_order(snap, snap.pending)
 
 
+def _by_priority(snap: QueueSnapshot) -> Iterable[Waiting]:
+    """The queue by (priority descending, submission, id): from the index, or sorted."""
+    index = snap.queue_index
+    if index is not None and index.by_priority:
+        return index.in_priority_order()
+    return sorted(snap.pending, key=_priority_key)
+
+
 def priority(snap: QueueSnapshot) -> list[Decision]:
     """Like :func:`fifo`, in order of priority (highest first), then submission, then id."""
-    return _in_order(snap, sorted(snap.pending, key=_priority_key))
+    return _in_order(snap, _by_priority(snap))
 
 
 def smallest_first(snap: QueueSnapshot) -> list[Decision]:
     """Start the smallest waiting jobs that fit now; ties go to the earlier submission.
 
-    Greedy: a large job waits while smaller ones keep fitting (it can starve).
+    Greedy: a large job waits while smaller ones keep fitting (it can starve). With the
+    cluster's index the work per call grows with the shapes of job that still fit, not with
+    the queue (:mod:`._queue`).
     """
     free = list(snap.free_chips)
     chosen: list[Decision] = []
+    index = snap.queue_index
+    if index is not None and index.by_shape:
+        for chips, groups in index.sizes():
+            if chips > max(free):
+                break  # a fit holds at least the job's chips: no larger job fits either
+            _merge_starts([(g, 0) for g in groups], free, chosen)
+        return chosen
     for job in sorted(snap.pending, key=lambda j: (j.chips, j.submitted_hours, j.job_id)):
         fit = _first_fit(job, free)
         if fit is not None:
             free[fit.pool] -= fit.chips
             chosen.append(Start(job, fit.pool))
     return chosen
+
+
+def _merge_starts(
+    starts: Sequence[tuple[ShapeGroup, int]], free: list[int], chosen: list[Decision]
+) -> None:
+    """Start, in queue order across the groups, each job from its position on that fits.
+
+    A group whose next job does not fit is dropped: its jobs share their fits, and free
+    chips only shrink, so none of them fits any more in this call.
+    """
+    heap = [(g.jobs[pos], i, pos) for i, (g, pos) in enumerate(starts) if pos < len(g.jobs)]
+    heapq.heapify(heap)
+    while heap:
+        job, i, pos = heap[0]
+        fit = _first_fit(job, free)
+        if fit is None:
+            heapq.heappop(heap)
+            continue
+        free[fit.pool] -= fit.chips
+        chosen.append(Start(job, fit.pool))
+        _advance(heap, starts[i][0].jobs, i, pos)
+
+
+def _advance(heap: list[tuple[Waiting, int, int]], jobs: list[Waiting], i: int, pos: int) -> None:
+    """Replace the heap's top (group ``i`` at ``pos``) by that group's next job, if any."""
+    if pos + 1 < len(jobs):
+        heapq.heapreplace(heap, (jobs[pos + 1], i, pos + 1))
+    else:
+        heapq.heappop(heap)
 
 
 class Reservation(NamedTuple):
@@ -240,6 +273,10 @@ def easy_backfill_plan(snap: QueueSnapshot) -> tuple[list[Decision], Reservation
     reservation = _reserve(head, snap, free, started)
     if reservation is None:
         return chosen, None
+    index = snap.queue_index
+    if index is not None and index.by_shape:
+        _backfill_indexed(snap, index, head, reservation, free, chosen)
+        return chosen, reservation
     spare = reservation.spare_chips
     for job in pending:
         for fit in job.fits:
@@ -253,6 +290,112 @@ def easy_backfill_plan(snap: QueueSnapshot) -> tuple[list[Decision], Reservation
             chosen.append(Start(job, fit.pool))
             break
     return chosen, reservation
+
+
+def _backfill_indexed(
+    snap: QueueSnapshot,
+    index: QueueIndex,
+    head: Waiting,
+    reservation: Reservation,
+    free: list[int],
+    chosen: list[Decision],
+) -> None:
+    """The backfill pass of :func:`easy_backfill_plan` over the index: the jobs behind the
+    head in queue order, merged across the shapes that may still start one."""
+    now, pool, start = snap.now_hours, reservation.pool, reservation.start_hours
+    spare = reservation.spare_chips
+    groups = index.groups()
+    heap = []
+    for i, g in enumerate(groups):
+        pos = bisect_right(g.jobs, head)
+        if pos < len(g.jobs):
+            heap.append((g.jobs[pos], i, pos))
+    heapq.heapify(heap)
+    ends: dict[tuple[int, ...], list[int]] = {}
+    while heap:
+        job, i, pos = heap[0]
+        group = groups[i]
+        short = _short_fits(group, free, spare, pool)
+        if short is not None:  # only a job ending by the reservation may start
+            key = (i, *short)
+            if key not in ends:  # fixed for the call, as the estimates and the reservation are
+                ends[key] = _ending_in_time(group, short, now, start)
+            at = _next_short(group, pos, short, ends[key], now, start)
+            if at is None:
+                heapq.heappop(heap)  # free chips and the spare only shrink: never again here
+                continue
+            if at != pos:
+                heapq.heapreplace(heap, (group.jobs[at], i, at))  # back into queue order
+                continue
+        for fit in job.fits:  # the rule of the unindexed pass, unchanged
+            if fit.chips > free[fit.pool]:
+                continue
+            if fit.pool == pool and now + fit.hours > start:
+                if fit.chips > spare:
+                    continue
+                spare -= fit.chips
+            free[fit.pool] -= fit.chips
+            chosen.append(Start(job, fit.pool))
+            break
+        _advance(heap, group.jobs, i, pos)
+
+
+def _short_fits(group: ShapeGroup, free: list[int], spare: int, pool: int) -> list[int] | None:
+    """``None`` when every job of the group may start by the backfill rule (a fit with its
+    chips free off the reserved pool, or within the spare chips); else the fits (indices
+    in the shape) with their chips free, all on the reserved pool, where a job may start
+    only if it ends by the reservation (none: no job of the group may start)."""
+    short = []
+    for k, (p, chips) in enumerate(group.shape[1]):
+        if chips <= free[p]:
+            if p != pool or chips <= spare:
+                return None
+            short.append(k)
+    return short
+
+
+def _ending_in_time(group: ShapeGroup, short: list[int], now: float, start: float) -> list[int]:
+    """Per fit of ``short``, how many of the group's jobs end by ``start`` there (a prefix of
+    its hours-sorted list: ``now + hours`` grows with the hours)."""
+    return [bisect_right(group.by_hours[k], start, key=lambda e: now + e.hours) for k in short]
+
+
+def _next_short(
+    group: ShapeGroup, pos: int, short: list[int], counts: list[int], now: float, start: float
+) -> int | None:
+    """Where, in the group's queue order, the first job from position ``pos`` on that ends by
+    ``start`` on one of the ``short`` fits is (``None``: none does); ``counts`` are
+    :func:`_ending_in_time`'s.
+
+    The jobs that end in time are a prefix of each fit's hours-sorted list, of ``total``
+    jobs in all. The search walks the queue from ``pos`` for at most ``total`` jobs (when
+    many end in time one comes soon), then takes the earliest of the prefix in queue order:
+    it costs at most twice the smaller of the distance to the job and ``total``.
+    """
+    total = sum(counts)
+    if total == 0:
+        return None
+    jobs = group.jobs
+    stop = min(len(jobs), pos + total)
+    for at in range(pos, stop):
+        fits = jobs[at].fits
+        for k in short:
+            if now + fits[k].hours <= start:
+                return at
+    if stop == len(jobs):
+        return None
+    job = jobs[stop]
+    here = (job.submitted_hours, job.job_id)
+    first = min(
+        (
+            (e.submitted_hours, e.job_id)
+            for k, m in zip(short, counts, strict=True)
+            for e in group.by_hours[k][:m]
+            if (e.submitted_hours, e.job_id) >= here
+        ),
+        default=None,
+    )
+    return None if first is None else bisect_left(jobs, first)
 
 
 def backfill(snap: QueueSnapshot) -> list[Decision]:
@@ -276,7 +419,7 @@ def priority_preemptive(snap: QueueSnapshot) -> list[Decision]:
     free = list(snap.free_chips)
     chosen: list[Decision] = []
     evicted: set[int] = set()
-    for job in sorted(snap.pending, key=_priority_key):
+    for job in _by_priority(snap):
         fit = _first_fit(job, free)
         if fit is None:
             fit = _make_room(job, snap, free, evicted, chosen)
@@ -337,6 +480,12 @@ HEAD_BLOCKING: frozenset[Scheduler] = frozenset({fifo})
 IGNORES_RUNNING: frozenset[Scheduler] = frozenset({fifo, smallest_first, priority})
 """Policies that never read ``snap.running``: the cluster does not build it for them."""
 
+INDEXED_BY_PRIORITY: frozenset[Scheduler] = frozenset({priority, priority_preemptive})
+"""Policies that read the queue by priority from ``snap.queue_index`` when it is given."""
+
+INDEXED_BY_SHAPE: frozenset[Scheduler] = frozenset({smallest_first, backfill})
+"""Policies that read the queue by shape from ``snap.queue_index`` when it is given."""
+
 
 def resolve_scheduler(scheduler: str | Scheduler) -> Scheduler:
     """The policy function for a name in :data:`SCHEDULERS`, or a callable as is.
@@ -364,6 +513,8 @@ def resolve_scheduler(scheduler: str | Scheduler) -> Scheduler:
 __all__ = [
     "HEAD_BLOCKING",
     "IGNORES_RUNNING",
+    "INDEXED_BY_PRIORITY",
+    "INDEXED_BY_SHAPE",
     "SCHEDULERS",
     "STARTS_ONLY",
     "Decision",
