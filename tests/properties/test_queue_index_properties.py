@@ -2,13 +2,16 @@
 
 Over the generated snapshots of ``test_scheduler_decisions`` (1-3 pools, preference lists,
 domain rounding, estimates that tie and overrun, mixed priorities, running jobs), every
-policy that reads the index decides exactly as it does sorting the queue itself: the same
-starts and evictions, in the same order (the order the cluster applies them in).
+policy that reads the index (the cluster's, or one it builds from a bare snapshot's queue)
+decides exactly as the same policy sorting the queue itself
+(``tests/oracles/sorted_schedulers.py``, the code before the index): the same starts and
+evictions, in the same order (the order the cluster applies them in).
 """
 
 from __future__ import annotations
 
 from hypothesis import given
+from tests.oracles import sorted_schedulers
 from tests.properties.test_scheduler_decisions import snapshots
 
 from accelsim.engines.cluster.des._queue import QueueIndex
@@ -29,7 +32,9 @@ def test_every_indexed_policy_decides_as_the_sorting_one(snap: QueueSnapshot) ->
         index = QueueIndex(by_priority=by_priority, by_shape=by_shape)
         for job in snap.pending:
             index.add(job)
-        assert policy(snap._replace(queue_index=index)) == policy(snap), name
+        reference = sorted_schedulers.SCHEDULERS[name](snap)
+        assert policy(snap._replace(queue_index=index)) == reference, name
+        assert policy(snap) == reference, name  # an index built from the snapshot's queue
 
 
 @given(snapshots())

@@ -241,7 +241,6 @@ def test_a_mix_resolves_the_default_per_endpoint() -> None:
                 _serving(name="batch", horizon_days=1.0, prefill_chunk_tokens=0),
             ],
             horizon_days=1.0,
-            assumptions=acs.Assumptions(lead_time_days=0.0),  # type: ignore[arg-type]
         )
 
     unset = acs.simulate(mix(), runs=2, seed=3, progress=False)

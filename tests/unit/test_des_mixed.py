@@ -49,7 +49,7 @@ def org(
         "workloads": workloads,
         "horizon_days": 10,
         "scheduler": scheduler,
-        "assumptions": acs.Assumptions(**NO_LEAD),  # type: ignore[arg-type]
+        "assumptions": acs.Assumptions(),  # in service from day 0: no lead time applies
     }
     base.update(kw)
     return acs.Scenario(**base)  # type: ignore[arg-type]
@@ -137,7 +137,7 @@ def test_serving_that_cannot_evict_training_loses_attainment() -> None:
     train = TRAIN.model_copy(update={"chips": 128, "priority": 5, "tokens": 1e11})
     s = org(
         [train, endpoint(chips=128)],
-        assumptions=acs.Assumptions(lead_time_days=0.0, optimization_hours=1.0, porting_hours=0.0),
+        assumptions=acs.Assumptions(optimization_hours=1.0, porting_hours=0.0),
     )
     res = acs.simulate(s, runs=3, seed=4)
     planned = res.samples("serving.replicas_planned_mean")
@@ -148,7 +148,9 @@ def test_serving_that_cannot_evict_training_loses_attainment() -> None:
 
 def test_one_stream_equals_the_stream_scenario_run_for_run() -> None:
     alone = org([RESEARCH], scheduler="fifo").model_dump()
-    alone |= {"workload": alone.pop("workloads")[0]}
+    # alone, the fleet is acquired for the stream: a lead time of 0 matches the mix's fleet
+    # in service from day 0
+    alone |= {"workload": alone.pop("workloads")[0], "assumptions": NO_LEAD}
     stream = acs.Scenario.model_validate(alone)
     a = acs.simulate(stream, runs=4, seed=3)
     b = acs.simulate(org([RESEARCH], scheduler="fifo"), runs=4, seed=3)
@@ -162,10 +164,11 @@ def test_one_stream_equals_the_stream_scenario_run_for_run() -> None:
 def test_one_training_run_equals_the_hero_run_for_run() -> None:
     """The mix's training job is the hero's: same physics, submission, failure model and
     event streams (failures on, so interruptions are exercised)."""
-    a = acs.Assumptions(lead_time_days=0.0, failure_rate_per_chip_hour=2e-3, restart_hours=0.5)
+    a = acs.Assumptions(failure_rate_per_chip_hour=2e-3, restart_hours=0.5)
     run = acs.TrainingRun(params=1e9, tokens=2e10)
     pool = acs.Pool(chip="h100-sxm", count=128, provider="aws")
-    hero = acs.Scenario(name="h", workload=run, fleet=[pool], assumptions=a)
+    lone = a.model_copy(update=NO_LEAD)  # acquired: no lead, as the mix's fleet in service
+    hero = acs.Scenario(name="h", workload=run, fleet=[pool], assumptions=lone)
     h = acs.simulate(hero, runs=6, seed=8, engine="des")
     m = acs.simulate(org([run], scheduler="fifo", assumptions=a), runs=6, seed=8)
     assert h.samples("finished").all()
@@ -203,7 +206,7 @@ def test_a_training_run_submitted_after_the_horizon_is_unfinished_and_holds_noth
     """Porting and optimisation outlast the 10-day horizon: the job never reaches the
     cluster, so it is unfinished, censored at the horizon, with no chip-hours and no
     interruptions (not the analytic engine's count extrapolated to the run's own horizon)."""
-    a = acs.Assumptions(lead_time_days=0.0, optimization_hours=5000.0, engineers=1.0)
+    a = acs.Assumptions(optimization_hours=5000.0, engineers=1.0)
     res = acs.simulate(org([TRAIN, RESEARCH], assumptions=a), runs=3, seed=1)
     np.testing.assert_array_equal(res.samples("llm.finished"), 0.0)
     np.testing.assert_array_equal(res.samples("llm.time_to_train_days"), 10.0)

@@ -4,7 +4,8 @@ no decision.
 Exactness: each indexed policy replays seeded scenarios (several pools with speeds, whole
 domains, pool preferences, priorities, estimates, checkpoints, failures and repairs,
 overload) to the same event log and job records as the same policy sorting the queue on
-every event (``queue_index=None``, the code before the index). Work: in an overloaded run whose
+every event (``tests/oracles/sorted_schedulers.py``, the code before the index). Work: in an
+overloaded run whose
 queue reaches thousands of jobs, the jobs a policy looks at per call stay bounded by the job
 shapes and starts, where sorting the queue looks at every waiting job every time.
 """
@@ -15,22 +16,21 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from tests.oracles import sorted_schedulers
 
 import accelsim.engines.cluster.des._schedulers as schedulers
 from accelsim.engines.cluster.des import JobSpec, PoolSpec, run
 from accelsim.engines.cluster.des._queue import QueueIndex
-from accelsim.engines.cluster.des._schedulers import SCHEDULERS, QueueSnapshot, Scheduler
+from accelsim.engines.cluster.des._schedulers import SCHEDULERS, Scheduler
 
 INDEXED = ("backfill", "smallest_first", "priority", "priority_preemptive")
 
 
 def _unindexed(policy: Scheduler) -> Scheduler:
-    """The policy over a snapshot without the index: it sorts the queue itself."""
-
-    def reference(snap: QueueSnapshot) -> object:
-        return policy(snap._replace(queue_index=None))
-
-    return reference  # type: ignore[return-value]
+    """The same policy as it was before the index, sorting the queue on every call
+    (``tests/oracles/sorted_schedulers.py``)."""
+    name = next(k for k, v in SCHEDULERS.items() if v is policy)
+    return sorted_schedulers.SCHEDULERS[name]  # type: ignore[return-value]
 
 
 def _jobs(seed: int, n: int, pools: int, horizon: float) -> list[JobSpec]:

@@ -52,7 +52,6 @@ def org(workloads: list[object], chips: int = 256, name: str = "org") -> acs.Sce
         workloads=workloads,  # type: ignore[arg-type]
         horizon_days=5,
         scheduler="priority_preemptive",
-        assumptions=acs.Assumptions(lead_time_days=0.0),  # type: ignore[call-arg]
     )
 
 

@@ -32,7 +32,7 @@ def two_pools(workloads: list[object]) -> acs.Scenario:
         horizon_days=DAYS,
         scheduler="priority_preemptive",
         # fixed prices: the closed forms are chips x hours x the offer's price
-        assumptions=acs.Assumptions(lead_time_days=0.0, price_change_per_year=0.0),  # type: ignore[call-arg]
+        assumptions=acs.Assumptions(price_change_per_year=0.0),  # type: ignore[call-arg]
     )
 
 

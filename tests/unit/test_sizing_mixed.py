@@ -26,7 +26,7 @@ def org(wait_usd: float) -> acs.Scenario:
         fleet=[acs.Pool(chip="h100-sxm", count=64, provider="aws")],
         scheduler="priority_preemptive",
         assumptions=acs.Assumptions(  # type: ignore[call-arg]
-            lead_time_days=0, wait_usd_per_job_hour=wait_usd, price_change_per_year=0.0
+            wait_usd_per_job_hour=wait_usd, price_change_per_year=0.0
         ),
     )
 

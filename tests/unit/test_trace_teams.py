@@ -37,7 +37,8 @@ def lone(path: Path, **kw: object) -> acs.Scenario:
         ],
         "workload": acs.Trace(path=str(path), columns={"user": "user"}),
         "horizon_days": 2,
-        "assumptions": acs.Assumptions(lead_time_days=0.0),  # type: ignore[call-arg]
+        # acquired for the trace: a lead time of 0, as a mix's fleet in service from day 0
+        "assumptions": acs.Assumptions(lead_time_days=0.0),
     }
     base.update(kw)
     return acs.Scenario(**base)  # type: ignore[arg-type]
@@ -75,7 +76,9 @@ def test_a_lone_traces_teams_equal_the_same_trace_alone_in_a_mix(tmp_path: Path)
     """One code path: the lone scenario and a mix of only that trace give the same teams."""
     s = lone(trace_file(tmp_path))
     assert isinstance(s.workload, acs.Trace)
-    mix = s.model_copy(update={"workload": None, "workloads": [s.workload]})
+    mix = s.model_copy(
+        update={"workload": None, "workloads": [s.workload], "assumptions": acs.Assumptions()}
+    )
     mix = acs.Scenario.model_validate(mix.model_dump())
     a = acs.simulate(s, runs=2, seed=3, progress=False)
     b = acs.simulate(mix, runs=2, seed=3, progress=False)

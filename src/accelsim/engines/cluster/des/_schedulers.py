@@ -17,13 +17,11 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple, overload
+from typing import NamedTuple, overload
 
+from accelsim.engines.cluster.des._queue import QueueIndex, ShapeGroup
 from accelsim.engines.cluster.des._waiting import Fit, Waiting
 from accelsim.errors import close_matches
-
-if TYPE_CHECKING:
-    from accelsim.engines.cluster.des._queue import QueueIndex, ShapeGroup
 
 
 class ReadOnlyQueue(Sequence[Waiting]):
@@ -78,8 +76,9 @@ class QueueSnapshot(NamedTuple):
     running: Mapping[int, Running]
     """Running jobs by job id, in start order (left empty for :data:`IGNORES_RUNNING`)."""
     queue_index: QueueIndex | None = None
-    """The cluster's index of ``pending`` for the policies in :data:`INDEXED` (``None``:
-    the policy sorts ``pending`` itself; the decisions are the same either way)."""
+    """The cluster's index of ``pending`` for the policies in :data:`INDEXED_BY_PRIORITY`
+    and :data:`INDEXED_BY_SHAPE` (``None``: the policy builds one from ``pending``, at the
+    cost of a sort; the decisions are the same either way)."""
 
 
 class Start(NamedTuple):
@@ -133,12 +132,23 @@ def fifo(snap: QueueSnapshot) -> list[Decision]:
     return _in_order(snap, snap.pending)
 
 
-def _by_priority(snap: QueueSnapshot) -> Iterable[Waiting]:
-    """The queue by (priority descending, submission, id): from the index, or sorted."""
+def queue_index(snap: QueueSnapshot, *, by_priority: bool, by_shape: bool) -> QueueIndex:
+    """The snapshot's index of its queue when it has the kind asked for, else one built from
+    ``snap.pending`` (a snapshot made outside the cluster): every policy reads the queue one
+    way, through an index (:mod:`._queue`)."""
     index = snap.queue_index
-    if index is not None and index.by_priority:
-        return index.in_priority_order()
-    return sorted(snap.pending, key=_priority_key)
+    has_kind = index is not None and (index.by_priority or not by_priority)
+    if index is not None and has_kind and (index.by_shape or not by_shape):
+        return index
+    built = QueueIndex(by_priority=by_priority, by_shape=by_shape)
+    for job in snap.pending:
+        built.add(job)
+    return built
+
+
+def _by_priority(snap: QueueSnapshot) -> Iterable[Waiting]:
+    """The queue by (priority descending, submission, id), from the index."""
+    return queue_index(snap, by_priority=True, by_shape=False).in_priority_order()
 
 
 def priority(snap: QueueSnapshot) -> list[Decision]:
@@ -155,18 +165,11 @@ def smallest_first(snap: QueueSnapshot) -> list[Decision]:
     """
     free = list(snap.free_chips)
     chosen: list[Decision] = []
-    index = snap.queue_index
-    if index is not None and index.by_shape:
-        for chips, groups in index.sizes():
-            if chips > max(free):
-                break  # a fit holds at least the job's chips: no larger job fits either
-            _merge_starts([(g, 0) for g in groups], free, chosen)
-        return chosen
-    for job in sorted(snap.pending, key=lambda j: (j.chips, j.submitted_hours, j.job_id)):
-        fit = _first_fit(job, free)
-        if fit is not None:
-            free[fit.pool] -= fit.chips
-            chosen.append(Start(job, fit.pool))
+    index = queue_index(snap, by_priority=False, by_shape=True)
+    for chips, groups in index.sizes():
+        if chips > max(free, default=0):
+            break  # a fit holds at least the job's chips: no larger job fits either
+        _merge_starts([(g, 0) for g in groups], free, chosen)
     return chosen
 
 
@@ -273,22 +276,8 @@ def easy_backfill_plan(snap: QueueSnapshot) -> tuple[list[Decision], Reservation
     reservation = _reserve(head, snap, free, started)
     if reservation is None:
         return chosen, None
-    index = snap.queue_index
-    if index is not None and index.by_shape:
-        _backfill_indexed(snap, index, head, reservation, free, chosen)
-        return chosen, reservation
-    spare = reservation.spare_chips
-    for job in pending:
-        for fit in job.fits:
-            if fit.chips > free[fit.pool]:
-                continue
-            if fit.pool == reservation.pool and now + fit.hours > reservation.start_hours:
-                if fit.chips > spare:
-                    continue
-                spare -= fit.chips
-            free[fit.pool] -= fit.chips
-            chosen.append(Start(job, fit.pool))
-            break
+    index = queue_index(snap, by_priority=False, by_shape=True)
+    _backfill_indexed(snap, index, head, reservation, free, chosen)
     return chosen, reservation
 
 
