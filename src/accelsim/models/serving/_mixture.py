@@ -22,9 +22,7 @@ _SINGLE = np.float32
 """Precision of the nodes and their recursion (the bulk of the work; a quantile's relative
 error from it is ~1e-6, far below the model's): the segment's root is then solved in
 double."""
-_BLOCK = 8192
 _KEY, _HALF = np.dtype("<u8"), np.dtype("<u4")  # a sort key and its halves, low first
-"""Cells per pass of the node recursion (its buffers: nodes x 8192 single floats)."""
 _NEWTON_STEPS = 6
 """Newton steps on ``−log`` of the CDF's exponential tail inside one segment: that function
 is concave and nearly affine (exactly affine for one phase), so Newton from the segment's
@@ -176,23 +174,12 @@ def wait_mixture_quantiles(
         np.broadcast_to(np.asarray(v), rest).reshape(-1) for v in (rho, p1, r1, r2)
     )
     qs = [np.broadcast_to(_f(level), rest).reshape(-1) for level in levels]
-    cells = flat_y.shape[0]
-    out = [np.empty(cells) for _ in levels]
-    # Blocks of cells small enough for the recursion's buffers to stay in cache.
-    for lo in range(0, cells, _BLOCK):
-        part = slice(lo, min(lo + _BLOCK, cells))
-        got = _block_quantiles(
-            flat_y[part],
-            flat_w[part],
-            busy[part],
-            p1_[part],
-            r1_[part],
-            r2_[part],
-            [q[part] for q in qs],
-        )
-        for dest, value in zip(out, got, strict=True):
-            dest[part] = value
-    return [_f(v.reshape(rest)) for v in out]
+    # One pass over all cells: the fast path hands over at most RUN_BLOCK runs' cells
+    # (accelsim.engines.serving._usage); blocks of 8,192 cells here made no study measurably
+    # faster (benchmarks/bench_paths.py: disaggregated study 196,608 cells, blocked/one pass
+    # 1.00).
+    got = _block_quantiles(flat_y, flat_w, busy, p1_, r1_, r2_, qs)
+    return [_f(v.reshape(rest)) for v in got]
 
 
 def _sorted_single(
