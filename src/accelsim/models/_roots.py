@@ -1,10 +1,11 @@
 """Roots of elementwise equations by scipy's vectorised Newton method, for any array shape.
 
 ``scipy.optimize.newton`` takes its vectorised path only for an ``x0`` of more than one
-element (a single element goes to its scalar path, which returns a float). This wrapper
-broadcasts the start and the arguments to one shape, runs the vectorised path on them (one
-element is repeated to two) and returns the roots in that shape: one root-finding code path
-for every model that solves ``f(x) = 0`` elementwise from a start on the convergent side.
+element (a single element goes to its scalar path, which returns a float), and raises
+``RuntimeError`` when no element meets its tolerance within ``maxiter`` steps. This wrapper
+broadcasts the start and the arguments to one shape, appends one element that is solved at
+its start (``f = 0``, ``f' = 1``), so the path is always the vectorised one and never raises,
+and returns the roots in the given shape.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def newton_roots(
         Absolute step below which an element has converged (scipy's ``tol``). [unit of x]
     maxiter : int
         Newton steps at most. Elements still moving by ``tol`` after them keep their last
-        iterate (no warning: a caller's start is on the monotone side, so that iterate is
-        its best bound).
+        iterate, with no warning and no error (a caller's start is on the monotone side,
+        so that iterate is its best bound).
 
     Returns
     -------
@@ -56,15 +57,26 @@ def newton_roots(
     flat = [np.broadcast_to(np.asarray(v, dtype=float), shape).ravel() for v in (x0, *args)]
     if flat[0].size == 0:
         return np.empty(shape)
-    if flat[0].size == 1:  # scipy's vectorised path needs two elements
-        flat = [np.repeat(v, 2) for v in flat]
+
+    def solved_last(f: Elementwise, at_last: float) -> Elementwise:
+        def g(x: FloatArray, *a: FloatArray) -> FloatArray:
+            return np.append(f(x[:-1], *a), at_last)
+
+        return g
+
+    start = np.append(flat[0], 0.0)
     with warnings.catch_warnings():
-        # Non-convergence within maxiter is a RuntimeWarning in scipy; the iterate is kept.
+        # Elements still moving after maxiter are a RuntimeWarning in scipy; the iterate is kept.
         warnings.simplefilter("ignore", RuntimeWarning)
         root = optimize.newton(
-            func, flat[0], fprime=fprime, args=tuple(flat[1:]), tol=tol, maxiter=maxiter
+            solved_last(func, 0.0),
+            start,
+            fprime=solved_last(fprime, 1.0),
+            args=tuple(flat[1:]),
+            tol=tol,
+            maxiter=maxiter,
         )
-    return np.asarray(root, dtype=float)[: int(np.prod(shape))].reshape(shape)
+    return np.asarray(root, dtype=float)[:-1].reshape(shape)
 
 
 __all__ = ["newton_roots"]
