@@ -45,6 +45,7 @@ import accelsim as acs
 from accelsim import catalog as _catalog
 from accelsim.engines import simulate_serving_fast
 from accelsim.models import _poisson, instability
+from accelsim.models._roots import newton_roots
 from accelsim.models.serving import _decode
 
 CAT = _catalog.builtin_catalog()
@@ -278,13 +279,48 @@ def _loop_memory_root(
     return np.asarray(t, dtype=float)
 
 
+def _scipy_segment_root(
+    a: np.ndarray, b: np.ndarray, r1: np.ndarray, r2: np.ndarray, target: np.ndarray
+) -> np.ndarray:
+    """``_mixture._segment_root`` by ``scipy.optimize.newton`` (vectorised, from 0, on
+    ``v = τ·min(r₁, r₂)``, tolerance 1e-12, 50 steps at most); the steps are not clamped,
+    so cells whose root is below 0 (unused by the caller) are floored at the end."""
+    slow = np.maximum(np.minimum(r1, r2), 1e-300)
+
+    def value(v: np.ndarray, *args: np.ndarray) -> np.ndarray:
+        a_, b_, r1_, r2_, t_, s_ = args
+        tau = np.maximum(v, 0.0) / s_
+        return np.asarray(
+            t_ + np.log(np.maximum(a_ * np.exp(-r1_ * tau) + b_ * np.exp(-r2_ * tau), 1e-300))
+        )
+
+    def slope(v: np.ndarray, *args: np.ndarray) -> np.ndarray:
+        a_, b_, r1_, r2_, _, s_ = args
+        tau = np.maximum(v, 0.0) / s_
+        ea, eb = a_ * np.exp(-r1_ * tau), b_ * np.exp(-r2_ * tau)
+        return np.asarray(
+            -np.maximum((r1_ * ea + r2_ * eb) / np.maximum(ea + eb, 1e-300), 1e-300) / s_
+        )
+
+    with np.errstate(over="ignore", under="ignore"):
+        v = newton_roots(value, slope, 0.0, (a, b, r1, r2, target, slow), tol=1e-12, maxiter=50)
+    return np.maximum(v, 0.0) / slow
+
+
 @pytest.mark.bench
 def test_root_finding_loops(capsys: pytest.CaptureFixture[str]) -> None:
     """scipy's root finding (kept) against the hand-written loops it replaced (other)."""
     moe = _serving_study(_moe_scenario())
+    from accelsim.models.serving import _mixture
+
     rows = {
         "serving, MoE: decode memory root, hand loop (6 steps)": _paired(
             moe, nullcontext, lambda: _patched(_decode, "_memory_root", _loop_memory_root)
+        ),
+        "serving: TTFT segment root by scipy.optimize.newton": _paired(
+            _serving_study(_serving_scenario()),
+            nullcontext,
+            lambda: _patched(_mixture, "_segment_root", _scipy_segment_root),
         ),
     }
     with capsys.disabled():

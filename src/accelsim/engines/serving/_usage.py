@@ -149,10 +149,16 @@ def _rising(lat: physics.LoadLatency) -> physics.LoadLatency:
     interference ``x``, a chunk's roofline step over a decode iteration of the averaged
     fixed point's batch, falls faster than the rate grows (Llama 3.1 8B on one H100,
     2,000/200 tokens: ``x`` 33 ms at 0.5 of ``λ_sat``, 8 ms at 0.99; TPOT p99 158 ms at
-    0.87, 26 ms at 0.99; the request DES ~135 ms near 0.95). Why ``x`` falls so far is not
-    settled (taking it again at the solution's batch moved only loads above 0.97). A replica
-    under more load is never faster, so the table keeps the running maximum over the nodes
-    (the last axis), as the SLO capacity keeps the first failing node."""
+    0.87, 26 ms at 0.99; the request DES ~135 ms near 0.95). The cause (issue 27,
+    ``tests/unit/test_serving_near_saturation.py``): ``x`` is taken at the batch of the
+    averaged fixed point, which climbs toward the limit as the rate nears ``λ_sat`` while
+    the solution's own batch falls, and a larger batch's memory-bound iteration absorbs
+    more of each chunk. Taking ``x`` at the solution's batch instead makes the fixed point
+    monotone but leaves TPOT 3-4x below the DES there (each prompt's step subtracts the
+    iteration's memory slack, although at high load several prompts share one chunk), so
+    that is not the fix either. A replica under more load is never faster, so until a
+    packing model is validated against the DES the table keeps the running maximum over
+    the nodes (the last axis), as the SLO capacity keeps the first failing node."""
     return dataclasses.replace(
         lat,
         ttft_p50_s=np.maximum.accumulate(lat.ttft_p50_s, axis=-1),
