@@ -200,6 +200,9 @@ def test_single_precision_and_cache_blocks(capsys: pytest.CaptureFixture[str]) -
         "serving: latency table in one block (RUN_BLOCK = all runs)": _paired(
             serving, nullcontext, lambda: _patched(_usage, "RUN_BLOCK", 1 << 40)
         ),
+        "serving: hourly arrays in one block (_SUB_RUNS = all runs)": _paired(
+            serving, nullcontext, lambda: _patched(_usage, "_SUB_RUNS", 1 << 40)
+        ),
     }
     with capsys.disabled():
         print(f"\nsingle precision and cache blocks, {RUNS:,} runs, CPU time, {ROUNDS} rounds")

@@ -21,7 +21,10 @@ from accelsim.models.serving._iteration import _f
 _SINGLE = np.float32
 """Precision of the nodes and their recursion (the bulk of the work; a quantile's relative
 error from it is ~1e-6, far below the model's): the segment's root is then solved in
-double."""
+double. In double precision (nodes, recursion and the prompt pieces of ``_prefill_queue``,
+sorted by an argsort and two gathers) ``bench_serving_fast``'s study is 1.26x slower
+(paired median over 9 rounds, 10-90 % 1.22-1.29; metrics within 1.9e-5 relative;
+``benchmarks/bench_paths.py``)."""
 _KEY, _HALF = np.dtype("<u8"), np.dtype("<u4")  # a sort key and its halves, low first
 _NEWTON_STEPS = 6
 """Newton steps on ``−log`` of the CDF's exponential tail inside one segment
