@@ -40,12 +40,14 @@ METRIC_PERCENTILE = 0.99
 
 
 _SUB_RUNS = 256
-"""Runs per pass of the hourly arrays: (runs, hours) blocks of ~1.5 MB at 30 days."""
+"""Runs per pass of the hourly arrays: (runs, hours) blocks of ~1.5 MB at 30 days. In one
+block of all runs ``bench_serving_fast``'s study is 1.08x slower (paired median over 9
+rounds, 10-90 % 1.05-1.09; ``benchmarks/bench_paths.py``)."""
 RUN_BLOCK = 512
 """Runs per pass of the latency model (:func:`latency_table`): its (runs, 11 loads, 39
 prompt nodes) float64 temporaries are ~1.8 MB. In one block of all runs
-``bench_serving_fast``'s study is 2.65x slower (paired median over 9 rounds, 10-90 %
-2.08-3.25; ``benchmarks/bench_paths.py``)."""
+``bench_serving_fast``'s study is 2.65-3.35x slower (paired medians over 9 rounds in two
+sessions, 10-90 % 2.08-4.00; ``benchmarks/bench_paths.py``)."""
 
 
 def _column(c: physics.IterationCost) -> physics.IterationCost:

@@ -98,8 +98,8 @@ def _memory_root(
     model takes 5-7 evaluations (Mixtral 8x7B, Qwen3-Coder 480B, gpt-oss-120b on
     ``bench_serving_fast``'s study; tested against a 200-step bisection to 1e-12 relative).
     It replaced 6 fixed hand-written steps: same roots to 4e-16 relative, and the MoE study
-    (Mixtral, 16,384 runs) no faster with the loop (paired ratio loop/scipy 0.99, 10-90 %
-    0.94-1.02; ``benchmarks/bench_paths.py``).
+    (Mixtral, 16,384 runs) no faster with the loop (paired ratio loop/scipy 0.99 in two
+    sessions, 10-90 % 0.94-1.02; ``benchmarks/bench_paths.py``).
     """
     log_untouched = np.log(np.maximum(untouched, 1e-300))  # u = 0 (dense): u^n = 0, no term
     scale = np.maximum(start, 1e-300)

@@ -22,9 +22,9 @@ _SINGLE = np.float32
 """Precision of the nodes and their recursion (the bulk of the work; a quantile's relative
 error from it is ~1e-6, far below the model's): the segment's root is then solved in
 double. In double precision (nodes, recursion and the prompt pieces of ``_prefill_queue``,
-sorted by an argsort and two gathers) ``bench_serving_fast``'s study is 1.26x slower
-(paired median over 9 rounds, 10-90 % 1.22-1.29; metrics within 1.9e-5 relative;
-``benchmarks/bench_paths.py``)."""
+sorted by an argsort and two gathers) ``bench_serving_fast``'s study is 1.26-1.33x slower
+(paired medians over 9 rounds in two sessions, 10-90 % 1.22-1.34; metrics within 1.9e-5
+relative; ``benchmarks/bench_paths.py``)."""
 _KEY, _HALF = np.dtype("<u8"), np.dtype("<u4")  # a sort key and its halves, low first
 _NEWTON_STEPS = 6
 """Newton steps on ``−log`` of the CDF's exponential tail inside one segment
@@ -177,8 +177,8 @@ def wait_mixture_quantiles(
     qs = [np.broadcast_to(_f(level), rest).reshape(-1) for level in levels]
     # One pass over all cells: the fast path hands over at most RUN_BLOCK runs' cells
     # (accelsim.engines.serving._usage); blocks of 8,192 cells here made no study measurably
-    # faster (benchmarks/bench_paths.py: disaggregated study 196,608 cells, blocked/one pass
-    # 1.00).
+    # faster (benchmarks/bench_paths.py, the disaggregated study's 196,608 cells: blocked/one
+    # pass 1.03 [10-90 % 1.02, 1.10] and 0.96 [0.84, 1.09] in two sessions).
     got = _block_quantiles(flat_y, flat_w, busy, p1_, r1_, r2_, qs)
     return [_f(v.reshape(rest)) for v in got]
 
@@ -276,8 +276,9 @@ def _segment_root(
     the root, has its root below 0). A hand-written loop: the six steps are 4.6 % of
     ``bench_serving_fast``'s study (median over 7 paired rounds against no steps, 16,384
     runs), and ``scipy.optimize.newton`` in their place (vectorised, tolerance 1e-12 on
-    ``τ·min(r₁, r₂)``) agrees to 7.6e-13 relative but makes that study 1.40x slower
-    (paired median over 9 rounds, 10-90 % 1.38-1.42; ``benchmarks/bench_paths.py``).
+    ``τ·min(r₁, r₂)``) agrees to 7.6e-13 relative but makes that study 1.40-1.66x slower
+    (paired medians over 9 rounds in two sessions, 10-90 % 1.38-1.67;
+    ``benchmarks/bench_paths.py``).
     """
     tau = np.zeros(np.shape(target))
     for _ in range(_NEWTON_STEPS):
