@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import optimize, special
 
 from accelsim.models import serving as sv
-from accelsim.models.serving._admission import _admission_wait
+from accelsim.models.serving._admission import _admission_wait, _tail_decay_rate
 
 H100 = {"peak_tflops": 989.0, "hbm_tbps": 3.35, "interconnect_gbps": 900.0}
 
@@ -175,3 +176,28 @@ def test_a_far_limit_reproduces_the_unlimited_replica(
     for name in FIELDS:
         assert float(getattr(near, name)) == pytest.approx(float(getattr(far, name)), rel=1e-9)
     assert float(near.admission_wait_mean_s) <= 1e-12 * float(near.ttft_mean_s)
+
+
+def _decay_equation(theta: float, w: np.ndarray, at: np.ndarray, half: float, lam: float) -> float:
+    cgf = special.logsumexp(theta * at, b=w)
+    return float(cgf + theta * theta * half - np.log1p(theta / lam))
+
+
+@pytest.mark.parametrize("load", [0.3, 0.9, 0.999])
+@pytest.mark.parametrize("start_share", [1.5, 4.0])
+def test_tail_decay_rate_is_the_root_from_above(load: float, start_share: float) -> None:
+    """The wait's tail rate against ``brentq`` on the same equation, from starts above the
+    root (as the Lambert-W and quadratic bounds give below ``ρ ~ 0.9999``)."""
+    at = np.array([[0.05, 0.2, 0.6]])  # S/L at three prompt nodes [s]
+    w = np.array([[0.5, 0.3, 0.2]])
+    lam = load / float(np.sum(w * at))
+    half = 0.25 * 0.01**2  # a small normal part
+    mean = float(np.sum(w * at))
+    # The quadratic bound 2(1 − ρ)/(ρ·E[S/L]·(1 + c²)) sets the scale of the bracket.
+    scale = 2.0 * (1.0 - load) / (load * mean)
+    root = optimize.brentq(
+        _decay_equation, 1e-3 * scale, 1e3 * scale, args=(w[0], at[0], half, lam),
+        xtol=1e-300, rtol=1e-14,
+    )  # fmt: skip
+    got = _tail_decay_rate(np.array([start_share * root]), w, at, np.array([half]), np.array([lam]))
+    assert got[0] == pytest.approx(root, rel=1e-9)

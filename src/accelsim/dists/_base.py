@@ -198,7 +198,15 @@ def _beta_inversion(alpha: float, beta: float) -> Any:
 def _exact_beta_quantile(alpha: float, beta: float, p: FloatArray) -> FloatArray:
     """``betaincinv``, repaired by bisection on ``log x`` where it misses ``p`` by more
     than ``1e-9 p`` (scipy's inverse returns nan or a wrong tiny value at small ``p`` for
-    some shapes, e.g. ``alpha=1.03, beta=0.75, p=1e-20``, while ``betainc`` stays right)."""
+    some shapes, e.g. ``alpha=1.03, beta=0.75, p=1e-20``, while ``betainc`` stays right).
+
+    A hand-written bisection rather than ``scipy.optimize.elementwise.find_root``
+    (Chandrupatla, vectorised): the repair runs on a chunk's few far-tail quantiles (one
+    value in the 16,384 runs of ``examples/llama70b_h100_aws.yaml``), where find_root's
+    fixed cost dominates: one repaired value 4.8-6.1 ms against the bisection's 0.6-0.7 ms
+    (shapes (1.03, 0.75) and (2, 5)), a third of that study's 15 ms chunk. On 2,000
+    values the two cost the same (~120 ms, betainc calls) and agree to 6e-14 relative.
+    """
     x = np.asarray(scipy.special.betaincinv(alpha, beta, p), dtype=np.float64)
     wrong = ~(np.abs(scipy.special.betainc(alpha, beta, x) - p) <= 1e-9 * p)  # nan too
     wrong &= (p > 0.0) & (p < 1.0)

@@ -16,6 +16,11 @@ _STEPS_MAX = 64
 # recursion, which needs no incomplete gamma function (scipy's pdtr, ~0.1-0.15 us a value, is
 # most of the guess-and-check's cost); the unsettled carry on to the guess and check. The
 # active quantiles are gathered every _SEARCH_GATHER steps (a gather costs ~4 steps' work).
+# Kept as a second path because the default training study takes it (98 % of the instability
+# means of examples/llama70b_h100_aws.yaml are <= 16): without it that study (16,384 runs) is
+# 1.045-1.077x slower (paired medians of 9-15 rounds in three sessions, 10-90 % 1.004-1.090;
+# benchmarks/bench_paths.py); scipy.stats.poisson.ppf in place of the whole function makes it
+# 2.31-2.48x slower and bench_serving_fast's study 1.18-1.21x.
 _SEARCH_STEPS = 16
 _SEARCH_GATHER = 4
 # The search's CDF, a sum of at most _SEARCH_STEPS + 1 pmf terms each two roundings from the

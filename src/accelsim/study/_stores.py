@@ -1,4 +1,11 @@
-"""Open a study's store: the backend follows from the path (:func:`~._store.backend_of`)."""
+"""Open a study's store: the backend follows from the path (:func:`~._store.backend_of`).
+
+Two back-ends, because both file formats are public: ``store="study.parquet"`` (a directory
+of Parquet parts, DESIGN.md's contract) and ``store="study.sqlite"`` (one SQLite file that
+any SQLite client reads, docs/howto.md, README, the CLI's ``--store``). Everything but the
+file format is one code path: the manifest, the chunk digest, the column layout, the resume
+check (:mod:`._store`) and the dispatch here.
+"""
 
 from __future__ import annotations
 

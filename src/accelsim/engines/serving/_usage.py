@@ -40,10 +40,14 @@ METRIC_PERCENTILE = 0.99
 
 
 _SUB_RUNS = 256
-"""Runs per pass of the hourly arrays: (runs, hours) blocks of ~1.5 MB at 30 days."""
+"""Runs per pass of the hourly arrays: (runs, hours) blocks of ~1.5 MB at 30 days. In one
+block of all runs ``bench_serving_fast``'s study is 1.08x slower (paired median over 9
+rounds, 10-90 % 1.05-1.09; ``benchmarks/bench_paths.py``)."""
 RUN_BLOCK = 512
 """Runs per pass of the latency model (:func:`latency_table`): its (runs, 11 loads, 39
-prompt nodes) float64 temporaries are ~1.8 MB."""
+prompt nodes) float64 temporaries are ~1.8 MB. In one block of all runs
+``bench_serving_fast``'s study is 2.65-3.35x slower (paired medians over 9 rounds in two
+sessions, 10-90 % 2.08-4.00; ``benchmarks/bench_paths.py``)."""
 
 
 def _column(c: physics.IterationCost) -> physics.IterationCost:
@@ -149,10 +153,16 @@ def _rising(lat: physics.LoadLatency) -> physics.LoadLatency:
     interference ``x``, a chunk's roofline step over a decode iteration of the averaged
     fixed point's batch, falls faster than the rate grows (Llama 3.1 8B on one H100,
     2,000/200 tokens: ``x`` 33 ms at 0.5 of ``λ_sat``, 8 ms at 0.99; TPOT p99 158 ms at
-    0.87, 26 ms at 0.99; the request DES ~135 ms near 0.95). Why ``x`` falls so far is not
-    settled (taking it again at the solution's batch moved only loads above 0.97). A replica
-    under more load is never faster, so the table keeps the running maximum over the nodes
-    (the last axis), as the SLO capacity keeps the first failing node."""
+    0.87, 26 ms at 0.99; the request DES ~135 ms near 0.95). The cause (issue 27,
+    ``tests/unit/test_serving_near_saturation.py``): ``x`` is taken at the batch of the
+    averaged fixed point, which climbs toward the limit as the rate nears ``λ_sat`` while
+    the solution's own batch falls, and a larger batch's memory-bound iteration absorbs
+    more of each chunk. Taking ``x`` at the solution's batch instead makes the fixed point
+    monotone but leaves TPOT 3-4x below the DES there (each prompt's step subtracts the
+    iteration's memory slack, although at high load several prompts share one chunk), so
+    that is not the fix either. A replica under more load is never faster, so until a
+    packing model is validated against the DES the table keeps the running maximum over
+    the nodes (the last axis), as the SLO capacity keeps the first failing node."""
     return dataclasses.replace(
         lat,
         ttft_p50_s=np.maximum.accumulate(lat.ttft_p50_s, axis=-1),

@@ -14,8 +14,7 @@ from scipy import special
 from accelsim._typing import BoolArray, FloatArray
 from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
 
-# Newton steps on the wait's tail-decay equation, started above the root (monotone on a
-# convex equation; near-linear where the longest prompt node dominates).
+# Newton steps on the wait's tail-decay equation (:func:`_tail_decay_rate`).
 _THETA_STEPS = 10
 
 
@@ -133,24 +132,48 @@ def _admission_wait(
         spread = 1.0 + v_ / np.maximum(s1_ * s1_, 1e-300)
         x = np.minimum(x, 2.0 * (1.0 - rho_) / (np.maximum(rho_, 1e-300) * spread))
         theta = x * n_ / np.maximum(s1_, 1e-300)
-        floor = 1e-6 * theta  # (rounding at the branch point must not send θ to 0)
-        # Newton on log M(θ) + θ²σ²/2 − log(1 + θ/λ) = 0 (M the nodes' transform of S/L):
-        # convex (a cumulant generating function less a concave log), 0 at 0 and falling
-        # there, so from the right it falls monotonically to the root; near-linear where
-        # the longest node dominates (the transform itself, exponential there, crawled).
-        for _ in range(_THETA_STEPS):
-            exponent = theta[:, None] * at
-            top = np.max(exponent, axis=-1)
-            grow = w * np.exp(exponent - top[:, None])
-            total = np.sum(grow, axis=-1)
-            value = top + np.log(total) + theta * theta * half_var - np.log1p(theta / lam_)
-            slope = np.sum(grow * at, axis=-1) / total + 2.0 * theta * half_var
-            slope -= 1.0 / (lam_ + theta)
-            step = value / np.maximum(slope, 1e-300)
-            theta = np.maximum(theta - np.maximum(step, 0.0), floor)
+        theta = _tail_decay_rate(theta, w, at, half_var, lam_)
         rate_tail[need] = np.maximum(theta, 1e-300)
     # π = θ·E[A] (at most 1); no wait where C is negligible.
     waits = _f(np.where(need, np.minimum(rate_tail * mean_wait, 1.0), 0.0))
     scale = 1.0 / rate_tail
     moments = [_f(waits * k * scale**j) for j, k in ((1, 1.0), (2, 2.0), (3, 6.0))]
     return moments, waits, saturated
+
+
+def _tail_decay_rate(
+    theta: FloatArray, w: FloatArray, at: FloatArray, half_var: FloatArray, lam: FloatArray
+) -> FloatArray:
+    """Root ``θ > 0`` of ``log M(θ) + θ²σ²/2 − log(1 + θ/λ) = 0`` from ``theta`` above it. [1/s]
+
+    ``M`` is the transform of ``S/L`` at its nodes ``at`` (last axis) with probabilities
+    ``w``; ``σ²/2`` is ``half_var``, ``λ`` is ``lam``. Newton's method from the right: the
+    equation is convex (a cumulant generating function less a concave log), 0 at 0 and
+    falling there, so from the right it falls monotonically to the root; near-linear where
+    the longest node dominates (the transform itself, exponential there, crawled).
+    ``_THETA_STEPS`` steps, each clamped never to rise and not below ``1e-6`` of the start
+    (rounding at the branch point must not send ``θ`` to 0; left of the equation's minimum
+    an unclamped step heads for the root at 0).
+
+    A hand-written loop, not ``scipy.optimize.newton``: scipy's vectorised Newton raises
+    ``RuntimeError`` when no element of a call meets its tolerance within its steps, which
+    the cells at the admission load's clip (``1 − 1e-9``: saturated, the equation flat at
+    rounding level over decades of ``θ``) do (``test_a_far_limit_reproduces_the_unlimited_
+    replica`` raised it); where it converged it agreed with this loop to 6e-9 on
+    ``bench_serving_fast``'s study with ``max_batch`` 8-64 (4,096 runs), so there is no
+    accuracy to gain. Known limit: at ``ρ >= 0.9999`` the Lambert-W start can fall below
+    the root (``ρ = 0.99995``: start 1.54e-4/s, root 3.06e-4/s by ``brentq``), and the
+    clamped loop stays at the start.
+    """
+    floor = 1e-6 * theta
+    for _ in range(_THETA_STEPS):
+        exponent = theta[:, None] * at
+        top = np.max(exponent, axis=-1)
+        grow = w * np.exp(exponent - top[:, None])
+        total = np.sum(grow, axis=-1)
+        value = top + np.log(total) + theta * theta * half_var - np.log1p(theta / lam)
+        slope = np.sum(grow * at, axis=-1) / total + 2.0 * theta * half_var
+        slope -= 1.0 / (lam + theta)
+        step = value / np.maximum(slope, 1e-300)
+        theta = np.maximum(theta - np.maximum(step, 0.0), floor)
+    return _f(theta)

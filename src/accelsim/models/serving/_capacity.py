@@ -140,6 +140,10 @@ def _largest_meeting(meets: Callable[[FloatArray], BoolArray], top: FloatArray) 
     node: no rate above a failing one counts. The predicate is a step (saturation, bounds),
     not a continuous function whose sign changes, so scipy's root finders do not apply; a
     fixed number of halvings (:data:`_RATE_ITERATIONS`) keeps every run's work the same.
+    Cost (``acs.serving_capacity`` of ``examples/serve_llama70b_h100.yaml``, CPU time): 1
+    run 158 ms, 1,000 runs 573 ms, 61 latency evaluations each; a scalar bracketing solver
+    run by run (``brentq``, ~12 one-run evaluations of ~2.6 ms) would take ~31 s for the
+    1,000 runs even where the bounds' margin is continuous.
     """
     lo = top * 1e-6
     hi = top.copy()

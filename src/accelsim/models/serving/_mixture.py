@@ -21,15 +21,14 @@ from accelsim.models.serving._iteration import _f
 _SINGLE = np.float32
 """Precision of the nodes and their recursion (the bulk of the work; a quantile's relative
 error from it is ~1e-6, far below the model's): the segment's root is then solved in
-double."""
-_BLOCK = 8192
+double. In double precision (nodes, recursion and the prompt pieces of ``_prefill_queue``,
+sorted by an argsort and two gathers) ``bench_serving_fast``'s study is 1.26-1.33x slower
+(paired medians over 9 rounds in two sessions, 10-90 % 1.22-1.34; metrics within 1.9e-5
+relative; ``benchmarks/bench_paths.py``)."""
 _KEY, _HALF = np.dtype("<u8"), np.dtype("<u4")  # a sort key and its halves, low first
-"""Cells per pass of the node recursion (its buffers: nodes x 8192 single floats)."""
 _NEWTON_STEPS = 6
-"""Newton steps on ``−log`` of the CDF's exponential tail inside one segment: that function
-is concave and nearly affine (exactly affine for one phase), so Newton from the segment's
-left end rises monotonically to the root; 6 steps reach 1e-9 relative (tested against a
-200-step bisection of the CDF)."""
+"""Newton steps on ``−log`` of the CDF's exponential tail inside one segment
+(:func:`_segment_root`)."""
 
 
 def hyperexponential_wait(
@@ -176,23 +175,12 @@ def wait_mixture_quantiles(
         np.broadcast_to(np.asarray(v), rest).reshape(-1) for v in (rho, p1, r1, r2)
     )
     qs = [np.broadcast_to(_f(level), rest).reshape(-1) for level in levels]
-    cells = flat_y.shape[0]
-    out = [np.empty(cells) for _ in levels]
-    # Blocks of cells small enough for the recursion's buffers to stay in cache.
-    for lo in range(0, cells, _BLOCK):
-        part = slice(lo, min(lo + _BLOCK, cells))
-        got = _block_quantiles(
-            flat_y[part],
-            flat_w[part],
-            busy[part],
-            p1_[part],
-            r1_[part],
-            r2_[part],
-            [q[part] for q in qs],
-        )
-        for dest, value in zip(out, got, strict=True):
-            dest[part] = value
-    return [_f(v.reshape(rest)) for v in out]
+    # One pass over all cells: the fast path hands over at most RUN_BLOCK runs' cells
+    # (accelsim.engines.serving._usage); blocks of 8,192 cells here made no study measurably
+    # faster (benchmarks/bench_paths.py, the disaggregated study's 196,608 cells: blocked/one
+    # pass 1.03 [10-90 % 1.02, 1.10] and 0.96 [0.84, 1.09] in two sessions).
+    got = _block_quantiles(flat_y, flat_w, busy, p1_, r1_, r2_, qs)
+    return [_f(v.reshape(rest)) for v in got]
 
 
 def _sorted_single(
@@ -270,13 +258,32 @@ def _block_quantiles(
         gap = s - q
         inside = gap > 0.0
         target = -np.log(np.where(inside, gap, 1.0))
-        tau = np.zeros(np.shape(y_k))
-        for _ in range(_NEWTON_STEPS):
-            ea, eb = a * np.exp(-r1 * tau), b * np.exp(-r2 * tau)
-            total = np.maximum(ea + eb, 1e-300)
-            slope = np.maximum((r1 * ea + r2 * eb) / total, 1e-300)
-            tau = np.maximum(tau + (target + np.log(total)) / slope, 0.0)
-        root = y_k + tau
+        root = y_k + _segment_root(a, b, r1, r2, target)
         result = np.where(inside, np.where(last, root, np.minimum(root, nxt)), nxt)
         out.append(_f(np.where(at_nodes[0] > q, y[0], result)))
     return out
+
+
+def _segment_root(
+    a: FloatArray, b: FloatArray, r1: FloatArray, r2: FloatArray, target: FloatArray
+) -> FloatArray:
+    """``τ >= 0`` with ``−log(A e^{−r₁τ} + B e^{−r₂τ}) = target`` inside a segment. [s]
+
+    Newton's method from ``τ = 0``: the left side is concave and nearly affine (exactly
+    affine for one phase), so the steps rise monotonically to the root; ``_NEWTON_STEPS``
+    fixed steps reach 1e-9 relative (tested against a 200-step bisection of the CDF), each
+    clamped at ``τ >= 0`` (a cell whose quantile is on a jump, where the caller does not use
+    the root, has its root below 0). A hand-written loop: the six steps are 4.6 % of
+    ``bench_serving_fast``'s study (median over 7 paired rounds against no steps, 16,384
+    runs), and ``scipy.optimize.newton`` in their place (vectorised, tolerance 1e-12 on
+    ``τ·min(r₁, r₂)``) agrees to 7.6e-13 relative but makes that study 1.40-1.66x slower
+    (paired medians over 9 rounds in two sessions, 10-90 % 1.38-1.67;
+    ``benchmarks/bench_paths.py``).
+    """
+    tau = np.zeros(np.shape(target))
+    for _ in range(_NEWTON_STEPS):
+        ea, eb = a * np.exp(-r1 * tau), b * np.exp(-r2 * tau)
+        total = np.maximum(ea + eb, 1e-300)
+        slope = np.maximum((r1 * ea + r2 * eb) / total, 1e-300)
+        tau = np.maximum(tau + (target + np.log(total)) / slope, 0.0)
+    return _f(tau)

@@ -22,7 +22,7 @@ from accelsim.models.serving._mixture import _SINGLE, two_point, weighted_sum
 _NO_CHUNK = 2.0**60  # a chunk no prompt reaches, in single precision [tokens]
 
 Single = npt.NDArray[np.float32]
-"""Single-precision arrays: the per-node arrays, the large ones."""
+"""Single-precision arrays: the per-node arrays, the large ones (why: ``_mixture._SINGLE``)."""
 
 
 class Pieces(NamedTuple):
