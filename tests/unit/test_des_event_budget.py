@@ -76,7 +76,7 @@ def test_a_training_run_whose_widening_passes_the_budget_is_unfinished() -> None
         scheduler="smallest_first",
         horizon_days=5,
         warmup_days=2,
-        assumptions=acs.Assumptions(lead_time_days=0.0, porting_hours=0.0),
+        assumptions=acs.Assumptions(porting_hours=0.0),
     )
     with pytest.warns(OverloadWarning, match=r"max_events=600 events.*finished 0"):
         data, _, _ = simulate_training_block(s, active(), SEED, 0, 1, DesOptions(max_events=600))

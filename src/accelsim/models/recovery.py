@@ -37,6 +37,9 @@ from accelsim._typing import ArrayLike, FloatArray
 _EXACT_TRIALS_MAX = 1e9
 _POISSON_MEAN_MAX = 1e3
 
+_U_FLOOR = 1e-200
+"""Smallest uniform the exact binomial quantile inverts (see :func:`binomial_counts`)."""
+
 
 def _f(x: ArrayLike) -> FloatArray:
     return np.asarray(x, dtype=float)
@@ -143,7 +146,11 @@ def binomial_counts(trials: ArrayLike, p: ArrayLike, u: ArrayLike) -> FloatArray
         # scipy's discrete ppf(0) is -1, below the support: a uniform of 0 (probability
         # 2**-53 a draw) takes the least count, 0 (all of them where p = 1)
         lowest = np.where(qe >= 1.0, ne, 0.0)
-        out[exact] = np.where(ve > 0.0, stats.binom.ppf(ve, ne, qe), lowest)
+        # scipy's (boost's) quantile search may not end below a CDF that underflows
+        # (Binomial(745800, 0.001) at u = 2e-313): such a uniform, probability 1e-200 a
+        # draw, takes the quantile of _U_FLOOR, which keeps the inversion monotone
+        floored = np.maximum(ve, _U_FLOOR)
+        out[exact] = np.where(ve > 0.0, stats.binom.ppf(floored, ne, qe), lowest)
     large = finite & ~exact
     if large.any():
         nl, ql, vl = n[large], q[large], v[large]
