@@ -37,6 +37,7 @@ from accelsim.scenario._serving import (
     ServingPrecision,
     SloUnitWarning,
 )
+from accelsim.scenario._speculative import Speculative
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingPhase, TrainingRun
 from accelsim.scenario._workloads_mix import (
@@ -72,6 +73,7 @@ __all__ = [
     "ServingPrecision",
     "Sharding",
     "SloUnitWarning",
+    "Speculative",
     "Stage",
     "Trace",
     "TrainingPhase",
