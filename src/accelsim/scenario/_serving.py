@@ -197,9 +197,9 @@ class Serving(_Model):
     replica as wide expert parallelism with data-parallel attention (every chip holds the
     non-expert weights and its own sequences' KV cache, the experts are split over the
     chips and reached by an all-to-all over the scale-up links); ``False`` tensor
-    parallelism only; unset = the engines try both at each size (and the whole scale-up
-    domain for expert parallelism) and keep the one ``chips_per_replica`` says they
-    keep. Colocated endpoints only."""
+    parallelism only; unset = the engines try both at each candidate size (and the whole
+    scale-up domain for expert parallelism) and serve on the pair the replica-size rule
+    picks (the metric ``chips_per_replica`` reports its size). Colocated endpoints only."""
     router: Router = "least_loaded"
     """How the request DES routes a request to a replica."""
     scaling: Scaling = "fixed"
