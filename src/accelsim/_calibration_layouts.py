@@ -27,6 +27,7 @@ from accelsim.models import serving
 
 _SPEC_SEED = 20261129
 _STATED_TP = re.compile(r"\bTP\s*=\s*\d", re.IGNORECASE)
+_STATED_EP = re.compile(r"\b(?:wide[- ])?EP\s*(?:=\s*\d+)?\b|expert[- ]parallel", re.IGNORECASE)
 EP_NOTE = "expert parallel, data-parallel attention"
 """The calibration page's note on a row served as wide expert parallelism."""
 
@@ -50,6 +51,8 @@ class _Row(Protocol):
     def input_tokens(self) -> float: ...
     @property
     def output_tokens(self) -> float: ...
+    @property
+    def max_batch(self) -> float: ...
 
 
 RowT = TypeVar("RowT", bound=_Row)
@@ -97,9 +100,12 @@ def layout_cost(
     kv_bytes_per_token: float,
     efficiency: FloatArray,
     overhead: FloatArray,
+    step_tokens: float = 0.0,
 ) -> serving.IterationCost:
     """The replica's coefficients on its layout: tensor parallel, or expert parallel with
-    data-parallel attention."""
+    data-parallel attention, whose busiest rank's routed load is charged at ``step_tokens``
+    tokens per iteration (:func:`accelsim.models.serving.expert_load_imbalance`, with the
+    serving priors' median ``expert_residual_spread``; 0: balanced)."""
     per = BYTES_PER_VALUE[precision]  # type: ignore[index]
     tensor_parallel = serving.iteration_cost(
         active_params=model.active_params,
@@ -117,6 +123,14 @@ def layout_cost(
     )
     if not expert_parallel or model.expert_params is None:
         return tensor_parallel
+    experts, top_k = float(model.experts or 1), float(model.experts_per_token or 1)
+    spread = serving_priors().expert_residual_spread
+    rho = 0.0 if spread is None else float(spread.dist().ppf(0.5))
+    hot = (
+        serving.expert_load_imbalance(step_tokens, chips, experts, top_k, rho)
+        if step_tokens > 0.0
+        else np.ones(1)
+    )
     return serving.expert_parallel_cost(
         tensor_parallel,
         chips=chips,
@@ -127,7 +141,24 @@ def layout_cost(
         experts_per_token=model.experts_per_token or 1,
         d_model=model.d_model,
         interconnect_gbps=chip.interconnect_gbps,
+        routed_active_params=model.expert_params * top_k / experts,
+        imbalance=hot,
     )
+
+
+def saturated_step_tokens(
+    case: RowT, capacity: Callable[[RowT, FloatArray], FloatArray], share: float
+) -> float:
+    """Tokens of the row's saturated iteration at memory ``share``: the batch limit's
+    decodes and ``input/output`` prompt tokens per decode (steady state), the batch cap
+    per scheduler rank; 0 where the replica is tensor parallel. [tokens]"""
+    if not case.expert_parallel:
+        return 0.0
+    cap = case.max_batch * scheduler_ranks(case.chips, True)
+    seqs = serving.batch_limit(
+        capacity(case, np.array([share])), case.input_tokens, case.output_tokens, cap
+    )
+    return float(np.max(seqs)) * (1.0 + case.input_tokens / case.output_tokens)
 
 
 def speculated(
@@ -161,10 +192,15 @@ def expert_parallel_options(
 ) -> list[RowT]:
     """``case`` (a frozen dataclass) at each wide expert-parallel size
     (:func:`expert_parallel_sizes` from 2 to its ``largest``) whose KV ``capacity`` at the
-    memory ``share`` holds a sequence; none for a model without an expert layout, or a row
-    whose software states its tensor parallelism (``TP=8``: the submitter's layout)."""
-    if not case.model.has_expert_layout() or _STATED_TP.search(case.row.get("software", "")):
+    memory ``share`` holds a sequence; none for a model without an expert layout, a row
+    whose software states its tensor parallelism (``TP=8``: the submitter's layout), or a
+    row that does not state expert parallelism (``EP``, ``wide EP``, ``expert parallel`` in
+    its software or scenario): the engines' rule, which never picks it by itself."""
+    stated = " ".join(case.row.get(k, "") for k in ("software", "scenario"))
+    if not case.model.has_expert_layout() or _STATED_TP.search(stated):
         return []
+    if not _STATED_EP.search(stated):
+        return []  # as the engines: expert parallelism only where it is stated
     sizes = expert_parallel_sizes(2, case.largest)
     options = [
         dataclasses.replace(case, chips=t, expert_parallel=True)  # type: ignore[type-var]
@@ -224,6 +260,7 @@ __all__ = [
     "note",
     "offline_layout",
     "pick_by_median",
+    "saturated_step_tokens",
     "scheduler_ranks",
     "speculated",
 ]

@@ -189,9 +189,10 @@ def _kv_bytes(precision: str) -> float:
 def _cost(case: _Case, efficiency: FloatArray, overhead: FloatArray) -> serving.IterationCost:
     """The row's coefficients on its layout, per emitted token where it speculates."""
     kv_bytes = case.model.kv_bytes_per_token(_kv_bytes(case.precision))
+    step = rack.saturated_step_tokens(case, _capacity, _medians()[1])
     cost = rack.layout_cost(
         case.model, case.chip, case.precision, case.chips, case.expert_parallel,
-        kv_bytes, efficiency, overhead,
+        kv_bytes, efficiency, overhead, step,
     )  # fmt: skip
     return rack.speculated(cost, case.row["id"], case.draft_tokens, np.size(efficiency))
 

@@ -117,14 +117,59 @@ def test_replica_folds_expert_parallel_then_speculation() -> None:
     assert np.allclose(replica.max_batch, inputs.max_batch * n)
 
 
-def test_a_rack_domain_serves_a_tight_tpot_far_better_per_chip_than_eight_chips() -> None:
+def test_a_rack_domain_serves_a_tight_tpot_far_better_per_chip_only_when_asked() -> None:
     # DeepSeek-R1 on 72 GB200 under TTFT <= 1.5 s, TPOT <= 15 ms (issue 28's class)
     tp_only = _slo_per_chip(_deepseek(expert_parallel=False))
-    rack_wide = _slo_per_chip(_deepseek())
+    rack_wide = _slo_per_chip(_deepseek(expert_parallel=True))
     eight = _slo_per_chip(_deepseek(count=8))
-    assert planned_setup(_deepseek(), CAT).chips_per_replica == 72
+    assert planned_setup(_deepseek(expert_parallel=True), CAT).chips_per_replica == 72
     assert rack_wide > 5.0 * tp_only
     assert rack_wide > 5.0 * eight
+    # unset: the automatic choice keeps tensor parallelism (no published rack-scale gain)
+    auto = planned_setup(_deepseek(), CAT)
+    assert not auto.expert_parallel
+    assert _slo_per_chip(_deepseek()) == pytest.approx(tp_only, rel=1e-12)
+
+
+def test_busiest_rank_load_is_charged_at_the_saturated_step() -> None:
+    s = _deepseek(expert_parallel=True)
+    setup = planned_setup(s, CAT)
+    inputs = draw_replica_inputs(setup, median_draws(), CAT.serving_priors)
+    exp = setup.experts
+    assert exp is not None
+    assert exp.residual_spread > 0.0
+    replica = build_replica(setup, inputs)
+    balanced = sv.expert_parallel_cost(
+        sv.iteration_cost(
+            active_params=setup.active_params, total_params=setup.total_params,
+            layers=setup.layers, d_model=setup.d_model, weight_bytes=setup.weight_bytes,
+            kv_bytes_per_token=setup.kv_bytes_per_token, chips=setup.chips_per_replica,
+            peak_tflops=setup.peak_tflops, hbm_tbps=setup.chip.hbm_tbps,
+            interconnect_gbps=setup.chip.interconnect_gbps, efficiency=inputs.efficiency,
+            overhead_seconds=inputs.overhead_seconds,
+        ),
+        chips=setup.chips_per_replica, dense_weight_bytes=exp.dense_weight_bytes,
+        expert_weight_bytes=exp.expert_weight_bytes, expert_share=exp.expert_share,
+        moe_layers=exp.moe_layers, experts_per_token=exp.experts_per_token,
+        d_model=setup.d_model, interconnect_gbps=setup.chip.interconnect_gbps,
+    )  # fmt: skip
+    n = setup.chips_per_replica
+    seqs = sv.batch_limit(
+        replica.kv_capacity_tokens, setup.input_mean, setup.output_mean, inputs.max_batch * n
+    )
+    tokens, chunk = (
+        seqs * (1.0 + setup.input_mean / setup.output_mean),
+        inputs.prefill_chunk_tokens * n,
+    )
+    step = np.where(chunk > 0.0, np.minimum(tokens, chunk), tokens)
+    hot = sv.expert_load_imbalance(step, n, exp.experts, exp.experts_per_token,
+                                   exp.residual_spread)  # fmt: skip
+    assert np.all(hot > 1.0)
+    extra = 2.0 * exp.routed_active_params * (hot - 1.0)
+    assert np.allclose(replica.cost.flops_per_token, balanced.flops_per_token + extra, rtol=1e-12)
+    assert np.allclose(
+        replica.cost.comm_seconds_per_token, balanced.comm_seconds_per_token * hot, rtol=1e-12
+    )
 
 
 def test_speculation_raises_the_rate_under_a_tight_tpot_and_costs_without_acceptance() -> None:
@@ -161,7 +206,7 @@ def test_calibration_layout_rules() -> None:
     assert rack.best_layout([(8, False), (72, True)], [100.0, 300.0]) == (72, True)
 
 
-def test_calibration_row_stating_tensor_parallelism_keeps_it() -> None:
+def test_calibration_rows_keep_tensor_parallelism_unless_they_state_expert_parallelism() -> None:
     import csv
     from pathlib import Path
 
@@ -176,5 +221,10 @@ def test_calibration_row_stating_tensor_parallelism_keeps_it() -> None:
     assert not isinstance(open_row, str)
     share = np.array([0.9])
     assert rack.expert_parallel_options(stated, sc._capacity, share) == []
-    chips = [c.chips for c in rack.expert_parallel_options(open_row, sc._capacity, share)]
+    # a row that does not state expert parallelism keeps tensor parallelism, as the engines
+    assert rack.expert_parallel_options(open_row, sc._capacity, share) == []
+    ep_row = {**rows["mlperf51-deepseek-r1-offline-gb200x72-nvidia"], "software": "wide EP"}
+    ep_case = sc._case(ep_row)
+    assert not isinstance(ep_case, str)
+    chips = [c.chips for c in rack.expert_parallel_options(ep_case, sc._capacity, share)]
     assert 72 in chips

@@ -196,10 +196,11 @@ class Serving(_Model):
     """A mixture of experts whose preset gives its expert layout: ``True`` serves each
     replica as wide expert parallelism with data-parallel attention (every chip holds the
     non-expert weights and its own sequences' KV cache, the experts are split over the
-    chips and reached by an all-to-all over the scale-up links); ``False`` tensor
-    parallelism only; unset = the engines try both at each candidate size (and the whole
-    scale-up domain for expert parallelism) and serve on the pair the replica-size rule
-    picks (the metric ``chips_per_replica`` reports its size). Colocated endpoints only."""
+    chips and reached by an all-to-all over the scale-up links) at the replica size the
+    replica-size rule picks among the doublings and the whole scale-up domain (the metric
+    ``chips_per_replica`` reports it); unset or ``False``: tensor parallelism only (the
+    model's expert-parallel rack-scale gain is not in the published results, so it is
+    never chosen automatically). Colocated endpoints only."""
     router: Router = "least_loaded"
     """How the request DES routes a request to a replica."""
     scaling: Scaling = "fixed"

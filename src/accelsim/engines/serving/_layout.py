@@ -17,9 +17,11 @@ design of the study) and keep the size that
 fewest chip-hours, then the highest SLO rate per chip (a fixed pool) or the smallest size
 (a fleet that follows the demand).
 
-A mixture of experts whose preset gives its expert layout may also serve as wide expert
-parallelism with data-parallel attention (``Serving.expert_parallel``; unset: both are
-tried). Its candidates are the doublings from 2 chips within the pool and the scale-up
+A mixture of experts whose preset gives its expert layout serves as wide expert
+parallelism with data-parallel attention where the user sets ``Serving.expert_parallel``
+(unset or False: tensor parallelism only; the automatic choice does not pick expert
+parallelism, whose rack-scale per-chip gain the published results do not show, see
+docs/serving.md). Its candidates are the doublings from 2 chips within the pool and the scale-up
 domain, and the whole domain where the pool holds whole domains (an NVL72 rack: 72), each
 holding a sequence at the near-worst memory share (:func:`expert_parallel_sizes`); the
 same rule picks among every (size, layout) pair, tensor parallelism first at equal size.
@@ -152,13 +154,13 @@ def candidate_sizes(setup: ServingSetup, scenario: Scenario, cat: Catalog) -> li
 
 
 def expert_parallel_sizes(setup: ServingSetup, scenario: Scenario, cat: Catalog) -> list[int]:
-    """The sizes at which the automatic layout tries wide expert parallelism: none for a
-    model without an expert layout or with ``expert_parallel=False``; the user's size where
+    """The sizes at which the layout choice tries wide expert parallelism: none for a
+    model without an expert layout or unless ``expert_parallel=True``; the user's size where
     given; else the doublings from 2 within the pool and the scale-up domain, and the whole
     domain where it divides the pool, each holding a sequence in nearly every run (and,
     under ``follow_demand``, ``min_replicas`` and ``max_replicas`` in the pool)."""
     work, pool = setup.work, scenario.fleet[0]
-    if setup.experts is None or work.expert_parallel is False:
+    if setup.experts is None or not work.expert_parallel:
         return []
     if work.chips_per_replica is not None:
         return [setup.chips_per_replica]

@@ -38,6 +38,13 @@ class ExpertLayout:
     """Layers with routed experts. [count]"""
     experts_per_token: float
     """Routed experts per token, ``top-k``. [count]"""
+    experts: float = 1.0
+    """Routed experts per MoE layer, ``E``. [count]"""
+    routed_active_params: float = 0.0
+    """Routed-expert parameters one token uses. [count]"""
+    residual_spread: float = 0.0
+    """Routing skew's relative spread of a rank's load after load balancing (median of the
+    serving priors' ``expert_residual_spread``; 0 where they have none). [fraction]"""
 
 
 def expert_layout(work: Serving, cat: catalog.Catalog) -> ExpertLayout | None:
@@ -48,12 +55,16 @@ def expert_layout(work: Serving, cat: catalog.Catalog) -> ExpertLayout | None:
         return None
     per_param = catalog.BYTES_PER_VALUE[work.precision]
     experts, top_k = float(preset.experts or 1), float(preset.experts_per_token or 1)
+    spread = cat.serving_priors.expert_residual_spread
     return ExpertLayout(
         dense_weight_bytes=(preset.params - preset.expert_params) * per_param,
         expert_weight_bytes=preset.expert_params * per_param,
         expert_share=top_k / experts,
         moe_layers=float(preset.moe_layers or 0),
         experts_per_token=top_k,
+        experts=experts,
+        routed_active_params=preset.expert_params * top_k / experts,
+        residual_spread=0.0 if spread is None else float(spread.dist().ppf(0.5)),
     )
 
 
@@ -128,6 +139,36 @@ def scheduler_ranks(chips: int, experts: ExpertLayout | None, expert_parallel: b
     return float(chips) if expert_parallel and experts is not None else 1.0
 
 
+def expert_step_imbalance(
+    experts: ExpertLayout, chips: int, step_tokens: FloatArray | None
+) -> FloatArray:
+    """Busiest rank's routed load over the mean at ``step_tokens`` tokens per iteration
+    (:func:`accelsim.models.serving.expert_load_imbalance`); 1 where None. [ratio]"""
+    if step_tokens is None:
+        return np.ones(1)
+    return physics.expert_load_imbalance(
+        np.maximum(step_tokens, 1.0),
+        chips,
+        experts.experts,
+        experts.experts_per_token,
+        experts.residual_spread,
+    )
+
+
+def saturated_step_tokens(
+    capacity: FloatArray,
+    input_mean: float,
+    output_mean: float,
+    max_batch: FloatArray,
+    chunk: FloatArray,
+) -> FloatArray:
+    """Tokens of a saturated iteration: the batch limit's decodes and, in steady state,
+    ``input/output`` prompt tokens per decode, within a chunked iteration's budget. [tokens]"""
+    limit = physics.batch_limit(capacity, input_mean, output_mean, max_batch)
+    tokens = limit * (1.0 + input_mean / output_mean)
+    return np.where(chunk > 0.0, np.minimum(tokens, np.maximum(chunk, 1.0)), tokens)
+
+
 def replica_layout_physics(
     tensor_parallel: physics.IterationCost,
     *,
@@ -140,12 +181,15 @@ def replica_layout_physics(
     experts: ExpertLayout | None,
     expert_parallel: bool,
     speculation: Speculation | None,
+    step_tokens: FloatArray | None = None,
 ) -> LayoutPhysics:
     """The replica's coefficients and KV capacity on its layout (``share``: of the device
     memory for weights and KV cache), speculation folded in where it speculates. The KV
     capacity is :func:`accelsim.models.serving.kv_capacity_tokens` of the weights the
     layout holds (under expert parallelism, :func:`accelsim.models.serving.
-    expert_parallel_kv_capacity`)."""
+    expert_parallel_kv_capacity`). Under expert parallelism the busiest rank's routed load
+    (:func:`expert_step_imbalance`) is charged at ``step_tokens``, the tokens of the
+    replica's saturated iteration (None: balanced)."""
     cost = tensor_parallel
     held = replica_weight_bytes(weight_bytes, chips, experts, expert_parallel)
     hbm = chip.hbm_bytes * float(chips)
@@ -160,6 +204,8 @@ def replica_layout_physics(
             experts_per_token=experts.experts_per_token,
             d_model=d_model,
             interconnect_gbps=chip.interconnect_gbps,
+            routed_active_params=experts.routed_active_params,
+            imbalance=expert_step_imbalance(experts, chips, step_tokens),
         )
     capacity = physics.kv_capacity_tokens(hbm, held, kv_bytes_per_token, share)
     if speculation is not None:
@@ -175,7 +221,9 @@ __all__ = [
     "Speculation",
     "draw_speculation",
     "expert_layout",
+    "expert_step_imbalance",
     "replica_layout_physics",
     "replica_weight_bytes",
+    "saturated_step_tokens",
     "scheduler_ranks",
 ]

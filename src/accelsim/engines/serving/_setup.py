@@ -24,6 +24,7 @@ from accelsim.engines.serving._rack import (
     draw_speculation,
     replica_layout_physics,
     replica_weight_bytes,
+    saturated_step_tokens,
     scheduler_ranks,
 )
 from accelsim.models import serving as physics
@@ -380,6 +381,12 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         efficiency=inputs.efficiency,
         overhead_seconds=inputs.overhead_seconds,
     )
+    step = None
+    if setup.expert_parallel and setup.experts is not None:
+        step = saturated_step_tokens(
+            physics.kv_capacity_tokens(hbm, held, setup.kv_bytes_per_token, share),
+            setup.input_mean, setup.output_mean, max_batch, chunk,
+        )  # fmt: skip
     layout = replica_layout_physics(
         iteration,
         chip=chip,
@@ -391,6 +398,7 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         experts=setup.experts,
         expert_parallel=setup.expert_parallel,
         speculation=inputs.speculation,
+        step_tokens=step,
     )
     iteration, capacity = layout.cost, layout.kv_capacity_tokens
     inp, out = setup.input_mean, setup.output_mean

@@ -22,7 +22,8 @@ none is given), ``_interference`` (the time prompts add to the decoding sequence
 gaps), ``_disaggregated`` (prefill and decode replicas on separate pools), ``_runs``
 (runs of iterations in closed form, for the DES), ``_speculative`` (speculative decoding
 and multi-token prediction: tokens per verification step) and ``_expert_parallel`` (wide
-expert parallelism with data-parallel attention inside a scale-up domain)."""
+expert parallelism with data-parallel attention inside a scale-up domain; ``_expert_balance``
+the busiest rank's routed load)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from accelsim.models.serving._disaggregated import (
     prefill_latency,
     prefill_seconds,
 )
+from accelsim.models.serving._expert_balance import expected_max_normal, expert_load_imbalance
 from accelsim.models.serving._expert_parallel import (
     all_to_all_seconds_per_token,
     expert_parallel_cost,
@@ -97,6 +99,8 @@ __all__ = [
     "decode_saturated_rps",
     "decode_stretch_seconds",
     "expected_accepted_tokens",
+    "expected_max_normal",
+    "expert_load_imbalance",
     "expert_parallel_cost",
     "expert_parallel_kv_capacity",
     "expert_parallel_weight_bytes",

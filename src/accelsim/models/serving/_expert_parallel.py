@@ -156,6 +156,8 @@ def expert_parallel_cost(
     experts_per_token: ArrayLike,
     d_model: ArrayLike,
     interconnect_gbps: ArrayLike,
+    routed_active_params: ArrayLike = 0.0,
+    imbalance: ArrayLike = 1.0,
 ) -> IterationCost:
     """The coefficients of a data-parallel-attention, expert-parallel replica.
 
@@ -172,12 +174,17 @@ def expert_parallel_cost(
         Share of the routed experts one token uses, ``top-k / experts``. [fraction]
     moe_layers, experts_per_token, d_model, interconnect_gbps : array_like
         As in :func:`all_to_all_seconds_per_token`.
+    routed_active_params : array_like, optional
+        Routed-expert parameters one token uses, ``top-k`` experts' worth. [count]
+    imbalance : array_like, optional
+        Busiest rank's routed load over the mean (:func:`~accelsim.models.serving.
+        expert_load_imbalance`; 1: perfectly balanced). [ratio]
 
     Returns
     -------
     IterationCost
         ``cost`` with the weights the ranks read and the all-to-all in place of the
-        all-reduce.
+        all-reduce; the routed experts' FLOPs and the all-to-all are the busiest rank's.
 
     Notes
     -----
@@ -195,14 +202,17 @@ def expert_parallel_cost(
     dense, experts = _f(dense_weight_bytes), _f(expert_weight_bytes)
     total = expert_parallel_weight_bytes(n, dense, experts)
     one_token = dense + _f(expert_share) * experts
-    comm = all_to_all_seconds_per_token(
+    hot = _f(imbalance)
+    comm = hot * all_to_all_seconds_per_token(
         n, moe_layers, experts_per_token, d_model, interconnect_gbps
     )
-    weight, share, comm_b, _ = np.broadcast_arrays(
-        total, one_token / total, comm, cost.seconds_per_flop
+    flops = cost.flops_per_token + 2.0 * _f(routed_active_params) * (hot - 1.0)
+    weight, share, comm_b, flops_b, _ = np.broadcast_arrays(
+        total, one_token / total, comm, flops, cost.seconds_per_flop
     )
     return dataclasses.replace(
         cost,
+        flops_per_token=np.array(flops_b, dtype=np.float64),
         weight_bytes=np.array(weight, dtype=np.float64),
         active_fraction=np.array(share, dtype=np.float64),
         comm_seconds_per_token=np.array(comm_b, dtype=np.float64),
