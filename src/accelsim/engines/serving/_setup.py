@@ -350,6 +350,22 @@ def draw_replica_inputs(
     )
 
 
+def _expert_step_tokens(
+    setup: ServingSetup,
+    hbm: float,
+    held: float,
+    share: FloatArray,
+    max_batch: FloatArray,
+    chunk: FloatArray,
+) -> FloatArray | None:
+    """Tokens of an expert-parallel replica's saturated iteration, at which its busiest
+    rank's routed load is charged; None under tensor parallelism. [tokens]"""
+    if not setup.expert_parallel or setup.experts is None:
+        return None
+    capacity = physics.kv_capacity_tokens(hbm, held, setup.kv_bytes_per_token, share)
+    return saturated_step_tokens(capacity, setup.input_mean, setup.output_mean, max_batch, chunk)
+
+
 def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
     """The replica's physics per run from its drawn inputs (pure: no draw): iteration
     coefficients, KV capacity, batch limit, saturated rate."""
@@ -381,12 +397,7 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         efficiency=inputs.efficiency,
         overhead_seconds=inputs.overhead_seconds,
     )
-    step = None
-    if setup.expert_parallel and setup.experts is not None:
-        step = saturated_step_tokens(
-            physics.kv_capacity_tokens(hbm, held, setup.kv_bytes_per_token, share),
-            setup.input_mean, setup.output_mean, max_batch, chunk,
-        )  # fmt: skip
+    step = _expert_step_tokens(setup, hbm, held, share, max_batch, chunk)
     layout = replica_layout_physics(
         iteration,
         chip=chip,
