@@ -2,10 +2,12 @@
 :mod:`accelsim.serving_calibration`).
 
 A row's replica serves as tensor parallelism (every weight split over its chips, an
-all-reduce per layer) or, for a mixture of experts whose preset gives its expert layout, as
+all-reduce per layer) or, for a mixture of experts whose preset gives its expert layout and
+a row that states expert parallelism (as the engines: never chosen by the model alone), as
 wide expert parallelism with data-parallel attention (:mod:`accelsim.models.serving`'s
 ``expert_parallel_cost``): a copy of the non-expert weights and a scheduler per chip, the
-experts split and reached by an all-to-all over the scale-up links. A row whose submitter
+experts split and reached by an all-to-all over the scale-up links, the busiest rank's
+routed load charged at the row's saturated iteration. A row whose submitter
 states speculative decoding / MTP (the optional ``speculative_draft_tokens`` column of the
 validation set) decodes with that many draft tokens, at the serving priors' acceptance
 rate and draft cost. The one rule of both engines (:mod:`accelsim.engines.serving._rack`).

@@ -17,8 +17,8 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
   the tested row), under mixed batching (the serving prior ``mixed_batch_tokens``, an
   assumption), on the layout a submitter would pick: of the power-of-two tensor-parallel sizes
   from the smallest that holds the weights up to the system (within its scale-up domain) and
-  a mixture of experts' wide expert-parallel ones (:mod:`accelsim._calibration_layouts`; an
-  Offline row picks its layout there too), the highest median per-chip rate (the model's own).
+  a mixture of experts' wide expert-parallel ones where the row states expert parallelism
+  (:mod:`accelsim._calibration_layouts`), the highest median per-chip rate (the model's own).
 * **price rows**: whether the $/1M-token distribution at catalog on-demand prices brackets
   the published price (the shipped efficiency prior, a stated judgement).
 
@@ -544,10 +544,10 @@ def _method_lines() -> list[str]:
         "submitter would pick for the bounds: of the power-of-two sizes from the smallest "
         "that holds the weights up to the system (within its scale-up domain), the one whose "
         "median per-chip rate is highest (the model's own choice). A mixture of experts may "
-        "also serve as wide expert parallelism with data-parallel attention (note column), at "
+        "serve as wide expert parallelism with data-parallel attention (note column), at "
         "those sizes and the whole domain, Offline rows too (their highest per-chip "
-        "throughput at the stack's median efficiency), unless the row states its tensor "
-        "parallelism. Price rows use "
+        "throughput at the stack's median efficiency), only where the row states it (EP), "
+        "as the engines: never by the model's choice alone. Price rows use "
         "the shipped efficiency prior (a judgement set with these rows in view) on the "
         "cheapest catalog on-demand offer for the chip (H100 where the provider does not "
         "disclose its hardware), FP8, 1,500 input / 500 output tokens (3:1 blend); a "
