@@ -18,8 +18,7 @@ The bound below is 1.25 (the largest measured, rounded up); below 1 the fast pat
 optimistic, which a straight chord over a concave curve cannot make it by more than the
 model's own error at the nodes (0.9).
 
-The cases are tensor parallel (``expert_parallel=False``; unset, the engines may now pick
-wide expert parallelism at the same size). Under expert parallelism with data-parallel
+The cases are tensor parallel (``expert_parallel=False``, as unset now means). Under expert parallelism with data-parallel
 attention the same measurement gives Qwen3-Coder 1.13 / 1.20 / 1.11 / 1.21 and DeepSeek-V3
 1.21 / 1.20 / 0.93 / 0.86: the fast path is 14 % optimistic at 3 % load there, outside the
 bound above. Not asserted: an open gap of the load nodes for that curve (issue 28).
