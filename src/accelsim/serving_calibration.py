@@ -15,10 +15,10 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
   published p99 TTFT / TPOT bounds, as per-chip output tokens/s, against the published
   completed rate (efficiency pooled the same way from the throughput rows; none of them is
   the tested row), under mixed batching (the serving prior ``mixed_batch_tokens``, an
-  assumption), on the replica size a submitter would pick for the bounds: of the power-of-two
-  sizes from the smallest that holds the weights up to the system (within its scale-up
-  domain), the one whose median per-chip rate is highest (the model's own choice, not fitted
-  to the published figure).
+  assumption), on the layout a submitter would pick: of the power-of-two tensor-parallel sizes
+  from the smallest that holds the weights up to the system (within its scale-up domain) and
+  a mixture of experts' wide expert-parallel ones where the row states expert parallelism
+  (:mod:`accelsim._calibration_layouts`), the highest median per-chip rate (the model's own).
 * **price rows**: whether the $/1M-token distribution at catalog on-demand prices brackets
   the published price (the shipped efficiency prior, a stated judgement).
 
@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from accelsim import _calibration_layouts as rack
 from accelsim import catalog
 from accelsim._calibration_stats import class_scores, partial_pool
 from accelsim._typing import FloatArray
@@ -107,6 +108,10 @@ class _Case:
     max_batch: float
     largest: int
     """Largest replica the system holds within its scale-up domain. [chips]"""
+    expert_parallel: bool = False
+    """Wide expert parallelism with data-parallel attention (else tensor parallelism)."""
+    draft_tokens: int = 0
+    """Draft tokens per step where the row states speculative decoding / MTP. [count]"""
 
 
 def _number(text: str) -> float | None:
@@ -158,7 +163,8 @@ def _case(row: dict[str, str]) -> _Case | str:
     if seqs:
         max_batch = min(max_batch, float(seqs.group(1)))
     largest = max(chips, _largest_replica(chip, int(system)))
-    return _Case(row, model, chip, precision, inp, out, chips, max_batch, largest)
+    draft = int(_number(row.get("speculative_draft_tokens") or "") or 0)
+    return _Case(row, model, chip, precision, inp, out, chips, max_batch, largest, False, draft)
 
 
 def _classes(case: _Case) -> tuple[str, ...]:
@@ -181,29 +187,20 @@ def _kv_bytes(precision: str) -> float:
 
 
 def _cost(case: _Case, efficiency: FloatArray, overhead: FloatArray) -> serving.IterationCost:
-    bytes_per = BYTES_PER_VALUE[case.precision]  # type: ignore[index]
+    """The row's coefficients on its layout, per emitted token where it speculates."""
     kv_bytes = case.model.kv_bytes_per_token(_kv_bytes(case.precision))
-    return serving.iteration_cost(
-        active_params=case.model.active_params,
-        total_params=case.model.params,
-        layers=case.model.layers,
-        d_model=case.model.d_model,
-        weight_bytes=serving.weight_bytes(case.model.params, bytes_per),
-        kv_bytes_per_token=kv_bytes,
-        chips=case.chips,
-        peak_tflops=case.chip.peak_tflops(case.precision),  # type: ignore[arg-type]
-        hbm_tbps=case.chip.hbm_tbps,
-        interconnect_gbps=case.chip.interconnect_gbps,
-        efficiency=efficiency,
-        overhead_seconds=overhead,
-    )
+    step = rack.saturated_step_tokens(case, _capacity, _medians()[1])
+    cost = rack.layout_cost(
+        case.model, case.chip, case.precision, case.chips, case.expert_parallel,
+        kv_bytes, efficiency, overhead, step,
+    )  # fmt: skip
+    return rack.speculated(cost, case.row["id"], case.draft_tokens, np.size(efficiency))
 
 
 def _capacity(case: _Case, share: FloatArray) -> FloatArray:
-    bytes_per = BYTES_PER_VALUE[case.precision]  # type: ignore[index]
     return serving.kv_capacity_tokens(
         case.chip.hbm_bytes * case.chips,
-        serving.weight_bytes(case.model.params, bytes_per),
+        rack.held_weight_bytes(case.model, case.precision, case.chips, case.expert_parallel),
         case.model.kv_bytes_per_token(_kv_bytes(case.precision)),
         share,
     )
@@ -213,8 +210,9 @@ def _per_chip_offline(
     case: _Case, efficiency: FloatArray, overhead: FloatArray, share: FloatArray
 ) -> FloatArray:
     cost = _cost(case, efficiency, overhead)
+    cap = case.max_batch * rack.scheduler_ranks(case.chips, case.expert_parallel)
     tokens = serving.offline_tokens_per_s(
-        cost, _capacity(case, share), case.input_tokens, case.output_tokens, case.max_batch
+        cost, _capacity(case, share), case.input_tokens, case.output_tokens, cap
     )
     return tokens / case.chips
 
@@ -283,6 +281,7 @@ def calibrate(csv_path: str | Path) -> list[RowResult]:
     for row_id in throughput_ids:
         case = cases[row_id]
         assert isinstance(case, _Case)
+        case = cases[row_id] = rack.offline_layout(case, _capacity, _per_chip_offline, _medians())
         published = float(case.row["throughput_per_accelerator"])
         implied[row_id] = (_groups(case), implied_efficiency(case, published))
     rng = np.random.default_rng(_SEED)
@@ -304,8 +303,8 @@ def _throughput_row(
     p5, p50, p95 = (float(v) for v in np.quantile(pred, [0.05, 0.5, 0.95]))
     status = "covered" if p5 <= published <= p95 else "missed"
     return RowResult(
-        row_id, "throughput", status, "", published, p5, p50, p95, case.chips, tuple(pool),
-        _classes(case),
+        row_id, "throughput", status, rack.note(case.expert_parallel), published, p5, p50, p95,
+        case.chips, tuple(pool), _classes(case),
     )  # fmt: skip
 
 
@@ -345,20 +344,23 @@ def _evaluate(
     def holds(chips: int) -> bool:
         return bool(_capacity(replace(case, chips=chips), low_share) >= context)
 
-    layouts = serving.replica_sizes(serving.smallest_safe_size(case.chips, holds), case.largest)
-    rates = [_slo_per_chip(replace(case, chips=t), effs, overhead, share, limits) for t in layouts]
+    sizes = serving.replica_sizes(serving.smallest_safe_size(case.chips, holds), case.largest)
+    options = [replace(case, chips=t) for t in sizes]
+    options += rack.expert_parallel_options(case, _capacity, low_share)
+    rates = [_slo_per_chip(c, effs, overhead, share, limits) for c in options]
     kept = [
-        (t, r)
-        for t, r in zip(layouts, rates, strict=True)
-        if t >= case.chips or float(np.mean(r > 0.0)) >= _PERCENTILE
+        (c, r)
+        for c, r in zip(options, rates, strict=True)
+        if c.chips >= case.chips or float(np.mean(r > 0.0)) >= _PERCENTILE
     ]
-    layouts, rates = [t for t, _ in kept], [r for _, r in kept]
-    best = serving.best_replica_size(layouts, [float(np.median(r)) for r in rates])
-    p5, p50, p95 = (float(v) for v in np.quantile(rates[layouts.index(best)], [0.05, 0.5, 0.95]))
+    best, chosen = rack.pick_by_median(kept)
+    p5, p50, p95 = (float(v) for v in np.quantile(chosen, [0.05, 0.5, 0.95]))
     status = "covered" if p5 <= published <= p95 else "missed"
     return RowResult(
-        row_id, "slo_rate", status, "", published, p5, p50, p95, best, tuple(pool), _classes(case)
-    )
+        row_id, "slo_rate", status, rack.note(best.expert_parallel), published, p5, p50, p95,
+        best.chips,
+        tuple(pool), _classes(case),
+    )  # fmt: skip
 
 
 def _slo_per_chip(
@@ -369,13 +371,14 @@ def _slo_per_chip(
     limits: dict[str, float],
 ) -> FloatArray:
     """Per-chip output tokens/s at the largest Poisson rate meeting the row's p99 bounds."""
-    budget = _mixed_batch_tokens()
+    ranks = rack.scheduler_ranks(case.chips, case.expert_parallel)
+    budget = _mixed_batch_tokens() * ranks
     cap = serving.slo_capacity_rps(
         _cost(case, efficiency, overhead),
         case.input_tokens,
         case.output_tokens,
         _capacity(case, share),
-        serving.budget_batch_cap(case.max_batch, budget),
+        serving.budget_batch_cap(case.max_batch * ranks, budget),
         limits["TTFT"] / 1e3,
         limits["TPOT"] / 1e3,
         _PERCENTILE,
@@ -540,7 +543,11 @@ def _method_lines() -> list[str]:
         "assumption, as MLPerf submitters' in-flight batching), on the replica size a "
         "submitter would pick for the bounds: of the power-of-two sizes from the smallest "
         "that holds the weights up to the system (within its scale-up domain), the one whose "
-        "median per-chip rate is highest (the model's own choice). Price rows use "
+        "median per-chip rate is highest (the model's own choice). A mixture of experts may "
+        "serve as wide expert parallelism with data-parallel attention (note column), at "
+        "those sizes and the whole domain, Offline rows too (their highest per-chip "
+        "throughput at the stack's median efficiency), only where the row states it (EP), "
+        "as the engines: never by the model's choice alone. Price rows use "
         "the shipped efficiency prior (a judgement set with these rows in view) on the "
         "cheapest catalog on-demand offer for the chip (H100 where the provider does not "
         "disclose its hardware), FP8, 1,500 input / 500 output tokens (3:1 blend); a "

@@ -70,6 +70,17 @@ class ModelPreset(_Frozen):
     ``2 · kv_heads · head_dim`` (DeepSeek MLA: 512 + 64 = 576). [count]"""
     max_context: int = Field(ge=1)
     """Longest context the model supports. [tokens]"""
+    experts: int | None = Field(default=None, ge=2)
+    """Routed experts per MoE layer (a mixture of experts; None for a dense model, or where
+    the preset does not give its expert layout). [count]"""
+    experts_per_token: int | None = Field(default=None, ge=1)
+    """Routed experts each token uses per MoE layer, ``top-k``. [count]"""
+    moe_layers: int | None = Field(default=None, ge=1)
+    """Layers with routed experts (DeepSeek-V3: 58 of 61, the first 3 dense). [count]"""
+    expert_params: float | None = Field(default=None, gt=0)
+    """Parameters of all routed experts of all layers; the rest (attention, dense layers,
+    shared experts, embeddings) is what data-parallel attention copies to every chip.
+    [parameters]"""
     sources: tuple[Source, ...] = Field(min_length=1)
     """Where each figure comes from, with dates and DERIVED / ASSUMPTION notes."""
 
@@ -78,12 +89,27 @@ class ModelPreset(_Frozen):
         if self.active_params > self.params:
             msg = f"active_params ({self.active_params:g}) exceeds params ({self.params:g})"
             raise ValueError(msg)
+        layout = (self.experts, self.experts_per_token, self.moe_layers, self.expert_params)
+        if any(v is not None for v in layout) and any(v is None for v in layout):
+            raise ValueError(
+                "give all of experts, experts_per_token, moe_layers and expert_params, or none"
+            )
+        if self.expert_params is not None and self.expert_params >= self.params:
+            raise ValueError(f"expert_params ({self.expert_params:g}) must be below params")
+        if self.experts is not None and (self.experts_per_token or 0) > self.experts:
+            raise ValueError("experts_per_token exceeds experts")
+        if self.moe_layers is not None and self.moe_layers > self.layers:
+            raise ValueError("moe_layers exceeds layers")
         per_head = self.kv_heads is not None and self.head_dim is not None
         if not per_head and self.kv_values_per_token_per_layer is None:
             raise ValueError(
                 "give kv_heads and head_dim, or kv_values_per_token_per_layer (e.g. MLA)"
             )
         return self
+
+    def has_expert_layout(self) -> bool:
+        """Whether the preset gives its routed-expert layout (wide expert parallelism)."""
+        return self.expert_params is not None
 
     def kv_values_per_layer(self) -> float:
         """Values cached per token and layer (keys and values together). [count]"""

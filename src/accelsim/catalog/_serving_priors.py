@@ -122,6 +122,16 @@ class ServingPriors(_Frozen):
     is chosen automatically (the rest is KV cache). [fraction]"""
     power_fraction_of_tdp: Prior
     """Average chip draw while serving over the chip's TDP. [fraction]"""
+    speculative_acceptance: Prior | None = None
+    """Per-token acceptance rate of draft tokens (speculative decoding, MTP) where a
+    scenario speculates and leaves it unset; a user file may leave it out. [fraction]"""
+    speculative_draft_cost: Prior | None = None
+    """One draft pass as a share of a target decode iteration of the same batch, where a
+    scenario speculates and leaves it unset. [fraction]"""
+    expert_residual_spread: Prior | None = None
+    """Relative standard deviation of an expert-parallel rank's routed load that routing
+    skew leaves after load balancing (EPLB), on top of the sampling spread; a user file may
+    leave it out (then 0: equally popular experts). [fraction]"""
     kv_precision: KvPrecisionRule | None = None
     """The KV-cache precision that goes with each weight precision when a scenario leaves
     ``kv_precision`` unset; a user file may leave it out (the shipped rule is used)."""

@@ -43,6 +43,7 @@ from accelsim.scenario._serving import (
     ServingPrecision,
     SloUnitWarning,
 )
+from accelsim.scenario._speculative import Speculative
 from accelsim.scenario._streams import JobStream, Trace
 from accelsim.scenario._training import TrainingPhase, TrainingRun
 from accelsim.scenario._workloads_mix import (
@@ -80,6 +81,7 @@ __all__ = [
     "ServingPrecision",
     "Sharding",
     "SloUnitWarning",
+    "Speculative",
     "Stage",
     "Trace",
     "TrainingPhase",

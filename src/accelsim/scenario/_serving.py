@@ -22,6 +22,7 @@ from accelsim.scenario._common import (
     _Model,
     _support,
 )
+from accelsim.scenario._speculative import Speculative
 
 ServingPrecision = Literal["bf16", "fp8", "int8", "fp4"]
 Scaling = Literal["fixed", "follow_demand"]
@@ -188,6 +189,18 @@ class Serving(_Model):
     of ``vllm serve`` (8192 on GPUs with >= 70 GiB other than A100, 2048 on A100 and smaller
     GPUs, TPU v6e 1024, v5e 512, v5p 256, CPU 2048); 0 = prefill-first (whole prompts in
     iterations without decode); > 0 = that budget. Not with ``disaggregated`` pools."""
+    speculative: Speculative | None = None
+    """Speculative decoding / multi-token prediction (:class:`Speculative`); unset = none.
+    Colocated endpoints only."""
+    expert_parallel: bool | None = None
+    """A mixture of experts whose preset gives its expert layout: ``True`` serves each
+    replica as wide expert parallelism with data-parallel attention (every chip holds the
+    non-expert weights and its own sequences' KV cache, the experts are split over the
+    chips and reached by an all-to-all over the scale-up links) at the replica size the
+    replica-size rule picks among the doublings and the whole scale-up domain (the metric
+    ``chips_per_replica`` reports it); unset or ``False``: tensor parallelism only (the
+    model's expert-parallel rack-scale gain is not in the published results, so it is
+    never chosen automatically). Colocated endpoints only."""
     router: Router = "least_loaded"
     """How the request DES routes a request to a replica."""
     scaling: Scaling = "fixed"
@@ -304,9 +317,19 @@ class Serving(_Model):
                     "prefill_chunk_tokens",
                     "a prefill replica runs whole prompts, a decode replica none",
                 ),
+                ("speculative", "speculation is modelled on colocated replicas only"),
+                ("expert_parallel", "disaggregated pools serve tensor-parallel replicas"),
             ):
                 if getattr(self, name) is not None:
                     raise ValueError(f"{name} does not apply with disaggregated pools: {why}")
+        if self.expert_parallel:
+            preset = catalog.model_presets().get(self.model.lower()) if self.model else None
+            if preset is None or not preset.has_expert_layout():
+                raise ValueError(
+                    "expert_parallel=True needs a mixture-of-experts preset that gives its "
+                    "expert layout (experts, experts_per_token, moe_layers, expert_params), "
+                    f"got model={self.model!r}"
+                )
         if self.max_replicas is not None and self.max_replicas < self.min_replicas:
             raise ValueError(
                 f"max_replicas ({self.max_replicas}) is below min_replicas ({self.min_replicas})"

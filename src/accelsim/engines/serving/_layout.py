@@ -16,6 +16,15 @@ design of the study) and keep the size that
 :func:`accelsim.models.serving.best_replica_size` picks: the SLO's attainment met, then the
 fewest chip-hours, then the highest SLO rate per chip (a fixed pool) or the smallest size
 (a fleet that follows the demand).
+
+A mixture of experts whose preset gives its expert layout serves as wide expert
+parallelism with data-parallel attention where the user sets ``Serving.expert_parallel``
+(unset or False: tensor parallelism only; the automatic choice does not pick expert
+parallelism, whose rack-scale per-chip gain the published results do not show, see
+docs/serving.md). Its candidates are the doublings from 2 chips within the pool and the scale-up
+domain, and the whole domain where the pool holds whole domains (an NVL72 rack: 72), each
+holding a sequence at the near-worst memory share (:func:`expert_parallel_sizes`); the
+same rule picks among every (size, layout) pair, tensor parallelism first at equal size.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import numpy as np
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws
 from accelsim.engines.serving._inputs import draw_demand
+from accelsim.engines.serving._rack import expert_layout
 from accelsim.engines.serving._setup import (
     ServingSetup,
     build_replica,
@@ -61,9 +71,15 @@ class LayoutOutcome:
     """Output tokens/s per chip at the largest load meeting the SLO (0: none). [tokens/s]"""
 
 
-def with_replica_size(setup: ServingSetup, chips: int, pool_count: int) -> ServingSetup:
-    """``setup`` with replicas of ``chips`` chips: ``pool_count // chips`` of them."""
-    return dataclasses.replace(setup, chips_per_replica=chips, replicas_pool=pool_count // chips)
+def with_replica_size(
+    setup: ServingSetup, chips: int, pool_count: int, expert_parallel: bool | None = None
+) -> ServingSetup:
+    """``setup`` with replicas of ``chips`` chips: ``pool_count // chips`` of them (on the
+    layout ``expert_parallel`` says; unset: ``setup``'s)."""
+    layout = setup.expert_parallel if expert_parallel is None else expert_parallel
+    return dataclasses.replace(
+        setup, chips_per_replica=chips, replicas_pool=pool_count // chips, expert_parallel=layout
+    )
 
 
 def median_draws() -> InputDraws:
@@ -82,18 +98,19 @@ def layout_outcomes(
     cat: Catalog,
     sizes: list[int],
     draws: InputDraws | None = None,
+    expert_parallel: bool | None = None,
 ) -> list[LayoutOutcome]:
     """The fast path's usage of the serving scenario (``setup`` its resolved facts) at each
     replica size in ``sizes``, averaged over the runs of ``draws`` (default: one run at the
     medians of the uncertain inputs, priors and the user's distributions alike; the same
-    draws for every size)."""
+    draws for every size; on the layout ``expert_parallel`` says, unset: ``setup``'s)."""
     work, pool = setup.work, scenario.fleet[0]
     draws = median_draws() if draws is None else draws
     load = draw_demand(work, draws)
     drawn = draw_replica_inputs(setup, draws, cat.serving_priors)  # the same at every size
     out = []
     for chips in sizes:
-        sized = with_replica_size(setup, chips, pool.count)
+        sized = with_replica_size(setup, chips, pool.count, expert_parallel)
         replica = build_replica(sized, drawn)
         table = latency_table(sized, replica)
         totals = hour_totals(sized, load, replica, table)
@@ -136,10 +153,89 @@ def candidate_sizes(setup: ServingSetup, scenario: Scenario, cat: Catalog) -> li
     return sizes
 
 
+def expert_parallel_sizes(setup: ServingSetup, scenario: Scenario, cat: Catalog) -> list[int]:
+    """The sizes at which the layout choice tries wide expert parallelism: none for a
+    model without an expert layout or unless ``expert_parallel=True``; the user's size where
+    given; else the doublings from 2 within the pool and the scale-up domain, and the whole
+    domain where it divides the pool, each holding a sequence in nearly every run (and,
+    under ``follow_demand``, ``min_replicas`` and ``max_replicas`` in the pool)."""
+    work, pool = setup.work, scenario.fleet[0]
+    if setup.experts is None or not work.expert_parallel:
+        return []
+    if work.chips_per_replica is not None:
+        return [setup.chips_per_replica]
+    most = min(pool.count, setup.chip.scale_up_domain_chips)
+    sizes = physics.replica_sizes(2, most, pool.count) if most >= 2 else []
+    if most >= 2 and pool.count % most == 0 and most not in sizes:
+        sizes.append(most)
+    worst = InputDraws(np.random.SeedSequence(0), 0, 1, at_quantile=physics.NEAR_WORST_QUANTILE)
+    sizes = [
+        c
+        for c in sizes
+        if bool(
+            draw_replica(
+                with_replica_size(setup, c, pool.count, True), worst, cat.serving_priors
+            ).feasible[0]
+        )
+    ]
+    if work.scaling == "follow_demand":
+        need = max(work.min_replicas, work.max_replicas or 0)
+        sizes = [c for c in sizes if pool.count // c >= need]
+    return sizes
+
+
+def _tensor_parallel_sizes(setup: ServingSetup, scenario: Scenario, cat: Catalog) -> list[int]:
+    """The tensor-parallel candidates, a halving below the memory rule kept only where it
+    meets the SLO's attainment over :func:`vetting_draws`."""
+    sizes = candidate_sizes(setup, scenario, cat)
+    below = [chips for chips in sizes if chips < setup.chips_per_replica]
+    if below:
+        vetted = layout_outcomes(setup, scenario, cat, below, vetting_draws())
+        attainment = setup.work.slo.attainment
+        failed = {o.chips for o in vetted if o.compliant_share < attainment}
+        sizes = [chips for chips in sizes if chips not in failed] or sizes
+    return sizes
+
+
+def _with_expert_parallel(
+    setup: ServingSetup, scenario: Scenario, cat: Catalog, ep: list[int]
+) -> ServingSetup:
+    """The planned setup of a mixture of experts whose layouts include expert parallelism:
+    every (size, layout) pair through one :func:`~accelsim.models.serving.best_replica_size`
+    (sizes coded ``2·chips + layout``, so tensor parallelism comes first at equal size)."""
+    pool = scenario.fleet[0]
+    tp = [] if setup.work.expert_parallel else _tensor_parallel_sizes(setup, scenario, cat)
+    if not ep:
+        raise ValueError(
+            f"no expert-parallel replica of {setup.work.model} holds a sequence on a pool "
+            f"of {pool.count} {setup.chip.id}: set expert_parallel to False or unset"
+        )
+    outcomes = [
+        *layout_outcomes(setup, scenario, cat, tp, expert_parallel=False),
+        *layout_outcomes(setup, scenario, cat, ep, expert_parallel=True),
+    ]
+    codes = [2 * c for c in tp] + [2 * c + 1 for c in ep]
+    code = physics.best_replica_size(
+        codes,
+        [o.slo_tokens_per_s_per_chip for o in outcomes],
+        compliant_share=[o.compliant_share for o in outcomes],
+        chip_hours=[o.chip_hours for o in outcomes],
+        attainment=setup.work.slo.attainment,
+        follows_demand=setup.work.scaling == "follow_demand",
+    )
+    return with_replica_size(setup, code // 2, pool.count, bool(code % 2))
+
+
 def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     """:func:`~accelsim.engines.serving._setup.serving_setup` of a colocated endpoint with
     its replica size chosen as the module docstring says when the user gives none."""
     setup = serving_setup(scenario, cat)
+    experts = expert_layout(setup.work, cat)
+    forced = bool(setup.work.expert_parallel) and experts is not None
+    setup = dataclasses.replace(setup, experts=experts, expert_parallel=forced)
+    ep = expert_parallel_sizes(setup, scenario, cat)
+    if ep or setup.work.expert_parallel:
+        return _with_expert_parallel(setup, scenario, cat, ep)
     sizes = candidate_sizes(setup, scenario, cat)
     below = [chips for chips in sizes if chips < setup.chips_per_replica]
     if below:
@@ -166,6 +262,7 @@ def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
 __all__ = [
     "LayoutOutcome",
     "candidate_sizes",
+    "expert_parallel_sizes",
     "layout_outcomes",
     "median_draws",
     "planned_setup",

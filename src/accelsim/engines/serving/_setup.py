@@ -18,6 +18,15 @@ from accelsim._typing import BoolArray, FloatArray
 from accelsim.catalog import Catalog, Chip, ServingPriors, serving_workload_key
 from accelsim.dists import Dist, Fixed, as_dist
 from accelsim.engines._inputs import InputDraws, constant
+from accelsim.engines.serving._rack import (
+    ExpertLayout,
+    Speculation,
+    draw_speculation,
+    replica_layout_physics,
+    replica_weight_bytes,
+    saturated_step_tokens,
+    scheduler_ranks,
+)
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario, Serving
 
@@ -114,6 +123,12 @@ class ServingSetup:
     percentile: float
     """The SLO's percentile as a fraction. [fraction]"""
     windows_per_hour: int
+    experts: ExpertLayout | None = None
+    """The routed-expert layout of a mixture of experts whose preset gives it (colocated
+    endpoints; set by the engines' :func:`~accelsim.engines.serving._layout.
+    planned_setup`), else None."""
+    expert_parallel: bool = False
+    """Replicas serve as wide expert parallelism with data-parallel attention."""
 
 
 def token_lengths(value: Dist, uniforms: FloatArray, max_tokens: float) -> FloatArray:
@@ -301,6 +316,8 @@ class ReplicaInputs:
     max_batch: FloatArray
     """Scheduler cap on running sequences as set or drawn, before a chunked iteration's
     token budget caps it (:func:`build_replica`). [count]"""
+    speculation: Speculation | None = None
+    """Speculative decoding's acceptance and draft cost, where the endpoint speculates."""
 
 
 def draw_replica_inputs(
@@ -329,7 +346,24 @@ def draw_replica_inputs(
         kv_share=kv_share,
         prefill_chunk_tokens=chunk,
         max_batch=_max_batch(setup, draws, serving, chunk),
+        speculation=draw_speculation(work, draws, serving),
     )
+
+
+def _expert_step_tokens(
+    setup: ServingSetup,
+    hbm: float,
+    held: float,
+    share: FloatArray,
+    max_batch: FloatArray,
+    chunk: FloatArray,
+) -> FloatArray | None:
+    """Tokens of an expert-parallel replica's saturated iteration, at which its busiest
+    rank's routed load is charged; None under tensor parallelism. [tokens]"""
+    if not setup.expert_parallel or setup.experts is None:
+        return None
+    capacity = physics.kv_capacity_tokens(hbm, held, setup.kv_bytes_per_token, share)
+    return saturated_step_tokens(capacity, setup.input_mean, setup.output_mean, max_batch, chunk)
 
 
 def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
@@ -339,16 +373,21 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
     chip = setup.chip
     chips = float(setup.chips_per_replica)
     hbm = chip.hbm_bytes * chips
+    held = replica_weight_bytes(
+        setup.weight_bytes, setup.chips_per_replica, setup.experts, setup.expert_parallel
+    )
     if inputs.memory_share is not None:
         share = inputs.memory_share
     elif inputs.kv_share is not None:
-        share = (setup.weight_bytes + inputs.kv_share * (hbm - setup.weight_bytes)) / hbm
+        share = (held + inputs.kv_share * (hbm - held)) / hbm
     else:
         raise ValueError("a replica's inputs hold memory_share or kv_share; got neither")
-    chunk = inputs.prefill_chunk_tokens
+    ranks = scheduler_ranks(setup.chips_per_replica, setup.experts, setup.expert_parallel)
     # each running sequence takes one token of a chunked iteration's budget (vLLM refuses
-    # max_num_seqs > max_num_batched_tokens)
-    max_batch = physics.budget_batch_cap(inputs.max_batch, chunk)
+    # max_num_seqs > max_num_batched_tokens); an expert-parallel replica runs one scheduler
+    # per attention rank
+    per_rank = physics.budget_batch_cap(inputs.max_batch, inputs.prefill_chunk_tokens)
+    chunk, max_batch = inputs.prefill_chunk_tokens * ranks, per_rank * ranks
     iteration = physics.iteration_cost(
         active_params=setup.active_params,
         total_params=setup.total_params,
@@ -363,7 +402,21 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         efficiency=inputs.efficiency,
         overhead_seconds=inputs.overhead_seconds,
     )
-    capacity = physics.kv_capacity_tokens(hbm, setup.weight_bytes, setup.kv_bytes_per_token, share)
+    step = _expert_step_tokens(setup, hbm, held, share, max_batch, chunk)
+    layout = replica_layout_physics(
+        iteration,
+        chip=chip,
+        chips=setup.chips_per_replica,
+        d_model=setup.d_model,
+        weight_bytes=setup.weight_bytes,
+        kv_bytes_per_token=setup.kv_bytes_per_token,
+        share=share,
+        experts=setup.experts,
+        expert_parallel=setup.expert_parallel,
+        speculation=inputs.speculation,
+        step_tokens=step,
+    )
+    iteration, capacity = layout.cost, layout.kv_capacity_tokens
     inp, out = setup.input_mean, setup.output_mean
     limit = physics.batch_limit(capacity, inp, out, max_batch)
     saturated = physics.offline_tokens_per_s(iteration, capacity, inp, out, max_batch, chunk) / out

@@ -19,8 +19,11 @@ decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput), ``_
 (latency under load), ``_decode`` (its decode fixed point), ``_admission`` (its batch slots'
 queue), ``_capacity`` (capacity under an SLO), ``_layout`` (the replica size chosen when
 none is given), ``_interference`` (the time prompts add to the decoding sequences' token
-gaps), ``_disaggregated`` (prefill and decode replicas on separate pools) and ``_runs``
-(runs of iterations in closed form, for the DES)."""
+gaps), ``_disaggregated`` (prefill and decode replicas on separate pools), ``_runs``
+(runs of iterations in closed form, for the DES), ``_speculative`` (speculative decoding
+and multi-token prediction: tokens per verification step) and ``_expert_parallel`` (wide
+expert parallelism with data-parallel attention inside a scale-up domain; ``_expert_balance``
+the busiest rank's routed load)."""
 
 from __future__ import annotations
 
@@ -33,6 +36,13 @@ from accelsim.models.serving._disaggregated import (
     kv_transfer_seconds,
     prefill_latency,
     prefill_seconds,
+)
+from accelsim.models.serving._expert_balance import expected_max_normal, expert_load_imbalance
+from accelsim.models.serving._expert_parallel import (
+    all_to_all_seconds_per_token,
+    expert_parallel_cost,
+    expert_parallel_kv_capacity,
+    expert_parallel_weight_bytes,
 )
 from accelsim.models.serving._iteration import (
     IterationCost,
@@ -66,6 +76,11 @@ from accelsim.models.serving._runs import (
     run_seconds,
     terms_iteration_run,
 )
+from accelsim.models.serving._speculative import (
+    expected_accepted_tokens,
+    speculative_cost,
+    speculative_step_seconds,
+)
 
 __all__ = [
     "NEAR_WORST_QUANTILE",
@@ -76,12 +91,19 @@ __all__ = [
     "LoadLatency",
     "PrefillLatency",
     "SloCapacity",
+    "all_to_all_seconds_per_token",
     "batch_limit",
     "best_replica_size",
     "budget_batch_cap",
     "decode_latency",
     "decode_saturated_rps",
     "decode_stretch_seconds",
+    "expected_accepted_tokens",
+    "expected_max_normal",
+    "expert_load_imbalance",
+    "expert_parallel_cost",
+    "expert_parallel_kv_capacity",
+    "expert_parallel_weight_bytes",
     "iteration_cost",
     "iteration_seconds",
     "iteration_terms",
@@ -98,6 +120,8 @@ __all__ = [
     "run_seconds",
     "slo_capacity_rps",
     "smallest_safe_size",
+    "speculative_cost",
+    "speculative_step_seconds",
     "terms_iteration_run",
     "terms_iteration_seconds",
     "throughput_at_batch",

@@ -1,0 +1,268 @@
+"""Parallel layouts and speculation of a serving calibration row (an extra, with
+:mod:`accelsim.serving_calibration`).
+
+A row's replica serves as tensor parallelism (every weight split over its chips, an
+all-reduce per layer) or, for a mixture of experts whose preset gives its expert layout and
+a row that states expert parallelism (as the engines: never chosen by the model alone), as
+wide expert parallelism with data-parallel attention (:mod:`accelsim.models.serving`'s
+``expert_parallel_cost``): a copy of the non-expert weights and a scheduler per chip, the
+experts split and reached by an all-to-all over the scale-up links, the busiest rank's
+routed load charged at the row's saturated iteration. A row whose submitter
+states speculative decoding / MTP (the optional ``speculative_draft_tokens`` column of the
+validation set) decodes with that many draft tokens, at the serving priors' acceptance
+rate and draft cost. The one rule of both engines (:mod:`accelsim.engines.serving._rack`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
+
+import numpy as np
+
+from accelsim._typing import FloatArray
+from accelsim.catalog import BYTES_PER_VALUE, Chip, ModelPreset, serving_priors
+from accelsim.models import serving
+
+_SPEC_SEED = 20261129
+_STATED_TP = re.compile(r"\bTP\s*=\s*\d", re.IGNORECASE)
+_STATED_EP = re.compile(r"\b(?:wide[- ])?EP\s*(?:=\s*\d+)?\b|expert[- ]parallel", re.IGNORECASE)
+EP_NOTE = "expert parallel, data-parallel attention"
+"""The calibration page's note on a row served as wide expert parallelism."""
+
+
+class _Row(Protocol):
+    """What the layout choice reads of a calibration row's case."""
+
+    @property
+    def row(self) -> dict[str, str]: ...
+    @property
+    def chip(self) -> Chip: ...
+    @property
+    def model(self) -> ModelPreset: ...
+    @property
+    def chips(self) -> int: ...
+    @property
+    def largest(self) -> int: ...
+    @property
+    def expert_parallel(self) -> bool: ...
+    @property
+    def input_tokens(self) -> float: ...
+    @property
+    def output_tokens(self) -> float: ...
+    @property
+    def max_batch(self) -> float: ...
+
+
+RowT = TypeVar("RowT", bound=_Row)
+
+
+def note(expert_parallel: bool) -> str:
+    """The page's note on a row's layout: :data:`EP_NOTE` or nothing."""
+    return EP_NOTE if expert_parallel else ""
+
+
+def median_efficiency(chip: Chip) -> FloatArray:
+    """The median of the chip's shipped serving efficiency prior, as a 1-run array: the
+    efficiency at which an Offline row's layout is chosen. [fraction]"""
+    prior = serving_priors().efficiency_for(chip.id, chip.software_stack)
+    return np.array([float(prior.dist().ppf(0.5))])
+
+
+def has_expert_layout(model: ModelPreset) -> bool:
+    """Whether the row's model can serve as wide expert parallelism."""
+    return model.has_expert_layout()
+
+
+def held_weight_bytes(
+    model: ModelPreset, precision: str, chips: int, expert_parallel: bool
+) -> float:
+    """Weight bytes the replica's chips hold together. [B]"""
+    per = BYTES_PER_VALUE[precision]  # type: ignore[index]
+    if not expert_parallel or model.expert_params is None:
+        return float(model.params * per)
+    dense = (model.params - model.expert_params) * per
+    return float(serving.expert_parallel_weight_bytes(chips, dense, model.expert_params * per))
+
+
+def scheduler_ranks(chips: int, expert_parallel: bool) -> float:
+    """Schedulers of the replica: one per chip under data-parallel attention. [count]"""
+    return float(chips) if expert_parallel else 1.0
+
+
+def layout_cost(
+    model: ModelPreset,
+    chip: Chip,
+    precision: str,
+    chips: int,
+    expert_parallel: bool,
+    kv_bytes_per_token: float,
+    efficiency: FloatArray,
+    overhead: FloatArray,
+    step_tokens: float = 0.0,
+) -> serving.IterationCost:
+    """The replica's coefficients on its layout: tensor parallel, or expert parallel with
+    data-parallel attention, whose busiest rank's routed load is charged at ``step_tokens``
+    tokens per iteration (:func:`accelsim.models.serving.expert_load_imbalance`, with the
+    serving priors' median ``expert_residual_spread``; 0: balanced)."""
+    per = BYTES_PER_VALUE[precision]  # type: ignore[index]
+    tensor_parallel = serving.iteration_cost(
+        active_params=model.active_params,
+        total_params=model.params,
+        layers=model.layers,
+        d_model=model.d_model,
+        weight_bytes=serving.weight_bytes(model.params, per),
+        kv_bytes_per_token=kv_bytes_per_token,
+        chips=chips,
+        peak_tflops=chip.peak_tflops(precision),  # type: ignore[arg-type]
+        hbm_tbps=chip.hbm_tbps,
+        interconnect_gbps=chip.interconnect_gbps,
+        efficiency=efficiency,
+        overhead_seconds=overhead,
+    )
+    if not expert_parallel or model.expert_params is None:
+        return tensor_parallel
+    experts, top_k = float(model.experts or 1), float(model.experts_per_token or 1)
+    spread = serving_priors().expert_residual_spread
+    rho = 0.0 if spread is None else float(spread.dist().ppf(0.5))
+    hot = (
+        serving.expert_load_imbalance(step_tokens, chips, experts, top_k, rho)
+        if step_tokens > 0.0
+        else np.ones(1)
+    )
+    return serving.expert_parallel_cost(
+        tensor_parallel,
+        chips=chips,
+        dense_weight_bytes=(model.params - model.expert_params) * per,
+        expert_weight_bytes=model.expert_params * per,
+        expert_share=(model.experts_per_token or 1) / (model.experts or 1),
+        moe_layers=model.moe_layers or 0,
+        experts_per_token=model.experts_per_token or 1,
+        d_model=model.d_model,
+        interconnect_gbps=chip.interconnect_gbps,
+        routed_active_params=model.expert_params * top_k / experts,
+        imbalance=hot,
+    )
+
+
+def saturated_step_tokens(
+    case: RowT, capacity: Callable[[RowT, FloatArray], FloatArray], share: float
+) -> float:
+    """Tokens of the row's saturated iteration at memory ``share``: the batch limit's
+    decodes and ``input/output`` prompt tokens per decode (steady state), the batch cap
+    per scheduler rank; 0 where the replica is tensor parallel. [tokens]"""
+    if not case.expert_parallel:
+        return 0.0
+    cap = case.max_batch * scheduler_ranks(case.chips, True)
+    seqs = serving.batch_limit(
+        capacity(case, np.array([share])), case.input_tokens, case.output_tokens, cap
+    )
+    return float(np.max(seqs)) * (1.0 + case.input_tokens / case.output_tokens)
+
+
+def speculated(
+    cost: serving.IterationCost, row_id: str, draft_tokens: int, runs: int
+) -> serving.IterationCost:
+    """``cost`` per emitted token where the row speculates (``draft_tokens > 0``), the
+    acceptance rate and draft cost drawn from the serving priors (a stream of the row's
+    own, so rows that do not speculate draw exactly as before); else ``cost``."""
+    if draft_tokens <= 0:
+        return cost
+    priors = serving_priors()
+    if priors.speculative_acceptance is None or priors.speculative_draft_cost is None:
+        raise ValueError("the serving priors give no speculative_acceptance / _draft_cost")
+    rng = np.random.default_rng([_SPEC_SEED, zlib.crc32(row_id.encode())])
+    acceptance: FloatArray = priors.speculative_acceptance.dist().sample(rng, runs)
+    draft_cost: FloatArray = priors.speculative_draft_cost.dist().sample(rng, runs)
+    return serving.speculative_cost(cost, acceptance, draft_tokens, draft_cost)
+
+
+def best_layout(candidates: Sequence[tuple[int, bool]], rates: Sequence[float]) -> tuple[int, bool]:
+    """The (chips, expert parallel) pair of highest median rate per chip by
+    :func:`accelsim.models.serving.best_replica_size` (pairs coded ``2·chips + layout``, so
+    the smaller replica, then tensor parallelism, wins a tie)."""
+    codes = [2 * chips + int(ep) for chips, ep in candidates]
+    code = serving.best_replica_size(codes, list(rates))
+    return code // 2, bool(code % 2)
+
+
+def expert_parallel_options(
+    case: RowT, capacity: Callable[[RowT, FloatArray], FloatArray], share: FloatArray
+) -> list[RowT]:
+    """``case`` (a frozen dataclass) at each wide expert-parallel size
+    (:func:`expert_parallel_sizes` from 2 to its ``largest``) whose KV ``capacity`` at the
+    memory ``share`` holds a sequence; none for a model without an expert layout, a row
+    whose software states its tensor parallelism (``TP=8``: the submitter's layout), or a
+    row that does not state expert parallelism (``EP``, ``wide EP``, ``expert parallel`` in
+    its software or scenario): the engines' rule, which never picks it by itself."""
+    stated = " ".join(case.row.get(k, "") for k in ("software", "scenario"))
+    if not case.model.has_expert_layout() or _STATED_TP.search(stated):
+        return []
+    if not _STATED_EP.search(stated):
+        return []  # as the engines: expert parallelism only where it is stated
+    sizes = expert_parallel_sizes(2, case.largest)
+    options = [
+        dataclasses.replace(case, chips=t, expert_parallel=True)  # type: ignore[type-var]
+        for t in sizes
+    ]
+    context = case.input_tokens + case.output_tokens
+    return [c for c in options if float(np.min(capacity(c, share))) >= context]
+
+
+def offline_layout(
+    case: RowT,
+    capacity: Callable[[RowT, FloatArray], FloatArray],
+    rate: Callable[[RowT, FloatArray, FloatArray, FloatArray], FloatArray],
+    medians: tuple[float, float],
+) -> RowT:
+    """The layout an Offline submitter of a mixture of experts picks: ``case`` (the memory
+    rule's tensor-parallel replica) or a wide expert-parallel one
+    (:func:`expert_parallel_options`), whichever has the highest per-chip ``rate``
+    (efficiency, overhead, memory share) at the chip's median efficiency and the
+    ``medians`` of overhead and memory share: the model's own figure at fixed inputs, never
+    the published one."""
+    overhead, share = np.array([medians[0]]), np.array([medians[1]])
+    options = [case, *expert_parallel_options(case, capacity, share)]
+    eff = median_efficiency(case.chip)
+    rates = [float(rate(c, eff, overhead, share)[0]) for c in options]
+    best = best_layout([(c.chips, c.expert_parallel) for c in options], rates)
+    return next(c for c in options if (c.chips, c.expert_parallel) == best)
+
+
+def pick_by_median(kept: Sequence[tuple[RowT, FloatArray]]) -> tuple[RowT, FloatArray]:
+    """The (case, rate draws) pair a Server / Interactive submitter picks: the highest median
+    rate per chip by :func:`best_layout`."""
+    rates = [float(np.median(r)) for _, r in kept]
+    best = best_layout([(c.chips, c.expert_parallel) for c, _ in kept], rates)
+    return next((c, r) for c, r in kept if (c.chips, c.expert_parallel) == best)
+
+
+def expert_parallel_sizes(smallest: int, largest: int) -> list[int]:
+    """The expert-parallel sizes tried: doublings of ``smallest`` up to ``largest`` (the
+    system within its scale-up domain), and ``largest`` itself (a whole NVL72 rack)."""
+    start = max(2, smallest)
+    if start > largest:
+        return []
+    sizes = serving.replica_sizes(start, largest)
+    return sizes if largest in sizes else [*sizes, largest]
+
+
+__all__ = [
+    "EP_NOTE",
+    "best_layout",
+    "expert_parallel_options",
+    "expert_parallel_sizes",
+    "has_expert_layout",
+    "held_weight_bytes",
+    "layout_cost",
+    "median_efficiency",
+    "note",
+    "offline_layout",
+    "pick_by_median",
+    "saturated_step_tokens",
+    "scheduler_ranks",
+    "speculated",
+]
