@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,6 +104,9 @@ def test_a_serving_measurement_is_reproduced_within_its_noise(value: float, nois
     assert abs(math.log(p50 / value)) <= noise
 
 
+# an MFU of 0.5 on 4,096 chips is flagged as unlikely (CalibrationWarning) and used all the
+# same: this test is about its use
+@pytest.mark.filterwarnings("ignore::accelsim.study._calibrate_common.CalibrationWarning")
 @settings(max_examples=6, deadline=None)
 @given(mfu=st.floats(0.25, 0.55), count=st.sampled_from([256, 1024, 4096]))
 def test_a_training_measurement_is_reproduced_within_its_noise(mfu: float, count: int) -> None:

@@ -131,9 +131,18 @@ FIELDS: dict[type, dict[str, str]] = {
             "the replica plan under follow_demand; refused under fixed",
         ),
         "disaggregated": "the fast path (refused by the request DES)",
+        "speculative": "the replica's iteration (both serving engines); refused with "
+        "disaggregated pools",
+        "expert_parallel": "the replica layout (both serving engines); refused with "
+        "disaggregated pools and on a dense model",
         "name": _MIX,
         "priority": _MIX,
         "chips": _MIX,
+    },
+    acs.Speculative: {
+        "draft_tokens": "the replica's iteration (tokens per verification step)",
+        "acceptance": "the replica's iteration (tokens per verification step)",
+        "draft_cost": "the replica's iteration (the draft pass)",
     },
     acs.SLO: {
         "ttft_ms": "SLO capacity and attainment",
