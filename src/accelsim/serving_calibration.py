@@ -23,7 +23,8 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
   the published price (the shipped efficiency prior, a stated judgement).
 
 Rows whose chip, model, precision or lengths are missing are listed as skipped, with the
-reason. The core never imports this module. Regenerate the docs page with::
+reason. The peers' errors beside ours are read from the committed ``serving_peers.csv`` beside
+the CSV (:mod:`accelsim._serving_peers`). The core never imports this module. Regenerate with::
 
     python -m accelsim.serving_calibration tests/validation/data/inference.csv \
         docs/serving_calibration.md
@@ -43,6 +44,7 @@ import numpy as np
 from accelsim import _calibration_layouts as rack
 from accelsim import catalog
 from accelsim._calibration_stats import class_scores, partial_pool
+from accelsim._serving_peers import PEERS_FILE, PeerRow, load_peers, peer_lines
 from accelsim._typing import FloatArray
 from accelsim.catalog import BYTES_PER_VALUE, Chip, ModelPreset, serving_priors
 from accelsim.models import serving
@@ -476,8 +478,9 @@ def summarize(results: list[RowResult]) -> Summary:
     )
 
 
-def render_markdown(results: list[RowResult]) -> str:
-    """The calibration page (``docs/serving_calibration.md``) for ``results``."""
+def render_markdown(results: list[RowResult], peers: list[PeerRow] | None = None) -> str:
+    """The calibration page (``docs/serving_calibration.md``) for ``results``, with the
+    peers' errors on the same rows when ``peers`` (:func:`load_peers`) are given."""
     s = summarize(results)
     lines = [
         "# Serving calibration",
@@ -512,6 +515,7 @@ def render_markdown(results: list[RowResult]) -> str:
             for c in class_scores(results)
         ),
         "",
+        *peer_lines(results, peers or []),
         "## Rows",
         "",
         "Per-chip output tokens/s for throughput and SLO rows; USD per 1M tokens for price "
@@ -576,7 +580,8 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m accelsim.serving_calibration INFERENCE_CSV OUTPUT_MD")
         return 2
-    Path(args[1]).write_text(render_markdown(calibrate(args[0])), encoding="utf-8")
+    peers = load_peers(Path(args[0]).with_name(PEERS_FILE))
+    Path(args[1]).write_text(render_markdown(calibrate(args[0]), peers), encoding="utf-8")
     return 0
 
 
@@ -590,6 +595,7 @@ __all__ = [
     "Summary",
     "calibrate",
     "implied_efficiency",
+    "load_peers",
     "main",
     "render_markdown",
     "summarize",

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from accelsim.serving_calibration import calibrate, render_markdown, summarize
+from accelsim.serving_calibration import calibrate, load_peers, render_markdown, summarize
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "tests" / "validation" / "data" / "inference.csv"
 PAGE = ROOT / "docs" / "serving_calibration.md"
+PEERS = CSV.with_name("serving_peers.csv")
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +28,7 @@ def results() -> list:  # type: ignore[type-arg]
 
 
 def test_page_is_up_to_date(results: list) -> None:  # type: ignore[type-arg]
-    expected = render_markdown(results)
+    expected = render_markdown(results, load_peers(PEERS))
     assert PAGE.read_text(encoding="utf-8") == expected, (
         "docs/serving_calibration.md is stale; regenerate it with "
         "python -m accelsim.serving_calibration tests/validation/data/inference.csv "
@@ -75,3 +76,21 @@ def test_class_scores_cover_every_evaluated_row(results: list) -> None:  # type:
         assert 0.0 <= c.coverage <= 1.0
         assert c.median_width >= 1.0
         assert c.median_abs_error >= 0.0
+
+
+def test_peers_file_matches_the_validation_set() -> None:
+    """The committed peers file (benchmarks/peers_serving.py) names real rows with their
+    published figures, records each peer's version, and gives a finite positive prediction or
+    the reason the peer cannot express the row."""
+    with open(CSV, newline="", encoding="utf-8") as handle:
+        published = {r["id"]: r["throughput_per_accelerator"] for r in csv.DictReader(handle)}
+    peers = load_peers(PEERS)
+    assert {p.peer for p in peers} == {"aiconfigurator", "genz"}
+    for p in peers:
+        assert p.id in published, p.id
+        assert p.published == pytest.approx(float(published[p.id]), rel=1e-6), p.id
+        assert p.version.split(" ")[0] in {"aiconfigurator", "genz-llm"}, p.version
+        if p.predicted is None:
+            assert p.note, p.id
+        else:
+            assert 0.0 < p.predicted < float("inf"), p.id
