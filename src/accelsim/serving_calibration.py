@@ -24,10 +24,8 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
 
 Rows whose chip, model, precision or lengths are missing are listed as skipped, with the
 reason. The peers' errors beside ours are read from the committed ``serving_peers.csv`` beside
-the CSV (:mod:`accelsim._serving_peers`). The core never imports this module. Regenerate with::
-
-    python -m accelsim.serving_calibration tests/validation/data/inference.csv \
-        docs/serving_calibration.md
+the CSV (:mod:`accelsim._serving_peers`). The core never imports this module. Regenerate with
+``python -m accelsim.serving_calibration CSV PAGE`` (the page's first line gives both paths).
 """
 
 from __future__ import annotations
@@ -172,7 +170,7 @@ def _case(row: dict[str, str]) -> _Case | str:
 def _classes(case: _Case) -> tuple[str, ...]:
     """Regime (Offline / closed loop / Server / Interactive), vendor, dense or MoE, and
     generation (FP4 rows: Blackwell and MI355X; the rest FP8/BF16) of an evaluated row."""
-    scenario = case.row["scenario"].lower()
+    scenario = case.row["scenario"].lower().replace("-", " ")  # "closed-loop" as written
     regime = next(
         (name for name in ("Interactive", "Server", "closed loop") if name.lower() in scenario),
         "Offline",
