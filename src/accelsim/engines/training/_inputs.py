@@ -228,6 +228,7 @@ def _user_mfu_inputs(scenario: Scenario, cat: Catalog, draws: InputDraws) -> Mfu
     """The user's MFU; a run to a target loss also draws the batch prior, which sets the
     tokens it needs (:func:`accelsim.engines.training._convergence.run_batch_tokens`)."""
     a, work, p = scenario.assumptions, scenario.training, cat.priors
+    assert a.mfu is not None  # the caller's branch
     mfu = draws.get("assumptions.mfu", a.mfu, a.mfu)
     if work.target != "loss":
         return MfuInputs(mfu)
@@ -503,11 +504,7 @@ def draw_training_inputs(
     )
     reliability_inputs = _draw_reliability(scenario, cat, draws)
     badput = draws.get("assumptions.badput_fraction", a.badput_fraction, p.badput_fraction.value)
-    startup = (
-        0.0
-        if p.startup_hours is None
-        else draws.get("priors.startup_hours", None, p.startup_hours.value)
-    )
+    startup = _draw_startup(scenario, cat, draws)
     return TrainingInputs(
         porting_hours=porting,
         optimization_hours=optimization,
@@ -522,6 +519,16 @@ def draw_training_inputs(
         startup_hours=startup,
         **reliability_inputs,  # type: ignore[arg-type]
     )
+
+
+def _draw_startup(scenario: Scenario, cat: Catalog, draws: InputDraws) -> FloatArray | float:
+    """The run's startup time: the user's, else ``priors.startup_hours``, else 0. [h]"""
+    user, prior = scenario.assumptions.startup_hours, cat.priors.startup_hours
+    if prior is not None:
+        return draws.get("assumptions.startup_hours", user, prior.value)
+    if user is None:
+        return 0.0
+    return draws.get("assumptions.startup_hours", user, user)
 
 
 def _fine_tune_porting_share(cat: Catalog, draws: InputDraws) -> FloatArray | float:
