@@ -72,13 +72,16 @@ def test_fallback_splits_the_bill_between_the_two_prices() -> None:
 
 
 def test_a_deadline_bounds_the_time_on_spot() -> None:
-    days = 0.5
-    res = acs.simulate(_scenario(_spot(fallback_after_days=days)), runs=512, seed=5)
+    days, startup_h = 0.5, 0.25
+    start = acs.Assumptions(startup_hours=startup_h)
+    res = acs.simulate(_scenario(_spot(fallback_after_days=days), start), runs=512, seed=5)
     on_spot = res.samples("training_days") - res.samples("fallback_days")
     fell = res.samples("fallback_days") > 0
     assert fell.any()
-    # on spot until the deadline, then one restart (and rollbacks inside the run)
-    assert (on_spot[fell] <= days * (1 + 1e-9) + res.samples("instability_days")[fell]).all()
+    # the launch's startup on spot, then training on spot until the deadline, then one
+    # restart (and rollbacks inside the run)
+    bound = days * (1 + 1e-9) + startup_h / 24 + res.samples("instability_days")[fell]
+    assert (on_spot[fell] <= bound).all()
 
 
 def test_waits_for_spot_capacity_add_to_the_calendar_not_the_bill() -> None:

@@ -15,6 +15,7 @@ def fixed_scenario(**assumptions: float) -> acs.Scenario:
         "failure_rate_per_chip_hour": 2e-5,
         "checkpoint_write_hours": 0.05,
         "restart_hours": 0.25,
+        "startup_hours": 0.0,  # the first start's time is its own test (test_overheads.py)
         "checkpoint_interval_hours": 1.5,
         "badput_fraction": 0.05,
         "lead_time_days": 3.0,

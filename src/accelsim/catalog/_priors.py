@@ -203,6 +203,10 @@ class Priors(_Frozen):
     """Time from an interruption to training again. [h]"""
     repair_hours: Prior
     """Time a failed chip's node is out of service. [h]"""
+    startup_hours: Prior | None = None
+    """Time from a run's first launch to its first training step (loading weights or a
+    checkpoint, compilation, data-loader warm-up), once per run; restarts carry their own in
+    ``restart_hours``. ``None``: no startup time. [h]"""
     frontier_checkpoint_write_hours: Prior | None = None
     """Training time stalled per checkpoint under frontier recovery (asynchronous or
     in-memory checkpoints); ``None``: every run uses ``checkpoint_write_hours``. [h]"""

@@ -307,6 +307,41 @@ def _batches(
     return batch_ref, batch_run
 
 
+def tokens_to_target(
+    tokens_min: ArrayLike, batch_tokens: ArrayLike, noise_batch_tokens: ArrayLike
+) -> FloatArray:
+    """Tokens a run needs to reach a target loss at global batch B, E = E_min (1 + B / B_noise).
+
+    Parameters
+    ----------
+    tokens_min : array_like
+        E_min: tokens to the target at a batch much smaller than B_noise. [tokens]
+    batch_tokens : array_like
+        B: the run's global batch. [tokens]
+    noise_batch_tokens : array_like
+        B_noise: the gradient noise scale in tokens; a batch of B_noise costs twice E_min.
+        [tokens]
+
+    Returns
+    -------
+    ndarray
+        E >= E_min, non-decreasing in B. [tokens]
+
+    Notes
+    -----
+    McCandlish et al. 2018, "An Empirical Model of Large-Batch Training" (arXiv:1812.06162),
+    eq. 2.11: steps S and examples E to a given loss trade off as
+    (S / S_min - 1)(E / E_min - 1) = 1, with E = E_min (1 + B / B_noise). A larger batch
+    takes fewer steps but more tokens.
+
+    Examples
+    --------
+    >>> float(tokens_to_target(1e9, 3e6, 3e6))  # B = B_noise: twice the tokens
+    2000000000.0
+    """
+    return _f(tokens_min) * (1.0 + _f(batch_tokens) / _f(noise_batch_tokens))
+
+
 __all__ = [
     "BatchPrior",
     "Layout",
@@ -314,4 +349,5 @@ __all__ = [
     "critical_batch_tokens",
     "mfu_at_scale",
     "reference_chips",
+    "tokens_to_target",
 ]

@@ -32,6 +32,7 @@ from accelsim.models._perf_reference import (
     critical_batch_tokens,
     mfu_at_scale,
     reference_chips,
+    tokens_to_target,
 )
 from accelsim.models._perf_scaling import carry_mfu, local_mfu, scaling_efficiency
 
@@ -51,5 +52,6 @@ __all__ = [
     "pipeline_bubble_fraction",
     "reference_chips",
     "scaling_efficiency",
+    "tokens_to_target",
     "training_flops",
 ]

@@ -72,6 +72,7 @@ ASSUMPTION_READERS: dict[str, frozenset[Situation]] = {
     "checkpoint_interval_hours": _TRAINING,
     "checkpoint_write_hours": _TRAINING,
     "restart_hours": _TRAINING,
+    "startup_hours": _TRAINING,
     # training: not read yet, left to issue 14 (preemption policies, spare nodes)
     "repair_hours": _TRAINING | {"stream"},
     "spot_preemptions_per_hour": _TRAINING | {"stream"},
@@ -262,6 +263,8 @@ def _training_run(scenario: Scenario, work: TrainingRun) -> Iterator[str]:
             f"workload.regime={work.regime!r} selects the MFU prior, and assumptions.mfu "
             f"replaces it (the run's MFU at its own scale): remove one of them"
         )
+    if work.target == "loss":  # the batch sets the tokens to the target loss
+        return
     batches = [] if work.global_batch_tokens is None else ["workload.global_batch_tokens"]
     batches += [
         f"workload.phases[{i}].global_batch_tokens"

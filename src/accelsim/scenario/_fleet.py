@@ -155,6 +155,7 @@ _ASSUMPTION_HIGH = {
     "failure_rate_per_chip_hour": 1.0,
     "spot_preemptions_per_hour": 1.0,
     "restart_hours": 1e4,
+    "startup_hours": 1e4,
     "repair_hours": 1e5,
     "spot_return_hours": 1e5,
     "lead_time_days": 3660.0,
@@ -186,6 +187,10 @@ class Assumptions(_Model):
     """Time to write one checkpoint [h]."""
     restart_hours: Uncertain | None = None
     """Time from an interruption to training again [h]."""
+    startup_hours: Uncertain | None = None
+    """Time from a training run's first launch to its first step (weights or checkpoint
+    loaded, step compiled, data loader warm), once per run [h]; restarts pay theirs in
+    ``restart_hours``."""
     repair_hours: Uncertain | None = None
     """Time a failed chip is out of service [h] (shared-cluster engine)."""
     spot_preemptions_per_hour: Uncertain | None = None
@@ -258,6 +263,7 @@ class Assumptions(_Model):
         nonneg = (
             "failure_rate_per_chip_hour",
             "restart_hours",
+            "startup_hours",
             "repair_hours",
             "spot_preemptions_per_hour",
             "spot_return_hours",

@@ -66,7 +66,15 @@ class TrainingRun(_Model):
     model. When set, the run's training state (memory) counts every parameter, and its MFU
     prior is the mixture-of-experts one (``priors.mfu_ceiling_moe``)."""
     tokens: float = Field(gt=0, le=_MAX_TOKENS)
-    """Training tokens [count]."""
+    """Training tokens [count]: the run's own count, or with :attr:`target` ``"loss"`` the
+    tokens its target loss takes at a small batch."""
+    target: Literal["tokens", "loss"] = "tokens"
+    """What the run trains to. ``tokens`` (the default): exactly :attr:`tokens`, whatever the
+    batch. ``loss``: the loss that :attr:`tokens` reach at a batch much smaller than the
+    gradient noise scale; a larger global batch B needs more tokens,
+    E = tokens x (1 + B / B_noise) (McCandlish et al. 2018, arXiv:1812.06162), with B the
+    engine's batch at the run's chips and B_noise the critical batch of the run's compute
+    (``scaling.yaml`` ``critical_batch_*``; :func:`accelsim.models.perf.tokens_to_target`)."""
     framework: Framework = "pytorch"
     """The framework the code base is written in; decides porting hours per chip stack."""
     stage: Stage = "production"

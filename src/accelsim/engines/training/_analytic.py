@@ -27,6 +27,7 @@ import numpy as np
 from accelsim._typing import FloatArray, IntArray
 from accelsim.catalog import Catalog, Chip
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
+from accelsim.engines.training._convergence import token_factor
 from accelsim.engines.training._inputs import (
     TrainingInputs,
     draw_training_inputs,
@@ -275,6 +276,7 @@ def training_hours(
     horizon_hours: float = np.inf,
     stream: str = "",
     recovery: RecoveryInputs | None = None,
+    startup_hours: FloatArray | float = 0.0,
 ) -> dict[str, FloatArray]:
     """Training time with failures, checkpoint/restart, recovery waits and badput, per run. [h]
 
@@ -288,6 +290,9 @@ def training_hours(
     A run longer than ``horizon_hours`` is censored there (:func:`censor_at_horizon`).
     ``stream`` suffixes the names of the random streams (failures, rollbacks): each phase of
     a run that changes size draws from its own (the first phase, ``""``, from the run's).
+    ``startup_hours`` (launch to first step, the run's first phase only) adds to the time
+    and is billed as training; nothing fails during it that the restart prior does not
+    already carry.
     """
     rec = RecoveryInputs() if recovery is None else recovery
     failures, preemptions = _interruption_rates(inputs, chips, rec)
@@ -323,7 +328,8 @@ def training_hours(
     hours = r["hours"]
     running = r["rented_hours"] + r["on_demand_hours"]  # rollbacks happen while training
     lost = _instability_hours(inputs, np.minimum(running, horizon_hours), draws, stream)
-    total = hours + lost
+    startup = np.broadcast_to(np.asarray(startup_hours, dtype=float), lost.shape)
+    total = hours + lost + startup
     out = censor_at_horizon(total, r["interruptions"], r["calendar_rate"], horizon_hours)
     # a censored run: the horizon's share of rollbacks, as in its uncensored time
     share = np.divide(lost, total, out=np.zeros_like(lost), where=lost > 0)
@@ -332,7 +338,9 @@ def training_hours(
     out["rate_per_hour"] = rate
     out["calendar_rate_per_hour"] = r["calendar_rate"]
     out.update(
-        _billed_shares(r, rate, badput, running, lost, total, out["finished"], horizon_hours)
+        _billed_shares(
+            r, rate, badput, running, lost + startup, total, out["finished"], horizon_hours
+        )
     )
     out["spare_chips"] = np.full_like(total, rec.spare_chips)
     return out
@@ -395,11 +403,13 @@ def _phase_run(
     completion: CompletionSampler,
     horizon_hours: float,
     rec: RecoveryInputs,
-) -> PhaseRun:
-    """Phase ``index`` of the run: perf (its MFU [fraction] and failure-free compute [h] for
-    its share of ``flops`` [FLOP], at its own global batch if it sets one), then reliability
+) -> tuple[PhaseRun, FloatArray]:
+    """Phase ``index`` of the run and its training FLOPs [FLOP]: perf (its MFU [fraction]
+    and failure-free compute [h] for its share of ``flops`` [FLOP], at its own global batch if
+    it sets one; a run to a target loss needs more tokens at a larger batch,
+    :func:`accelsim.engines.training._convergence.token_factor`), then reliability
     (:func:`training_hours`, from the phase's own random streams: the first phase's are the
-    run's, phase ``i``'s are suffixed ``.phase<i>``).
+    run's, phase ``i``'s are suffixed ``.phase<i>``). The first phase pays the run's startup.
     """
     phase_inputs = inputs
     if phase.global_batch_tokens is not None:
@@ -408,14 +418,16 @@ def _phase_run(
             inputs, mfu=replace(inputs.mfu, global_batch_tokens=batch, batch_fixed=True)
         )
     mfu_i = run_mfu(phase_inputs, work, chip, phase.chips, cat)
+    flops_i = flops * phase.token_share * token_factor(phase_inputs, work, chip, phase.chips, cat)
     compute_i = perf.compute_hours(
-        flops * phase.token_share, float(phase.chips), chip.peak_tflops(work.precision), mfu_i
+        flops_i, float(phase.chips), chip.peak_tflops(work.precision), mfu_i
     )
     stream = "" if index == 0 else f".phase{index}"
+    startup = inputs.startup_hours if index == 0 else 0.0
     reliable_i = training_hours(
-        inputs, compute_i, phase.chips, draws, completion, horizon_hours, stream, rec
+        inputs, compute_i, phase.chips, draws, completion, horizon_hours, stream, rec, startup
     )
-    return PhaseRun(phase.chips, mfu_i, compute_i, reliable_i)
+    return PhaseRun(phase.chips, mfu_i, compute_i, reliable_i), flops_i
 
 
 def _training_usage(
@@ -508,11 +520,16 @@ def simulate_training(
     flops = training_flops(work, draws.runs)
     horizon_h = work.horizon_days * _HOURS_PER_DAY
     phases = work.phases or [TrainingPhase(chips=pool.count, token_share=1.0)]
-    runs = [
-        _phase_run(inputs, i, phase, chip, cat, work, flops, draws, completion, horizon_h, rec)
-        for i, phase in enumerate(phases)
-    ]
-    run = join_phases(inputs, runs, horizon_h)
+    runs, phase_flops = zip(
+        *(
+            _phase_run(inputs, i, phase, chip, cat, work, flops, draws, completion, horizon_h, rec)
+            for i, phase in enumerate(phases)
+        ),
+        strict=True,
+    )
+    run = join_phases(inputs, list(runs), horizon_h)
+    if work.target == "loss":  # the FLOPs of the tokens its batch needs
+        flops = np.sum(phase_flops, axis=0)
     usage = _training_usage(inputs, run, engineering_phases(inputs), flops, draws.runs)
     if rec.falls_back:  # after a fallback: days and chip-hours on on-demand capacity
         usage["fallback_days"] = run.reliable["fallback_hours"] / _HOURS_PER_DAY

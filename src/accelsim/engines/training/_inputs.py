@@ -123,6 +123,8 @@ class TrainingInputs:
     """Loss-spike and divergence rollbacks per day of training; 0: none. [1/d]"""
     instability_event_days: tuple[float, float] = (1.0, 1.0)
     """5 % and 95 % quantiles of one rollback's cost, a log-normal over events. [d]"""
+    startup_hours: FloatArray | float = 0.0
+    """Launch to first step, once per run (``priors.startup_hours``); 0: none. [h]"""
 
 
 def recovery_technique(scenario: Scenario, cat: Catalog) -> Recovery:
@@ -168,12 +170,10 @@ def _draw_mfu(
     if a.mfu is not None:
         # The user's MFU is the run's own, at its own scale: used as is, and it replaces the
         # learning curve, so optimisation hours count only if the user states them too.
-        mfu = draws.get("assumptions.mfu", a.mfu, a.mfu)
+        mfu = _user_mfu_inputs(scenario, cat, draws)
         if a.optimization_hours is None:
-            return MfuInputs(mfu), draws.fixed("assumptions.optimization_hours", 0.0)
-        return MfuInputs(mfu), draws.get(
-            "assumptions.optimization_hours", a.optimization_hours, 0.0
-        )
+            return mfu, draws.fixed("assumptions.optimization_hours", 0.0)
+        return mfu, draws.get("assumptions.optimization_hours", a.optimization_hours, 0.0)
     moe = work.total_params is not None
     for key in (mfu_reference_key(info.chip, moe, work.params), mfu_reference_key(info.chip, moe)):
         if key in p.mfu_reference_by_chip:  # the measured model size first, then the chip
@@ -222,6 +222,27 @@ def _draw_mfu(
         if ref_params is None
         else draws.get("priors.mfu_reference_params", None, ref_params.value),
     ), hours
+
+
+def _user_mfu_inputs(scenario: Scenario, cat: Catalog, draws: InputDraws) -> MfuInputs:
+    """The user's MFU; a run to a target loss also draws the batch prior, which sets the
+    tokens it needs (:func:`accelsim.engines.training._convergence.run_batch_tokens`)."""
+    a, work, p = scenario.assumptions, scenario.training, cat.priors
+    assert a.mfu is not None  # the caller's branch
+    mfu = draws.get("assumptions.mfu", a.mfu, a.mfu)
+    if work.target != "loss":
+        return MfuInputs(mfu)
+    per_chip = p.global_batch_tokens_per_chip
+    return MfuInputs(
+        mfu,
+        global_batch_tokens=draws.get(
+            "workload.global_batch_tokens", work.global_batch_tokens, p.global_batch_tokens.value
+        ),
+        batch_fixed=work.global_batch_tokens is not None,
+        tokens_per_chip=0.0
+        if per_chip is None
+        else draws.get("priors.global_batch_tokens_per_chip", None, per_chip.value),
+    )
 
 
 def _draw_ceiling(scenario: Scenario, cat: Catalog, draws: InputDraws, info: RunInfo) -> FloatArray:
@@ -483,6 +504,7 @@ def draw_training_inputs(
     )
     reliability_inputs = _draw_reliability(scenario, cat, draws)
     badput = draws.get("assumptions.badput_fraction", a.badput_fraction, p.badput_fraction.value)
+    startup = _draw_startup(scenario, cat, draws)
     return TrainingInputs(
         porting_hours=porting,
         optimization_hours=optimization,
@@ -494,8 +516,19 @@ def draw_training_inputs(
         lead_time_days=lead,
         badput_fraction=badput,
         spot_unit_chips=spot_unit_chips(cat, scenario.fleet[0]),
+        startup_hours=startup,
         **reliability_inputs,  # type: ignore[arg-type]
     )
+
+
+def _draw_startup(scenario: Scenario, cat: Catalog, draws: InputDraws) -> FloatArray | float:
+    """The run's startup time: the user's, else ``priors.startup_hours``, else 0. [h]"""
+    user, prior = scenario.assumptions.startup_hours, cat.priors.startup_hours
+    if prior is not None:
+        return draws.get("assumptions.startup_hours", user, prior.value)
+    if user is None:
+        return 0.0
+    return draws.get("assumptions.startup_hours", user, user)
 
 
 def _fine_tune_porting_share(cat: Catalog, draws: InputDraws) -> FloatArray | float:
