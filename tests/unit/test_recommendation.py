@@ -411,6 +411,9 @@ def test_the_first_line_says_what_an_unfinished_run_means_for_its_workloads() ->
     head = mix.summary().splitlines()[0]
     assert "a training run does not finish within the horizon" in head
     assert "or an endpoint's replicas do not serve all its requests" in head
+    # a mix's fleet is priced over the whole horizon: its costs are no lower bounds
+    assert "its times are censored there" in head
+    assert "costs" not in head
 
 
 def test_the_first_line_names_memory_when_a_replica_cannot_hold_the_model() -> None:

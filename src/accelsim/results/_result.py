@@ -505,9 +505,12 @@ def _unfinished_reason(data: Mapping[str, Any]) -> str:
     ``time_to_train_days``; serving: ``requests_dropped``; both in a mix)."""
     training = any(m.split(".")[-1] == "time_to_train_days" for m in data)
     serving = any(m.split(".")[-1] == "requests_dropped" for m in data)
+    # in a mix the fleet is priced over the whole horizon: only the run's times are censored
+    mix = any(m.endswith(".time_to_train_days") for m in data)
+    what = "times are" if mix else "times and costs are"
     censored = (
-        "a training run does not finish within the horizon (its times and costs are "
-        "censored there: at least the values shown)"
+        f"a training run does not finish within the horizon (its {what} censored there: at "
+        "least the values shown)"
     )
     shed = (
         "an endpoint's replicas do not serve all its requests (requests_dropped; its "
