@@ -89,6 +89,8 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
         # statistics of a run censored at the horizon are lower bounds: named, not hidden
         out["lower_bounds"] = sorted(lower_bounds(res))
         out["unused_terms"] = [vars(term) for term in unused_terms(res)]
+        if "fleet_available" in res.extras:  # when the fleet exists: the one rule that applied
+            out["fleet_available"] = res.extras["fleet_available"]
         if "precision" in res.extras:
             out["precision"] = res.extras["precision"]
         if "calibration" in res.extras:
@@ -102,6 +104,8 @@ def _emit(res: Result, fmt: str, file: TextIO | None = None) -> None:
             writer.writerow([i, *(repr(float(c[i])) for c in columns)])
     else:
         _show(res.as_table())
+        if (fleet := res.extras.get("fleet_available")) is not None:
+            print(f"fleet: {fleet}", file=stream)
         if (moved := res.price_change_note()) is not None:
             print(moved, file=stream)
         for note in unused_notes(res):

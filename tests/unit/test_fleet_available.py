@@ -8,11 +8,15 @@ result states which.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from pydantic import ValidationError
 
 import accelsim as acs
+from accelsim.cli import main
 from accelsim.scenario import FLEET_ACQUIRED, FLEET_IN_SERVICE, fleet_available, fleet_in_service
 
 POOL = acs.Pool(chip="h100-sxm", count=64, provider="aws")
@@ -78,3 +82,14 @@ def test_every_result_states_when_its_fleet_exists() -> None:
     result = acs.simulate(lone, runs=2, seed=1, progress=False)
     assert result.extras["fleet_available"] == FLEET_ACQUIRED
     assert "end of its capacity lead time" in result.summary()
+
+
+def test_the_cli_states_when_the_fleet_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "shared.json"
+    scenario.write_text(shared().model_dump_json(), encoding="utf-8")
+    assert main(["run", str(scenario), "--runs", "2"]) == 0
+    assert f"fleet: {FLEET_IN_SERVICE}" in capsys.readouterr().out
+    assert main(["run", str(scenario), "--runs", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fleet_available"] == FLEET_IN_SERVICE
