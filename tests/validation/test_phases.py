@@ -17,6 +17,7 @@ _NO_FAILURES = {
     "lead_time_days": 2.0,
     "porting_hours": 0.0,
     "checkpoint_write_hours": 0.05,
+    "startup_hours": 0.1,  # paid once, by the first phase
     "price_change_per_year": 0.0,  # fixed prices: the rent is chip-hours x one price
 }
 
@@ -33,7 +34,8 @@ def _scenario(
 
 
 def test_two_phases_by_hand() -> None:
-    """Oracle: each phase 6·N·D·share / (chips · peak · MFU); chip-hours sum chips x hours."""
+    """Oracle: each phase 6·N·D·share / (chips · peak · MFU), the run's startup once on the
+    first phase; chip-hours sum chips x hours."""
     phases = [
         acs.TrainingPhase(chips=256, token_share=0.25),
         acs.TrainingPhase(chips=1024, token_share=0.75),
@@ -45,15 +47,18 @@ def test_two_phases_by_hand() -> None:
     h2 = flops * 0.75 / (1024 * peak * 0.4) / 3600
     np.testing.assert_allclose(res.samples("compute_days"), (h1 + h2) / 24, rtol=1e-12)
     # no failure: each phase is one segment ending with a save (the next phase reshards)
-    np.testing.assert_allclose(res.samples("training_days"), (h1 + h2 + 2 * 0.05) / 24, rtol=1e-12)
+    # and the run's startup once, on the first phase's chips
     np.testing.assert_allclose(
-        res.samples("chip_hours"), 256 * (h1 + 0.05) + 1024 * (h2 + 0.05), rtol=1e-12
+        res.samples("training_days"), (h1 + h2 + 2 * 0.05 + 0.1) / 24, rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        res.samples("chip_hours"), 256 * (h1 + 0.05 + 0.1) + 1024 * (h2 + 0.05), rtol=1e-12
     )
     np.testing.assert_allclose(res.samples("mfu"), 0.4, rtol=1e-12)
     assert np.all(res.samples("interruptions") == 0)
     assert np.all(res.samples("finished") == 1)
     # the pool is held whole: the rent is the full pool over the whole training
-    rate = res.samples("hardware_cost_usd") / (1024 * (h1 + h2 + 2 * 0.05))
+    rate = res.samples("hardware_cost_usd") / (1024 * (h1 + h2 + 2 * 0.05 + 0.1))
     np.testing.assert_allclose(rate, rate[0], rtol=1e-12)
     whole = acs.simulate(_scenario(None, **_NO_FAILURES), runs=16, seed=3)
     per_chip_hour = whole.samples("hardware_cost_usd") / whole.samples("chip_hours")
