@@ -305,6 +305,9 @@ def test_scaling_yaml_entries_name_their_source() -> None:
         "critical_batch_coefficient",
         "critical_batch_exponent",
         "reference_efficiency",
+        "tensor_parallel_collectives_per_layer",
+        "tensor_parallel_overlap",
+        "activation_bytes",
     }
     for entry in doc.values():
         assert entry["note"]

@@ -144,6 +144,11 @@ def _mfu_ratio(
             "scale_out_gbps": chip.scale_out_gbps,
             "overlap": catalog.scaling_defaults().overlap,
         },
+        tensor=perf.TensorTraffic(
+            collectives_per_layer=cat.scaling.tensor_parallel_collectives_per_layer,
+            overlap=cat.scaling.tensor_parallel_overlap,
+            bytes_per_activation=cat.scaling.activation_bytes,
+        ),
     )
     return np.asarray(got) / mfu_ref
 

@@ -27,6 +27,12 @@ class ScalingDefaults:
     """b of the compute-optimal batch a * C^b. [dimensionless]"""
     reference_efficiency: float = 0.85
     """Least scaling efficiency of the MFU priors' reference configuration. [fraction]"""
+    tensor_parallel_collectives_per_layer: float = 4.0
+    """All-reduce equivalents of activations per layer and micro-batch, fwd + bwd. [count]"""
+    tensor_parallel_overlap: float = 0.0
+    """Fraction of the tensor-parallel collectives hidden behind compute. [fraction]"""
+    activation_bytes: float = 2.0
+    """Bytes per activation element in the tensor-parallel collectives. [B]"""
 
 
 @functools.cache
@@ -50,6 +56,11 @@ def scaling_defaults() -> ScalingDefaults:
         critical_batch_coefficient=float(doc["critical_batch_coefficient"]["value"]),
         critical_batch_exponent=float(doc["critical_batch_exponent"]["value"]),
         reference_efficiency=float(doc["reference_efficiency"]["value"]),
+        tensor_parallel_collectives_per_layer=float(
+            doc["tensor_parallel_collectives_per_layer"]["value"]
+        ),
+        tensor_parallel_overlap=float(doc["tensor_parallel_overlap"]["value"]),
+        activation_bytes=float(doc["activation_bytes"]["value"]),
     )
 
 

@@ -16,10 +16,17 @@ import numpy as np
 from accelsim._typing import ArrayLike, FloatArray
 from accelsim.models._perf_compute import _f
 from accelsim.models._perf_scaling import local_mfu, scaling_efficiency
+from accelsim.models._perf_tensor import (
+    TensorTraffic,
+    carry_tensor,
+    tensor_over_compute_at_peak,
+)
 
 Layout = Callable[[FloatArray], Mapping[str, ArrayLike]]
 """Model-parallel chips -> the pipeline keywords of :func:`carry_mfu` (``pipeline_chips``,
-``micro_batch_tokens``, ``virtual_stages``)."""
+``micro_batch_tokens``, ``virtual_stages``) and, optionally, the tensor-parallel layout
+(``tensor_chips``, ``layers``, ``d_model``) of the tensor-parallel term."""
+_TENSOR_KEYS = ("tensor_chips", "layers", "d_model")
 
 
 def critical_batch_tokens(
@@ -154,6 +161,7 @@ def mfu_at_scale(
     batch: BatchPrior,
     layout: Layout,
     network: Mapping[str, ArrayLike],
+    tensor: TensorTraffic | None = None,
 ) -> FloatArray:
     r"""MFU of a run on ``chips`` chips from the MFU of its reference configuration.
 
@@ -173,11 +181,15 @@ def mfu_at_scale(
     batch : BatchPrior
         The global-batch prior (:func:`batch_prior_tokens`).
     layout : callable
-        Model-parallel chips -> pipeline keywords of :func:`carry_mfu`.
+        Model-parallel chips -> pipeline keywords of :func:`carry_mfu`, plus
+        ``tensor_chips``, ``layers`` and ``d_model`` for the tensor-parallel term.
     network : mapping
         ``peak_tflops``, ``scale_up_domain_chips``, ``scale_up_gbps``,
         ``scale_out_gbps``, ``overlap`` (and optionally ``bytes_per_grad``) of
         :func:`carry_mfu`.
+    tensor : TensorTraffic, optional
+        Constants of the tensor-parallel term (``scaling.yaml``); ``None`` (or a layout
+        without ``tensor_chips``) leaves it out.
 
     Returns
     -------
@@ -198,6 +210,16 @@ def mfu_at_scale(
     the reference sets that local MFU (the level, and through the exposed traffic's
     dependence on it, the ratio slightly), and carrying is transitive: referring a run to
     any point carried from the reference gives the same MFU.
+
+    Tensor-parallel activation traffic (:func:`tensor_parallel_seconds`, exposed: it sits
+    between dependent GEMMs) is a fixed share a·μ_c of compute at a given tensor degree and
+    link, whatever the batch. A step costs (C + T_TP)(1 + b) + T_DP: the bubble idles
+    micro-batch slots that include their collectives. The local MFU of the reference keeps
+    its tensor traffic inside; where the run's tensor degree or link differs (a' ≠ a: a
+    group crossing the scale-up domain, a run smaller than one replica) it is carried by
+    :func:`carry_tensor`, μ' = μ_c / (1 + a' μ_c) with μ_c = μ / (1 − a μ). Otherwise the
+    term changes nothing: the MFU ratio of any two configurations with one tensor layout is
+    the ratio of their (compute + tensor) (1 + bubble) + exposed data-parallel terms.
 
     The reference is never less efficient than ``batch.reference_efficiency`` η*: the
     published runs behind the priors were tuned not to be communication-bound, so where the
@@ -237,8 +259,10 @@ def mfu_at_scale(
     n_ref = reference_chips(
         params, chips_ref=chips_ref, params_ref=params_ref, model_parallel_chips=mp
     )
-    ref_layout = layout(mp)
-    run_layout = layout(mp_run)
+    ref_full = layout(mp)
+    run_full = layout(mp_run)
+    ref_layout = {k: v for k, v in ref_full.items() if k not in _TENSOR_KEYS}
+    run_layout = {k: v for k, v in run_full.items() if k not in _TENSOR_KEYS}
     batch_ref, batch_run = _batches(
         batch, (n_ref, mp, ref_layout["micro_batch_tokens"]),
         (n, mp_run, run_layout["micro_batch_tokens"]),
@@ -261,6 +285,10 @@ def mfu_at_scale(
     # (the published runs behind the prior were not communication-bound); a nan (no local
     # MFU reaches mfu_ref at the prior's batch) is the same case.
     local = _f(np.where(np.isnan(local) | (local > bound), bound, local))
+    if tensor is not None:
+        a_ref = tensor_over_compute_at_peak(params, ref_full, network, tensor)
+        a_run = tensor_over_compute_at_peak(params, run_full, network, tensor)
+        local = carry_tensor(local, a_ref, a_run)
     eta = scaling_efficiency(
         n,
         params=params,

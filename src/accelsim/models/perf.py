@@ -5,7 +5,9 @@ carries an MFU measured at one scale to another: per training step, compute shri
 chip count while the data-parallel gradient all-reduce does not, crossing a scale-up
 domain (an NVLink node or rack, a TPU pod or slice) moves that traffic onto the slower
 scale-out network, and at a fixed global batch the pipeline's micro-batches per replica
-shrink, so its bubble grows. :func:`mfu_at_scale` carries the MFU of a reference
+shrink, so its bubble grows; tensor-parallel activation collectives
+(:func:`tensor_parallel_seconds`) cost a fixed share of compute per tensor degree and link.
+:func:`mfu_at_scale` carries the MFU of a reference
 configuration (the published runs behind the priors) up or down to a run's chips, with a
 global batch that grows with scale (:func:`batch_prior_tokens`). Its calibrated parameters
 (``overlap``, the interleaving) are arguments; their sourced defaults are
@@ -35,10 +37,12 @@ from accelsim.models._perf_reference import (
     tokens_to_target,
 )
 from accelsim.models._perf_scaling import carry_mfu, local_mfu, scaling_efficiency
+from accelsim.models._perf_tensor import TensorTraffic, tensor_parallel_seconds
 
 __all__ = [
     "BatchPrior",
     "Sharding",
+    "TensorTraffic",
     "batch_prior_tokens",
     "carry_mfu",
     "compute_hours",
@@ -52,6 +56,7 @@ __all__ = [
     "pipeline_bubble_fraction",
     "reference_chips",
     "scaling_efficiency",
+    "tensor_parallel_seconds",
     "tokens_to_target",
     "training_flops",
 ]

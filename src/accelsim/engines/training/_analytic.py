@@ -62,7 +62,9 @@ def pipeline_layout(
     Tensor parallelism fills the group up to a node on GPUs (the whole scale-up domain on a
     TPU, which shards over ICI without a pipeline inside a pod); the rest is pipeline stages,
     each of ``layers / stages`` layers split into chunks of ``layers_per_virtual_stage``.
-    Layers are the scenario's, else N / (12 d²), else from the depth-to-width prior.
+    Layers are the scenario's, else N / (12 d²), else from the depth-to-width prior; the
+    width is the scenario's, else √(N / (12 L)). ``tensor_chips``, ``layers`` and
+    ``d_model`` feed the tensor-parallel term of :func:`accelsim.models.perf.mfu_at_scale`.
     """
     s = cat.scaling
     if work.layers is not None:
@@ -77,10 +79,17 @@ def pipeline_layout(
     stages = np.minimum(np.ceil(model_parallel / tensor), max(layers, 1.0))
     virtual = np.maximum(layers / (stages * s.layers_per_virtual_stage), 1.0)
     seq = float(work.seq_len) if work.seq_len is not None else _DEFAULT_SEQ_LEN
+    layers = max(layers, 1.0)
+    width = (
+        float(work.d_model) if work.d_model is not None else (work.params / (12.0 * layers)) ** 0.5
+    )
     return {
         "pipeline_chips": stages,
         "micro_batch_tokens": s.micro_batch_sequences * seq,
         "virtual_stages": virtual,
+        "tensor_chips": tensor,
+        "layers": layers,
+        "d_model": width,
     }
 
 
@@ -146,6 +155,11 @@ def run_mfu(
             "scale_out_gbps": chip.scale_out_gbps,
             "overlap": s.overlap,
         },
+        tensor=perf.TensorTraffic(
+            collectives_per_layer=s.tensor_parallel_collectives_per_layer,
+            overlap=s.tensor_parallel_overlap,
+            bytes_per_activation=s.activation_bytes,
+        ),
     )
 
 
