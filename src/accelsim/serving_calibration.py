@@ -10,7 +10,7 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
   spread come from the efficiencies the *other* throughput rows imply, partially pooled over
   nested groups (stack, precision, dense/MoE; :func:`accelsim._calibration_stats.
   partial_pool`), so a row borrows from its neighbours in proportion to how much they agree.
-  Overhead and memory share use the shipped priors (judgements, not fitted to rows).
+  Overhead, memory share and overlap use the shipped priors (judgements, not fitted).
 * **Server / Interactive rows**: the largest Poisson rate the model says meets the
   published p99 TTFT / TPOT bounds, as per-chip output tokens/s, against the published
   completed rate (efficiency pooled the same way from the throughput rows; none of them is
@@ -109,6 +109,10 @@ class _Case:
     """Largest replica the system holds within its scale-up domain. [chips]"""
 
 
+_Nuisance = tuple[FloatArray, FloatArray, FloatArray]
+"""Overhead [s], memory share and compute-memory overlap [fraction], per draw."""
+
+
 def _number(text: str) -> float | None:
     try:
         value = float(text.replace(",", ""))
@@ -180,7 +184,9 @@ def _kv_bytes(precision: str) -> float:
     return BYTES_PER_VALUE[serving_priors().kv_precision_for(precision)]  # type: ignore[arg-type]
 
 
-def _cost(case: _Case, efficiency: FloatArray, overhead: FloatArray) -> serving.IterationCost:
+def _cost(
+    case: _Case, efficiency: FloatArray, overhead: FloatArray, overlap: FloatArray
+) -> serving.IterationCost:
     bytes_per = BYTES_PER_VALUE[case.precision]  # type: ignore[index]
     kv_bytes = case.model.kv_bytes_per_token(_kv_bytes(case.precision))
     return serving.iteration_cost(
@@ -196,6 +202,7 @@ def _cost(case: _Case, efficiency: FloatArray, overhead: FloatArray) -> serving.
         interconnect_gbps=case.chip.interconnect_gbps,
         efficiency=efficiency,
         overhead_seconds=overhead,
+        overlap=overlap,
     )
 
 
@@ -209,28 +216,32 @@ def _capacity(case: _Case, share: FloatArray) -> FloatArray:
     )
 
 
-def _per_chip_offline(
-    case: _Case, efficiency: FloatArray, overhead: FloatArray, share: FloatArray
-) -> FloatArray:
-    cost = _cost(case, efficiency, overhead)
+def _per_chip_offline(case: _Case, efficiency: FloatArray, nuisance: _Nuisance) -> FloatArray:
+    overhead, share, overlap = nuisance
+    cost = _cost(case, efficiency, overhead, overlap)
     tokens = serving.offline_tokens_per_s(
         cost, _capacity(case, share), case.input_tokens, case.output_tokens, case.max_batch
     )
     return tokens / case.chips
 
 
-def _medians() -> tuple[float, float]:
+def _medians() -> _Nuisance:
     p = serving_priors()
-    return float(p.overhead_seconds.dist().ppf(0.5)), float(p.memory_share.dist().ppf(0.5))
+    return (
+        np.array([p.overhead_seconds.dist().ppf(0.5)]),
+        np.array([p.memory_share.dist().ppf(0.5)]),
+        np.array([p.overlap_prior().dist().ppf(0.5)]),
+    )
 
 
 def implied_efficiency(case: _Case, published: float) -> float:
-    """Efficiency at which the model's per-chip throughput (median overhead, share) matches."""
-    overhead, share = _medians()
+    """Efficiency at which the model's per-chip throughput (median overhead, share, overlap)
+    matches."""
+    medians = _medians()
     lo, hi = np.array([1e-3]), np.array([2.0])
     for _ in range(50):
         mid = np.sqrt(lo * hi)
-        below = _per_chip_offline(case, mid, np.array([overhead]), np.array([share])) < published
+        below = _per_chip_offline(case, mid, medians) < published
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
     return float(np.sqrt(lo * hi)[0])
 
@@ -257,9 +268,13 @@ def _draws(
     return np.minimum(np.exp(mean + scale * rng.standard_t(dof, n)), 1.0)
 
 
-def _nuisance(rng: np.random.Generator, n: int) -> tuple[FloatArray, FloatArray]:
+def _nuisance(rng: np.random.Generator, n: int) -> _Nuisance:
     p = serving_priors()
-    return p.overhead_seconds.dist().sample(rng, n), p.memory_share.dist().sample(rng, n)
+    return (
+        p.overhead_seconds.dist().sample(rng, n),
+        p.memory_share.dist().sample(rng, n),
+        p.overlap_prior().dist().sample(rng, n),
+    )
 
 
 def _mixed_batch_tokens() -> float:
@@ -299,8 +314,7 @@ def _throughput_row(
     """A throughput row predicted from the efficiencies the other rows imply."""
     pool = [i for i in implied if i != row_id]
     effs = _draws(implied, _groups(case), row_id, rng, _DRAWS)
-    overhead, share = _nuisance(rng, _DRAWS)
-    pred = _per_chip_offline(case, effs, overhead, share)
+    pred = _per_chip_offline(case, effs, _nuisance(rng, _DRAWS))
     p5, p50, p95 = (float(v) for v in np.quantile(pred, [0.05, 0.5, 0.95]))
     status = "covered" if p5 <= published <= p95 else "missed"
     return RowResult(
@@ -333,7 +347,7 @@ def _evaluate(
         return RowResult(row_id, "skipped", "skipped", reason="no TTFT/TPOT p99 bounds in row")
     pool = [i for i in implied if i != row_id]
     effs = _draws(implied, _groups(case), row_id, rng, _SLO_DRAWS)
-    overhead, share = _nuisance(rng, _SLO_DRAWS)
+    nuisance = _nuisance(rng, _SLO_DRAWS)
     # The submitter picks the replica's size for the latency bounds by the engines' rule
     # (serving.smallest_safe_size, replica_sizes, best_replica_size) at saturation, with no
     # demand to follow: the highest median per-chip rate, its draws the row's prediction. A
@@ -346,7 +360,7 @@ def _evaluate(
         return bool(_capacity(replace(case, chips=chips), low_share) >= context)
 
     layouts = serving.replica_sizes(serving.smallest_safe_size(case.chips, holds), case.largest)
-    rates = [_slo_per_chip(replace(case, chips=t), effs, overhead, share, limits) for t in layouts]
+    rates = [_slo_per_chip(replace(case, chips=t), effs, nuisance, limits) for t in layouts]
     kept = [
         (t, r)
         for t, r in zip(layouts, rates, strict=True)
@@ -362,16 +376,13 @@ def _evaluate(
 
 
 def _slo_per_chip(
-    case: _Case,
-    efficiency: FloatArray,
-    overhead: FloatArray,
-    share: FloatArray,
-    limits: dict[str, float],
+    case: _Case, efficiency: FloatArray, nuisance: _Nuisance, limits: dict[str, float]
 ) -> FloatArray:
     """Per-chip output tokens/s at the largest Poisson rate meeting the row's p99 bounds."""
     budget = _mixed_batch_tokens()
+    overhead, share, overlap = nuisance
     cap = serving.slo_capacity_rps(
-        _cost(case, efficiency, overhead),
+        _cost(case, efficiency, overhead, overlap),
         case.input_tokens,
         case.output_tokens,
         _capacity(case, share),
@@ -428,8 +439,7 @@ def _price_row(row: dict[str, str], price: float, rng: np.random.Generator) -> R
         return RowResult(row["id"], "skipped", "skipped", reason=case)
     prior = serving_priors().efficiency_for(chip_id, case.chip.software_stack)
     effs = prior.dist().sample(rng, _DRAWS)
-    overhead, share = _nuisance(rng, _DRAWS)
-    out_per_chip = _per_chip_offline(case, np.minimum(effs, 1.0), overhead, share)
+    out_per_chip = _per_chip_offline(case, np.minimum(effs, 1.0), _nuisance(rng, _DRAWS))
     total_per_chip = out_per_chip * (1.0 + case.input_tokens / case.output_tokens)
     usd = offer.usd_per_chip_hour / (3600.0 * total_per_chip) * 1e6
     p5, p50, p95 = (float(v) for v in np.quantile(usd, [0.05, 0.5, 0.95]))
@@ -532,7 +542,7 @@ def _method_lines() -> list[str]:
         "each group's mean is shrunk toward its parent's by how much its rows agree, "
         "empirical Bayes), with a Student-t predictive law of a new row in its groups. The groups "
         "were chosen with these rows in view; the efficiencies never include the tested "
-        "row. Overhead and memory share are the shipped priors, "
+        "row. Overhead, memory share and compute-memory overlap are the shipped priors, "
         "stated judgements not fitted to these rows. Server and Interactive rows use the "
         "efficiencies implied by the throughput rows (never the tested row) and mixed "
         "batching (a token budget of "

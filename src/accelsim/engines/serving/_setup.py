@@ -301,13 +301,17 @@ class ReplicaInputs:
     """Token budget of a chunked-prefill iteration (0: prefill-first). [tokens]"""
     max_batch: FloatArray
     """Scheduler cap on running sequences. [count]"""
+    overlap: FloatArray | float = 1.0
+    """Share of the shorter of an iteration's compute and memory times hidden under the
+    longer (1: the roofline max). [fraction]"""
 
 
 def draw_replica_inputs(
     setup: ServingSetup, draws: InputDraws, serving: ServingPriors
 ) -> ReplicaInputs:
-    """Draw a replica's uncertain inputs, per run: efficiency, overhead, memory share,
-    chunked-prefill budget and batch cap (each recorded under its input name)."""
+    """Draw a replica's uncertain inputs, per run: efficiency, overhead, compute-memory
+    overlap, memory share, chunked-prefill budget and batch cap (each recorded under its
+    input name)."""
     work, chip = setup.work, setup.chip
     stack = chip.software_stack
     measured = serving_workload_key(chip.id, work.model, work.precision, setup.chips_per_replica)
@@ -316,6 +320,9 @@ def draw_replica_inputs(
     # Efficiency is a share of the roofline: a draw of the prior's upper tail past 1 is 1.
     efficiency = np.minimum(draws.get(name, None, prior.value), 1.0)
     overhead = draws.get("priors.serving.overhead_seconds", None, serving.overhead_seconds.value)
+    overlap = draws.get(
+        "priors.serving.compute_memory_overlap", None, serving.overlap_prior().value
+    )
     share = kv_share = None
     if work.kv_share is None:
         share = draws.get("priors.serving.memory_share", None, serving.memory_share.value)
@@ -329,6 +336,7 @@ def draw_replica_inputs(
         kv_share=kv_share,
         prefill_chunk_tokens=chunk,
         max_batch=_max_batch(setup, draws, serving, chunk),
+        overlap=overlap,
     )
 
 
@@ -358,6 +366,7 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         interconnect_gbps=chip.interconnect_gbps,
         efficiency=inputs.efficiency,
         overhead_seconds=inputs.overhead_seconds,
+        overlap=inputs.overlap,
     )
     capacity = physics.kv_capacity_tokens(hbm, setup.weight_bytes, setup.kv_bytes_per_token, share)
     inp, out = setup.input_mean, setup.output_mean

@@ -47,11 +47,13 @@ def _iteration_root(
     ``s·T = f(T)`` (``T`` the mean time per output token; 1: no other work).
 
     With ``n(t) = 1 + λ(in + out)t`` tokens, :func:`iteration_seconds` at the fixed-point
-    arguments is ``max(c(t), m(t)) + comm·n(t) + overhead`` with ``c`` affine in ``t`` and
-    ``m(t) = W·s_byte·(1 − (1 − a)^n(t)) + affine``, concave (affine for a dense model).
+    arguments is ``max(c(t) + e·m(t), m(t) + e·c(t)) + comm·n(t) + overhead`` (``e`` the
+    exposed share, 0 for the pure roofline) with ``c`` affine in ``t`` and ``m(t) =
+    W·s_byte·(1 − (1 − a)^n(t)) + affine``, concave (affine for a dense model).
     Each excess ``g(t) = piece(t) + comm·n(t) + overhead − t`` is positive at 0 and concave,
     so ``{g ≥ 0} = [0, r]`` and the fixed point of the max is the larger root. The compute
-    root is closed form; the memory root is Newton's method started at the root of the
+    root is closed form where ``e = 0``; each root with a weight term is Newton's method
+    (:func:`_concave_root`) started at the root of the
     affine upper bound ``W·s_byte + affine`` (exact for a dense model): on a concave
     function Newton from the right of the root decreases monotonically to it, with
     quadratic convergence (tested against a 200-step bisection to 1e-12 relative).
@@ -64,24 +66,48 @@ def _iteration_root(
     attention = cost.attention_flops_per_context_token
     fixed0 = cost.comm_seconds_per_token + cost.overhead_seconds
     fixed1 = cost.comm_seconds_per_token * token_rate
-    compute0 = (cost.flops_per_token + attention * ctx) * s_flop + fixed0
-    compute1 = (
+    flops0 = (cost.flops_per_token + attention * ctx) * s_flop
+    flops1 = (
         cost.flops_per_token * token_rate + attention * rate * (out * ctx + share * inp * inp / 2.0)
-    ) * (s_flop) + (fixed1 - s)
+    ) * (s_flop)
+    bytes0 = cost.kv_bytes_per_token * ctx * s_byte
+    bytes1 = cost.kv_bytes_per_token * rate * out * ctx * s_byte
+    # Each side carries the exposed share e of the other (iteration_seconds: max(c + e·m,
+    # m + e·c)); the compute side's weight term is e·W, 0 for the pure roofline.
+    exposed = cost.exposed_fraction
     weights = cost.weight_bytes * s_byte
-    memory0 = cost.kv_bytes_per_token * ctx * s_byte + fixed0
-    memory1 = cost.kv_bytes_per_token * rate * out * ctx * s_byte + (fixed1 - s)
+    compute0 = flops0 + exposed * bytes0 + fixed0
+    compute1 = flops1 + exposed * bytes1 + (fixed1 - s)
+    memory0 = bytes0 + exposed * flops0 + fixed0
+    memory1 = bytes1 + exposed * flops1 + (fixed1 - s)
     untouched = 1.0 - cost.active_fraction
-    log_untouched = np.log(np.maximum(untouched, 1e-300))  # u = 0 (dense): u^n = 0, no term
     stable_c, stable_m = compute1 < 0.0, memory1 < 0.0
-    root_c = compute0 / np.where(stable_c, -compute1, 1.0)
-    slope_m = np.where(stable_m, memory1, -1.0)
-    t = (weights + memory0) / -slope_m
+    # A dense model's weight term is the constant e·W (n >= 1): the root in closed form.
+    root_c = (exposed * weights + compute0) / np.where(stable_c, -compute1, 1.0)
+    if np.any((exposed > 0.0) & (untouched > 0.0)):
+        root_c = _concave_root(exposed * weights, compute0, compute1, untouched, token_rate)
+    t = _concave_root(weights, memory0, memory1, untouched, token_rate)
+    return _f(np.maximum(root_c, t)), np.asarray(stable_c & stable_m, dtype=np.bool_)
+
+
+def _concave_root(
+    weights: FloatArray,
+    intercept: FloatArray,
+    slope: FloatArray,
+    untouched: FloatArray,
+    token_rate: FloatArray,
+) -> FloatArray:
+    """Root of ``weights·(1 − u^(1 + token_rate·t)) + intercept + slope·t`` by Newton's method
+    from the root of its affine upper bound (``u^n`` at 0); where ``slope >= 0`` (no root)
+    the slope is taken as −1 (the caller marks it unstable). [s]"""
+    log_untouched = np.log(np.maximum(untouched, 1e-300))  # u = 0 (dense): u^n = 0, no term
+    slope_m = np.where(slope < 0.0, slope, -1.0)
+    t = (weights + intercept) / -slope_m
     for _ in range(_NEWTON_STEPS):
         power = np.power(untouched, 1.0 + token_rate * t)
-        excess = weights * (1.0 - power) + memory0 + slope_m * t
+        excess = weights * (1.0 - power) + intercept + slope_m * t
         t = t - excess / (slope_m - weights * log_untouched * power * token_rate)
-    return _f(np.maximum(root_c, t)), np.asarray(stable_c & stable_m, dtype=np.bool_)
+    return _f(t)
 
 
 def _solve_iteration(
