@@ -60,6 +60,7 @@ from accelsim.models.serving._memory import (
     throughput_at_batch,
     weight_bytes,
 )
+from accelsim.models.serving._prefill_batch import shared_prefill_seconds
 from accelsim.models.serving._prefill_queue import mg1_wait_moments
 from accelsim.models.serving._runs import (
     IterationRun,
@@ -96,6 +97,7 @@ __all__ = [
     "prefill_seconds",
     "replica_sizes",
     "run_seconds",
+    "shared_prefill_seconds",
     "slo_capacity_rps",
     "smallest_safe_size",
     "terms_iteration_run",
