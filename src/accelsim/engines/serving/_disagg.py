@@ -162,7 +162,11 @@ def _prefill_stage(
     shared = physics.shared_prefill_seconds(_column(rep_p.cost), mean_prompt)
     by_level = {
         q: physics.prefill_latency(
-            rate_p, service[:, None, :], transfer, q, weights=base.input_weights,
+            rate_p,
+            service[:, None, :],
+            transfer,
+            q,
+            weights=base.input_weights,
             shared_s=shared,
         )
         for q in levels
