@@ -9,6 +9,7 @@ batch limit), :func:`_solve_iteration` (within a batch limit), :func:`_decode_fi
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,7 +162,10 @@ def _decode_fixed_point(
     1``, ``T = iteration_seconds(L, 0, L·ctx)/(1 − E)`` (continuous there; whether the
     slots hold the load is the admission queue's question, :func:`latency_under_load`).
     No root (the work arriving exceeds the replica at any batch), ``E >= 1`` (the prompts
-    alone fill the replica) or ``L < 1`` overflows.
+    alone fill the replica) or ``L < 1`` overflows. Prefill-first, the prompts that arrive
+    during one iteration are prefilled together, as the request DES does, so ``x`` is
+    solved twice: alone, then with the part an iteration pays once shared by the prompts
+    per prefill iteration at the first ``T`` (:func:`_batched_stalls`).
     """
     ctx = inp + out / 2.0
     chunked = np.any(chunk > 0.0)
@@ -184,12 +188,45 @@ def _decode_fixed_point(
     moments = interference_moments(x, p_probs)
     busy = _f(admit) * rate * moments[0]
     root, stable = _iteration_root(cost, rate, inp, out, prefill_share=0.0, decode_share=1.0 - busy)
+    first = _f(chunk) <= 0.0  # prefill-first cells (a chunked one keeps its steps)
+    if np.any(first):
+        batched = _batched_stalls(cost, p_values, x, _f(admit) * rate, np.where(stable, root, 0.0))
+        x = _f(np.where(np.broadcast_to(first, np.shape(root))[..., None], batched, x))
+        moments = interference_moments(x, p_probs)
+        busy = _f(admit) * rate * moments[0]
+        root, stable = _iteration_root(
+            cost, rate, inp, out, prefill_share=0.0, decode_share=1.0 - busy
+        )
     within = stable & (root * rate * out <= cap)
     full = np.maximum(limit, 1.0)
     at_limit = iteration_seconds(cost, full, 0.0, full * ctx, 0.0) / np.maximum(1.0 - busy, 1e-12)
     t = _f(np.where(within, root, at_limit))
     overflow = ~stable | (busy >= 1.0) | averaged_overflow | (limit < 1.0)
     return t, np.asarray(overflow, dtype=np.bool_), moments, pieces
+
+
+def _batched_stalls(
+    cost: IterationCost, p_values: FloatArray, x: FloatArray, lam: FloatArray, t: FloatArray
+) -> FloatArray:
+    """Prefill-first stalls with the prompts that arrive during one iteration prefilled
+    together: each prompt's stall ``x(P)`` less the share ``f·(1 − 1/b̄)`` of the part an
+    iteration pays once (``f = 2·T(0, P, P/2) − T(0, 2P, P/2)``), ``b̄ = λ'T/(1 − e^{−λ'T})``
+    the prompts per prefill iteration (the arrivals during an iteration of length ``T``,
+    given one). [s]"""
+    one = x
+    two = iteration_seconds(
+        IterationCost(
+            *(getattr(cost, f.name)[..., None] for f in dataclasses.fields(IterationCost))
+        ),
+        0.0,
+        2.0 * p_values,
+        0.0,
+        p_values / 2.0,
+    )
+    shared = np.clip(2.0 * one - two, 0.0, one)
+    m = np.maximum(lam * t, 1e-12)[..., None]
+    per_batch = m / -np.expm1(-m)
+    return _f(one - shared * (1.0 - 1.0 / per_batch))
 
 
 def _tpot_under_load(
