@@ -107,3 +107,14 @@ def test_light_load_is_the_own_iteration() -> None:
     assert float(lat.ttft_p50_s) == pytest.approx(0.032, rel=1e-6)
     assert float(lat.ttft_tail_s) == pytest.approx(0.053, rel=1e-6)
     assert float(lat.ttft_mean_s) == pytest.approx(np.mean(service + transfer), rel=1e-5)
+
+
+@pytest.mark.parametrize("load", [0.999, 1.001, 1.5, 40.0])
+def test_at_and_beyond_saturation_every_field_is_finite(load: float) -> None:
+    service, transfer = np.array([0.02, 0.03, 0.05]), np.zeros(3)
+    rate = load / service.mean()
+    lat = serving.prefill_latency(rate, service, transfer, 0.99, shared_s=0.005)
+    for v in (lat.ttft_mean_s, lat.ttft_p50_s, lat.ttft_tail_s, lat.utilization):
+        assert np.isfinite(v).all()
+    assert bool(lat.saturated) == (load >= 1.0)
+    assert float(lat.ttft_tail_s) >= float(lat.ttft_p50_s) >= 0.02

@@ -150,7 +150,9 @@ def prefill_latency(
         shape = np.broadcast_shapes(np.shape(rate), service.shape[:-1])
         shared = np.broadcast_to(np.minimum(_f(shared_s), np.min(service, axis=-1)), shape)
         own = np.maximum(service - shared[..., None], 0.0)
-        batch = batch_wait(np.broadcast_to(rate, shape), shared, own, probs)
+        # saturated (ρ >= 1): just below it, as the one-prompt queue (lower bounds)
+        below = np.minimum(rate, (1.0 - 1e-9) / np.maximum(x[0], 1e-300))
+        batch = batch_wait(np.broadcast_to(below, shape), shared, own, probs)
         w1 = batch.busy * batch.mean
         p50, tail = batch_quantiles(total, probs, batch, (0.5, float(levels[0])))
     return PrefillLatency(
