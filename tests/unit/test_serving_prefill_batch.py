@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from accelsim.models import serving
 from accelsim.models.serving._prefill_batch import batch_quantiles, batch_wait
@@ -118,3 +120,27 @@ def test_at_and_beyond_saturation_every_field_is_finite(load: float) -> None:
         assert np.isfinite(v).all()
     assert bool(lat.saturated) == (load >= 1.0)
     assert float(lat.ttft_tail_s) >= float(lat.ttft_p50_s) >= 0.02
+
+
+@settings(deadline=None)
+@given(
+    service=st.lists(st.floats(min_value=1e-6, max_value=1e3), min_size=1, max_size=16),
+    shared_share=st.floats(min_value=0.0, max_value=1.0),
+    transfer=st.floats(min_value=0.0, max_value=10.0),
+    load=st.floats(min_value=1e-9, max_value=2.0),
+    level=st.floats(min_value=0.51, max_value=0.9999),
+)
+def test_the_batch_queue_is_finite_and_ordered(
+    service: list[float], shared_share: float, transfer: float, load: float, level: float
+) -> None:
+    """Any prompt law, shared part from none to the shortest prompt's whole prefill."""
+    s = np.array(service)
+    rate = load / s.mean()
+    shared = shared_share * s.min()
+    lat = serving.prefill_latency(rate, s, np.full(s.size, transfer), level, shared_s=shared)
+    fields = (lat.ttft_mean_s, lat.ttft_p50_s, lat.ttft_tail_s, lat.utilization)
+    assert all(np.isfinite(f) for f in fields)
+    shortest = s.min() + transfer
+    assert float(lat.ttft_p50_s) >= shortest * (1 - 1e-9)
+    assert float(lat.ttft_p50_s) <= float(lat.ttft_tail_s) * (1 + 1e-9)
+    assert float(lat.ttft_mean_s) >= shortest * (1 - 1e-9)

@@ -106,11 +106,9 @@ def batch_wait(rate: ArrayLike, shared: ArrayLike, work: ArrayLike, probs: Array
         var = np.maximum(m[1] - m[0] ** 2, 0.0)
         theta = var / np.maximum(m[0], 1e-300)
         # gamma law of T: E[e^{−λT}] = (1 + λθ)^(−m₁/θ) (θ -> 0: e^{−λm₁})
-        p0 = np.where(
-            theta * lam > 1e-9,
-            np.exp(-m[0] / np.maximum(theta, 1e-300) * np.log1p(lam * theta)),
-            np.exp(-lam * m[0]),
-        )
+        spread = theta * lam > 1e-9
+        safe = np.where(spread, theta, 1.0)  # (both branches are evaluated)
+        p0 = np.where(spread, np.exp(-m[0] / safe * np.log1p(lam * safe)), np.exp(-lam * m[0]))
     m = _cycle_moments(f, a, b, c, d, p0, fx)
     busy = m[0] / (m[0] + p0 / lam)
     t1, t2, t3 = (m[k] / m[0] for k in (1, 2, 3))  # length-biased cycle moments
@@ -119,7 +117,10 @@ def batch_wait(rate: ArrayLike, shared: ArrayLike, work: ArrayLike, probs: Array
     w3 = t3 * (0.25 + a + 1.5 * a * a + a**3) + t2 * (1.5 * b + 3.0 * a * b) + c * t1
     cv2 = np.maximum(w2 - w1 * w1, 0.0) / np.maximum(w1 * w1, 1e-300)
     narrow = cv2 < 1.0
-    phases = hyperexponential_wait(busy, busy * w1, busy * w2, busy * w3)
+    # the H₂ is read only where cv >= 1; elsewhere it is fitted to an exponential's moments
+    h2_w2 = np.where(narrow, 2.0 * w1 * w1, w2)
+    h2_w3 = np.where(narrow, 6.0 * w1**3, w3)
+    phases = hyperexponential_wait(busy, busy * w1, busy * h2_w2, busy * h2_w3)
     shape = np.where(narrow, 1.0 / np.maximum(cv2, 1e-12), 0.0)
     return BatchWait(_f(busy), _f(w1), _f(shape), phases)
 
