@@ -264,20 +264,20 @@ def test_mixture_cache_blocks(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(np.isfinite(r["median"]) for r in rows.values())
 
 
-def _loop_memory_root(
-    start: np.ndarray,
+def _loop_concave_root(
     weights: np.ndarray,
-    memory0: np.ndarray,
-    slope_m: np.ndarray,
+    intercept: np.ndarray,
+    slope: np.ndarray,
     untouched: np.ndarray,
     token_rate: np.ndarray,
 ) -> np.ndarray:
-    """The hand-written loop ``_decode._memory_root`` replaced: 6 Newton steps, no test."""
+    """The hand-written loop ``_decode._concave_root`` replaced: 6 Newton steps, no test."""
     log_untouched = np.log(np.maximum(untouched, 1e-300))
-    t = start
+    slope_m = np.where(slope < 0.0, slope, -1.0)
+    t = (weights + intercept) / -slope_m
     for _ in range(6):
         power = np.power(untouched, 1.0 + token_rate * t)
-        excess = weights * (1.0 - power) + memory0 + slope_m * t
+        excess = weights * (1.0 - power) + intercept + slope_m * t
         t = t - excess / (slope_m - weights * log_untouched * power * token_rate)
     return np.asarray(t, dtype=float)
 
@@ -317,8 +317,8 @@ def test_root_finding_loops(capsys: pytest.CaptureFixture[str]) -> None:
     from accelsim.models.serving import _mixture
 
     rows = {
-        "serving, MoE: decode memory root, hand loop (6 steps)": _paired(
-            moe, nullcontext, lambda: _patched(_decode, "_memory_root", _loop_memory_root)
+        "serving, MoE: decode concave roots, hand loop (6 steps)": _paired(
+            moe, nullcontext, lambda: _patched(_decode, "_concave_root", _loop_concave_root)
         ),
         "serving: TTFT segment root by scipy.optimize.newton": _paired(
             _serving_study(_serving_scenario()),

@@ -58,6 +58,28 @@ class _Row(Protocol):
 
 
 RowT = TypeVar("RowT", bound=_Row)
+Nuisance = tuple[FloatArray, FloatArray, FloatArray]
+"""Overhead [s], memory share and compute-memory overlap [fraction], per draw."""
+
+
+def nuisance_medians() -> Nuisance:
+    """The serving priors' medians of overhead, memory share and overlap, one draw each."""
+    p = serving_priors()
+    return (
+        np.array([p.overhead_seconds.dist().ppf(0.5)]),
+        np.array([p.memory_share.dist().ppf(0.5)]),
+        np.array([p.overlap_prior().dist().ppf(0.5)]),
+    )
+
+
+def nuisance_draws(rng: np.random.Generator, n: int) -> Nuisance:
+    """``n`` draws of overhead, memory share and overlap from the serving priors."""
+    p = serving_priors()
+    return (
+        p.overhead_seconds.dist().sample(rng, n),
+        p.memory_share.dist().sample(rng, n),
+        p.overlap_prior().dist().sample(rng, n),
+    )
 
 
 def note(expert_parallel: bool) -> str:
@@ -103,11 +125,14 @@ def layout_cost(
     efficiency: FloatArray,
     overhead: FloatArray,
     step_tokens: float = 0.0,
+    *,
+    overlap: FloatArray | float = 1.0,
 ) -> serving.IterationCost:
     """The replica's coefficients on its layout: tensor parallel, or expert parallel with
     data-parallel attention, whose busiest rank's routed load is charged at ``step_tokens``
     tokens per iteration (:func:`accelsim.models.serving.expert_load_imbalance`, with the
-    serving priors' median ``expert_residual_spread``; 0: balanced)."""
+    serving priors' median ``expert_residual_spread``; 0: balanced). ``overlap``: the share
+    of the shorter of compute and memory time the longer hides (1: the roofline max)."""
     per = BYTES_PER_VALUE[precision]  # type: ignore[index]
     tensor_parallel = serving.iteration_cost(
         active_params=model.active_params,
@@ -122,6 +147,7 @@ def layout_cost(
         interconnect_gbps=chip.interconnect_gbps,
         efficiency=efficiency,
         overhead_seconds=overhead,
+        overlap=overlap,
     )
     if not expert_parallel or model.expert_params is None:
         return tensor_parallel
@@ -215,19 +241,18 @@ def expert_parallel_options(
 def offline_layout(
     case: RowT,
     capacity: Callable[[RowT, FloatArray], FloatArray],
-    rate: Callable[[RowT, FloatArray, FloatArray, FloatArray], FloatArray],
-    medians: tuple[float, float],
+    rate: Callable[[RowT, FloatArray, Nuisance], FloatArray],
+    medians: Nuisance,
 ) -> RowT:
     """The layout an Offline submitter of a mixture of experts picks: ``case`` (the memory
     rule's tensor-parallel replica) or a wide expert-parallel one
     (:func:`expert_parallel_options`), whichever has the highest per-chip ``rate``
-    (efficiency, overhead, memory share) at the chip's median efficiency and the
-    ``medians`` of overhead and memory share: the model's own figure at fixed inputs, never
-    the published one."""
-    overhead, share = np.array([medians[0]]), np.array([medians[1]])
-    options = [case, *expert_parallel_options(case, capacity, share)]
+    (efficiency; overhead, memory share, overlap) at the chip's median efficiency and the
+    ``medians`` of overhead, memory share and overlap: the model's own figure at fixed
+    inputs, never the published one."""
+    options = [case, *expert_parallel_options(case, capacity, medians[1])]
     eff = median_efficiency(case.chip)
-    rates = [float(rate(c, eff, overhead, share)[0]) for c in options]
+    rates = [float(rate(c, eff, medians)[0]) for c in options]
     best = best_layout([(c.chips, c.expert_parallel) for c in options], rates)
     return next(c for c in options if (c.chips, c.expert_parallel) == best)
 
@@ -252,6 +277,7 @@ def expert_parallel_sizes(smallest: int, largest: int) -> list[int]:
 
 __all__ = [
     "EP_NOTE",
+    "Nuisance",
     "best_layout",
     "expert_parallel_options",
     "expert_parallel_sizes",
@@ -260,6 +286,8 @@ __all__ = [
     "layout_cost",
     "median_efficiency",
     "note",
+    "nuisance_draws",
+    "nuisance_medians",
     "offline_layout",
     "pick_by_median",
     "saturated_step_tokens",

@@ -10,7 +10,7 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
   spread come from the efficiencies the *other* throughput rows imply, partially pooled over
   nested groups (stack, precision, dense/MoE; :func:`accelsim._calibration_stats.
   partial_pool`), so a row borrows from its neighbours in proportion to how much they agree.
-  Overhead and memory share use the shipped priors (judgements, not fitted to rows).
+  Overhead, memory share and overlap use the shipped priors (judgements, not fitted).
 * **Server / Interactive rows**: the largest Poisson rate the model says meets the
   published p99 TTFT / TPOT bounds, as per-chip output tokens/s, against the published
   completed rate (efficiency pooled the same way from the throughput rows; none of them is
@@ -114,6 +114,9 @@ class _Case:
     """Draft tokens per step where the row states speculative decoding / MTP. [count]"""
 
 
+_Nuisance = rack.Nuisance
+
+
 def _number(text: str) -> float | None:
     try:
         value = float(text.replace(",", ""))
@@ -186,13 +189,14 @@ def _kv_bytes(precision: str) -> float:
     return BYTES_PER_VALUE[serving_priors().kv_precision_for(precision)]  # type: ignore[arg-type]
 
 
-def _cost(case: _Case, efficiency: FloatArray, overhead: FloatArray) -> serving.IterationCost:
+def _cost(case: _Case, efficiency: FloatArray, nuisance: _Nuisance) -> serving.IterationCost:
     """The row's coefficients on its layout, per emitted token where it speculates."""
+    overhead, _, overlap = nuisance
     kv_bytes = case.model.kv_bytes_per_token(_kv_bytes(case.precision))
-    step = rack.saturated_step_tokens(case, _capacity, _medians()[1])
+    step = rack.saturated_step_tokens(case, _capacity, float(rack.nuisance_medians()[1][0]))
     cost = rack.layout_cost(
         case.model, case.chip, case.precision, case.chips, case.expert_parallel,
-        kv_bytes, efficiency, overhead, step,
+        kv_bytes, efficiency, overhead, step, overlap=overlap,
     )  # fmt: skip
     return rack.speculated(cost, case.row["id"], case.draft_tokens, np.size(efficiency))
 
@@ -206,29 +210,23 @@ def _capacity(case: _Case, share: FloatArray) -> FloatArray:
     )
 
 
-def _per_chip_offline(
-    case: _Case, efficiency: FloatArray, overhead: FloatArray, share: FloatArray
-) -> FloatArray:
-    cost = _cost(case, efficiency, overhead)
+def _per_chip_offline(case: _Case, efficiency: FloatArray, nuisance: _Nuisance) -> FloatArray:
+    cost = _cost(case, efficiency, nuisance)
     cap = case.max_batch * rack.scheduler_ranks(case.chips, case.expert_parallel)
     tokens = serving.offline_tokens_per_s(
-        cost, _capacity(case, share), case.input_tokens, case.output_tokens, cap
+        cost, _capacity(case, nuisance[1]), case.input_tokens, case.output_tokens, cap
     )
     return tokens / case.chips
 
 
-def _medians() -> tuple[float, float]:
-    p = serving_priors()
-    return float(p.overhead_seconds.dist().ppf(0.5)), float(p.memory_share.dist().ppf(0.5))
-
-
 def implied_efficiency(case: _Case, published: float) -> float:
-    """Efficiency at which the model's per-chip throughput (median overhead, share) matches."""
-    overhead, share = _medians()
+    """Efficiency at which the model's per-chip throughput (median overhead, share, overlap)
+    matches."""
+    medians = rack.nuisance_medians()
     lo, hi = np.array([1e-3]), np.array([2.0])
     for _ in range(50):
         mid = np.sqrt(lo * hi)
-        below = _per_chip_offline(case, mid, np.array([overhead]), np.array([share])) < published
+        below = _per_chip_offline(case, mid, medians) < published
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
     return float(np.sqrt(lo * hi)[0])
 
@@ -255,11 +253,6 @@ def _draws(
     return np.minimum(np.exp(mean + scale * rng.standard_t(dof, n)), 1.0)
 
 
-def _nuisance(rng: np.random.Generator, n: int) -> tuple[FloatArray, FloatArray]:
-    p = serving_priors()
-    return p.overhead_seconds.dist().sample(rng, n), p.memory_share.dist().sample(rng, n)
-
-
 def _mixed_batch_tokens() -> float:
     """Token budget per iteration of the Server / Interactive rows' scheduler [tokens]."""
     return float(serving_priors().mixed_batch_tokens.dist().expected_value())
@@ -281,7 +274,9 @@ def calibrate(csv_path: str | Path) -> list[RowResult]:
     for row_id in throughput_ids:
         case = cases[row_id]
         assert isinstance(case, _Case)
-        case = cases[row_id] = rack.offline_layout(case, _capacity, _per_chip_offline, _medians())
+        case = cases[row_id] = rack.offline_layout(
+            case, _capacity, _per_chip_offline, rack.nuisance_medians()
+        )
         published = float(case.row["throughput_per_accelerator"])
         implied[row_id] = (_groups(case), implied_efficiency(case, published))
     rng = np.random.default_rng(_SEED)
@@ -298,8 +293,7 @@ def _throughput_row(
     """A throughput row predicted from the efficiencies the other rows imply."""
     pool = [i for i in implied if i != row_id]
     effs = _draws(implied, _groups(case), row_id, rng, _DRAWS)
-    overhead, share = _nuisance(rng, _DRAWS)
-    pred = _per_chip_offline(case, effs, overhead, share)
+    pred = _per_chip_offline(case, effs, rack.nuisance_draws(rng, _DRAWS))
     p5, p50, p95 = (float(v) for v in np.quantile(pred, [0.05, 0.5, 0.95]))
     status = "covered" if p5 <= published <= p95 else "missed"
     return RowResult(
@@ -332,7 +326,7 @@ def _evaluate(
         return RowResult(row_id, "skipped", "skipped", reason="no TTFT/TPOT p99 bounds in row")
     pool = [i for i in implied if i != row_id]
     effs = _draws(implied, _groups(case), row_id, rng, _SLO_DRAWS)
-    overhead, share = _nuisance(rng, _SLO_DRAWS)
+    nuisance = rack.nuisance_draws(rng, _SLO_DRAWS)
     # The submitter picks the replica's size for the latency bounds by the engines' rule
     # (serving.smallest_safe_size, replica_sizes, best_replica_size) at saturation, with no
     # demand to follow: the highest median per-chip rate, its draws the row's prediction. A
@@ -347,7 +341,7 @@ def _evaluate(
     sizes = serving.replica_sizes(serving.smallest_safe_size(case.chips, holds), case.largest)
     options = [replace(case, chips=t) for t in sizes]
     options += rack.expert_parallel_options(case, _capacity, low_share)
-    rates = [_slo_per_chip(c, effs, overhead, share, limits) for c in options]
+    rates = [_slo_per_chip(c, effs, nuisance, limits) for c in options]
     kept = [
         (c, r)
         for c, r in zip(options, rates, strict=True)
@@ -364,20 +358,16 @@ def _evaluate(
 
 
 def _slo_per_chip(
-    case: _Case,
-    efficiency: FloatArray,
-    overhead: FloatArray,
-    share: FloatArray,
-    limits: dict[str, float],
+    case: _Case, efficiency: FloatArray, nuisance: _Nuisance, limits: dict[str, float]
 ) -> FloatArray:
     """Per-chip output tokens/s at the largest Poisson rate meeting the row's p99 bounds."""
     ranks = rack.scheduler_ranks(case.chips, case.expert_parallel)
     budget = _mixed_batch_tokens() * ranks
     cap = serving.slo_capacity_rps(
-        _cost(case, efficiency, overhead),
+        _cost(case, efficiency, nuisance),
         case.input_tokens,
         case.output_tokens,
-        _capacity(case, share),
+        _capacity(case, nuisance[1]),
         serving.budget_batch_cap(case.max_batch * ranks, budget),
         limits["TTFT"] / 1e3,
         limits["TPOT"] / 1e3,
@@ -431,8 +421,7 @@ def _price_row(row: dict[str, str], price: float, rng: np.random.Generator) -> R
         return RowResult(row["id"], "skipped", "skipped", reason=case)
     prior = serving_priors().efficiency_for(chip_id, case.chip.software_stack)
     effs = prior.dist().sample(rng, _DRAWS)
-    overhead, share = _nuisance(rng, _DRAWS)
-    out_per_chip = _per_chip_offline(case, np.minimum(effs, 1.0), overhead, share)
+    out_per_chip = _per_chip_offline(case, np.minimum(effs, 1.0), rack.nuisance_draws(rng, _DRAWS))
     total_per_chip = out_per_chip * (1.0 + case.input_tokens / case.output_tokens)
     usd = offer.usd_per_chip_hour / (3600.0 * total_per_chip) * 1e6
     p5, p50, p95 = (float(v) for v in np.quantile(usd, [0.05, 0.5, 0.95]))
@@ -537,7 +526,7 @@ def _method_lines() -> list[str]:
         "each group's mean is shrunk toward its parent's by how much its rows agree, "
         "empirical Bayes), with a Student-t predictive law of a new row in its groups. The groups "
         "were chosen with these rows in view; the efficiencies never include the tested "
-        "row. Overhead and memory share are the shipped priors, "
+        "row. Overhead, memory share and compute-memory overlap are the shipped priors, "
         "stated judgements not fitted to these rows. Server and Interactive rows use the "
         "efficiencies implied by the throughput rows (never the tested row) and mixed "
         "batching (a token budget of "

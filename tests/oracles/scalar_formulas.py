@@ -71,12 +71,16 @@ def scalar_decode_stretch_seconds(cost: IterationCost) -> Callable[[int, int, in
     s_byte = float(cost.seconds_per_byte)
     comm = float(cost.comm_seconds_per_token)
     overhead = float(cost.overhead_seconds)
+    exposed = float(cost.exposed_fraction)
 
     def seconds(decode: int, kv: int, iterations: int) -> float:
         compute0 = (flops_per_token * decode + attention * kv) * s_flop
         compute1 = attention * decode * s_flop
         memory0 = (weight * (1.0 - untouched**decode) + kv_bytes * kv) * s_byte
         memory1 = kv_bytes * decode * s_byte
+        # each side with the exposed share of the other: max(c, m) + e·min(c, m)
+        compute0, memory0 = compute0 + exposed * memory0, memory0 + exposed * compute0
+        compute1, memory1 = compute1 + exposed * memory1, memory1 + exposed * compute1
         gap0, gap1 = compute0 - memory0, compute1 - memory1
         if gap0 >= 0.0:  # compute-bound first, until the gap turns negative
             leading = iterations if gap1 >= 0.0 else math.floor(-gap0 / gap1) + 1

@@ -103,6 +103,10 @@ class ServingPriors(_Frozen):
     """Fixed time per continuous-batching iteration (scheduling, launches, sampling). [s]"""
     memory_share: Prior
     """Share of device memory the engine gives to weights plus KV cache. [fraction]"""
+    compute_memory_overlap: Prior | None = None
+    """Share of the shorter of an iteration's compute and memory times hidden under the
+    longer (1: the roofline max; 0: their sum); a user file may leave it out (the shipped
+    prior is used: :meth:`overlap_prior`). [fraction]"""
     max_batch: dict[Stack, Prior]
     """Scheduler cap on concurrently running sequences per replica, capped in turn at a
     chunked iteration's token budget. [count]"""
@@ -237,6 +241,14 @@ class ServingPriors(_Frozen):
                 largest = chips
             chips *= 2
         return largest
+
+    def overlap_prior(self) -> Prior:
+        """The compute-memory overlap prior: this file's, else the shipped one."""
+        if self.compute_memory_overlap is not None:
+            return self.compute_memory_overlap
+        shipped = serving_priors().compute_memory_overlap
+        assert shipped is not None, "the shipped serving.yaml sets compute_memory_overlap"
+        return shipped
 
     def by_name(self) -> dict[str, Prior]:
         """Every prior by dotted name (``"efficiency.cuda"``, ``"overhead_seconds"``)."""

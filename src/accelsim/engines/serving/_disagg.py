@@ -162,9 +162,18 @@ def _prefill_stage(
     fits = rep_p.kv_capacity_tokens >= prompts.max()
     sat_p = np.where(fits, 1.0 / np.sum(base.input_weights * service, axis=1), 0.0)
     rate_p = np.where(fits, sat_p, 1.0)[:, None] * LOAD_NODES[None, :]
+    # the request DES's prefill replica batches every waiting prompt: the iteration's
+    # shared part (overhead, the weights' read where it is exposed) is paid once per batch
+    mean_prompt = np.sum(base.input_weights * prompts, axis=-1, keepdims=True)
+    shared = physics.shared_prefill_seconds(_column(rep_p.cost), mean_prompt)
     by_level = {
         q: physics.prefill_latency(
-            rate_p, service[:, None, :], transfer, q, weights=base.input_weights
+            rate_p,
+            service[:, None, :],
+            transfer,
+            q,
+            weights=base.input_weights,
+            shared_s=shared,
         )
         for q in levels
     }

@@ -318,13 +318,17 @@ class ReplicaInputs:
     token budget caps it (:func:`build_replica`). [count]"""
     speculation: Speculation | None = None
     """Speculative decoding's acceptance and draft cost, where the endpoint speculates."""
+    overlap: FloatArray | float = 1.0
+    """Share of the shorter of an iteration's compute and memory times hidden under the
+    longer (1: the roofline max). [fraction]"""
 
 
 def draw_replica_inputs(
     setup: ServingSetup, draws: InputDraws, serving: ServingPriors
 ) -> ReplicaInputs:
-    """Draw a replica's uncertain inputs, per run: efficiency, overhead, memory share,
-    chunked-prefill budget and batch cap (each recorded under its input name)."""
+    """Draw a replica's uncertain inputs, per run: efficiency, overhead, compute-memory
+    overlap, memory share, chunked-prefill budget and batch cap (each recorded under its
+    input name)."""
     work, chip = setup.work, setup.chip
     stack = chip.software_stack
     measured = serving_workload_key(chip.id, work.model, work.precision, setup.chips_per_replica)
@@ -333,6 +337,9 @@ def draw_replica_inputs(
     # Efficiency is a share of the roofline: a draw of the prior's upper tail past 1 is 1.
     efficiency = np.minimum(draws.get(name, None, prior.value), 1.0)
     overhead = draws.get("priors.serving.overhead_seconds", None, serving.overhead_seconds.value)
+    overlap = draws.get(
+        "priors.serving.compute_memory_overlap", None, serving.overlap_prior().value
+    )
     share = kv_share = None
     if work.kv_share is None:
         share = draws.get("priors.serving.memory_share", None, serving.memory_share.value)
@@ -347,6 +354,7 @@ def draw_replica_inputs(
         prefill_chunk_tokens=chunk,
         max_batch=_max_batch(setup, draws, serving, chunk),
         speculation=draw_speculation(work, draws, serving),
+        overlap=overlap,
     )
 
 
@@ -401,6 +409,7 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         interconnect_gbps=chip.interconnect_gbps,
         efficiency=inputs.efficiency,
         overhead_seconds=inputs.overhead_seconds,
+        overlap=inputs.overlap,
     )
     step = _expert_step_tokens(setup, hbm, held, share, max_batch, chunk)
     layout = replica_layout_physics(

@@ -70,6 +70,7 @@ from accelsim.models.serving._memory import (
     throughput_at_batch,
     weight_bytes,
 )
+from accelsim.models.serving._prefill_batch import shared_prefill_seconds
 from accelsim.models.serving._prefill_queue import mg1_wait_moments
 from accelsim.models.serving._runs import (
     IterationRun,
@@ -118,6 +119,7 @@ __all__ = [
     "prefill_seconds",
     "replica_sizes",
     "run_seconds",
+    "shared_prefill_seconds",
     "slo_capacity_rps",
     "smallest_safe_size",
     "speculative_cost",

@@ -9,6 +9,7 @@ batch limit), :func:`_solve_iteration` (within a batch limit), :func:`_decode_fi
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +26,8 @@ from accelsim.models.serving._interference import (
 from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
 from accelsim.models.serving._prefill_queue import Pieces, prompt_pieces
 
-# Newton steps at most for the MoE memory side of the iteration fixed point, started above the
-# root (monotone, quadratic): 5-7 reach 1e-13 relative on the catalog's MoE models.
+# Newton steps at most for the MoE sides of the iteration fixed point, started above the root
+# (monotone, quadratic): 5-7 reach 1e-13 relative on the catalog's MoE models.
 _NEWTON_STEPS = 20
 
 
@@ -48,11 +49,13 @@ def _iteration_root(
     ``s·T = f(T)`` (``T`` the mean time per output token; 1: no other work).
 
     With ``n(t) = 1 + λ(in + out)t`` tokens, :func:`iteration_seconds` at the fixed-point
-    arguments is ``max(c(t), m(t)) + comm·n(t) + overhead`` with ``c`` affine in ``t`` and
-    ``m(t) = W·s_byte·(1 − (1 − a)^n(t)) + affine``, concave (affine for a dense model).
+    arguments is ``max(c(t) + e·m(t), m(t) + e·c(t)) + comm·n(t) + overhead`` (``e`` the
+    exposed share, 0 for the pure roofline) with ``c`` affine in ``t`` and ``m(t) =
+    W·s_byte·(1 − (1 − a)^n(t)) + affine``, concave (affine for a dense model).
     Each excess ``g(t) = piece(t) + comm·n(t) + overhead − t`` is positive at 0 and concave,
     so ``{g ≥ 0} = [0, r]`` and the fixed point of the max is the larger root. The compute
-    root is closed form; the memory root is Newton's method started at the root of the
+    root is closed form where ``e = 0``; each root with a weight term is Newton's method
+    (:func:`_concave_root`) started at the root of the
     affine upper bound ``W·s_byte + affine`` (exact for a dense model): on a concave
     function Newton from the right of the root decreases monotonically to it, with
     quadratic convergence (tested against a 200-step bisection to 1e-12 relative).
@@ -65,55 +68,65 @@ def _iteration_root(
     attention = cost.attention_flops_per_context_token
     fixed0 = cost.comm_seconds_per_token + cost.overhead_seconds
     fixed1 = cost.comm_seconds_per_token * token_rate
-    compute0 = (cost.flops_per_token + attention * ctx) * s_flop + fixed0
-    compute1 = (
+    flops0 = (cost.flops_per_token + attention * ctx) * s_flop
+    flops1 = (
         cost.flops_per_token * token_rate + attention * rate * (out * ctx + share * inp * inp / 2.0)
-    ) * (s_flop) + (fixed1 - s)
+    ) * (s_flop)
+    bytes0 = cost.kv_bytes_per_token * ctx * s_byte
+    bytes1 = cost.kv_bytes_per_token * rate * out * ctx * s_byte
+    # Each side carries the exposed share e of the other (iteration_seconds: max(c + e·m,
+    # m + e·c)); the compute side's weight term is e·W, 0 for the pure roofline.
+    exposed = cost.exposed_fraction
     weights = cost.weight_bytes * s_byte
-    memory0 = cost.kv_bytes_per_token * ctx * s_byte + fixed0
-    memory1 = cost.kv_bytes_per_token * rate * out * ctx * s_byte + (fixed1 - s)
+    compute0 = flops0 + exposed * bytes0 + fixed0
+    compute1 = flops1 + exposed * bytes1 + (fixed1 - s)
+    memory0 = bytes0 + exposed * flops0 + fixed0
+    memory1 = bytes1 + exposed * flops1 + (fixed1 - s)
     untouched = 1.0 - cost.active_fraction
     stable_c, stable_m = compute1 < 0.0, memory1 < 0.0
-    root_c = compute0 / np.where(stable_c, -compute1, 1.0)
-    slope_m = np.where(stable_m, memory1, -1.0)
-    start = (weights + memory0) / -slope_m
-    t = _memory_root(start, weights, memory0, slope_m, untouched, token_rate)
+    # A dense model's weight term is the constant e·W (n >= 1): the root in closed form.
+    root_c = (exposed * weights + compute0) / np.where(stable_c, -compute1, 1.0)
+    if np.any((exposed > 0.0) & (untouched > 0.0)):
+        root_c = _concave_root(exposed * weights, compute0, compute1, untouched, token_rate)
+    t = _concave_root(weights, memory0, memory1, untouched, token_rate)
     return _f(np.maximum(root_c, t)), np.asarray(stable_c & stable_m, dtype=np.bool_)
 
 
-def _memory_root(
-    start: FloatArray,
+def _concave_root(
     weights: FloatArray,
-    memory0: FloatArray,
-    slope_m: FloatArray,
+    intercept: FloatArray,
+    slope: FloatArray,
     untouched: FloatArray,
     token_rate: FloatArray,
 ) -> FloatArray:
-    """Root ``t`` of the memory side's excess ``W(1 − u^{1 + r·t}) + m₀ + s·t`` (concave,
-    ``s < 0``) from ``start``, the root of its affine upper bound, on the right of the root.
-    [s]
+    """Root ``t`` of the concave excess ``W(1 − u^{1 + r·t}) + a + s·t`` (``W`` the weight
+    term, ``a`` the intercept, ``s`` the slope), by Newton's method from the root of its
+    affine upper bound (``u^n`` at 0), on the right of the root; where ``s >= 0`` (no root)
+    the slope is taken as −1 (the caller marks it unstable). [s]
 
-    ``scipy.optimize.newton`` (vectorised) on ``v = t/start``, so its absolute tolerance
-    ``1e-13`` is relative to ``t``: a dense model (``u = 0``) starts at its root, a MoE
-    model takes 5-7 evaluations (Mixtral 8x7B, Qwen3-Coder 480B, gpt-oss-120b on
-    ``bench_serving_fast``'s study; tested against a 200-step bisection to 1e-12 relative).
-    It replaced 6 fixed hand-written steps: same roots to 4e-16 relative, and the MoE study
-    (Mixtral, 16,384 runs) no faster with the loop (paired ratio loop/scipy 0.99 in two
-    sessions, 10-90 % 0.94-1.02; ``benchmarks/bench_paths.py``).
+    ``scipy.optimize.newton`` (vectorised, :func:`accelsim.models._roots.newton_roots`) on
+    ``v = t/start``, so its absolute tolerance ``1e-13`` is relative to ``t``: a dense model
+    (``u = 0``) starts at its root, a MoE model takes 5-7 evaluations (Mixtral 8x7B,
+    Qwen3-Coder 480B, gpt-oss-120b on ``bench_serving_fast``'s study; tested against a
+    200-step bisection to 1e-12 relative). It replaced 6 fixed hand-written steps: same
+    roots to 4e-16 relative, and the MoE study (Mixtral, 16,384 runs) no faster with the
+    loop (paired ratio loop/scipy 0.99 in two sessions, 10-90 % 0.94-1.02;
+    ``benchmarks/bench_paths.py``).
     """
     log_untouched = np.log(np.maximum(untouched, 1e-300))  # u = 0 (dense): u^n = 0, no term
-    scale = np.maximum(start, 1e-300)
+    slope_m = np.where(slope < 0.0, slope, -1.0)
+    scale = np.maximum((weights + intercept) / -slope_m, 1e-300)
 
     def excess(v: FloatArray, *a: FloatArray) -> FloatArray:
-        w, m0, s, log_u, rate, t0 = a
-        return w * -np.expm1(log_u * (1.0 + rate * t0 * v)) + m0 + s * t0 * v
+        w, a0, s, log_u, rate, t0 = a
+        return w * -np.expm1(log_u * (1.0 + rate * t0 * v)) + a0 + s * t0 * v
 
-    def slope(v: FloatArray, *a: FloatArray) -> FloatArray:
+    def derivative(v: FloatArray, *a: FloatArray) -> FloatArray:
         w, _, s, log_u, rate, t0 = a
         return t0 * (s - w * log_u * np.exp(log_u * (1.0 + rate * t0 * v)) * rate)
 
-    args = (weights, memory0, slope_m, log_untouched, token_rate, scale)
-    return _f(scale * newton_roots(excess, slope, 1.0, args, tol=1e-13, maxiter=_NEWTON_STEPS))
+    args = (weights, intercept, slope_m, log_untouched, token_rate, scale)
+    return _f(scale * newton_roots(excess, derivative, 1.0, args, tol=1e-13, maxiter=_NEWTON_STEPS))
 
 
 def _solve_iteration(
@@ -167,7 +180,10 @@ def _decode_fixed_point(
     1``, ``T = iteration_seconds(L, 0, L·ctx)/(1 − E)`` (continuous there; whether the
     slots hold the load is the admission queue's question, :func:`latency_under_load`).
     No root (the work arriving exceeds the replica at any batch), ``E >= 1`` (the prompts
-    alone fill the replica) or ``L < 1`` overflows.
+    alone fill the replica) or ``L < 1`` overflows. Prefill-first, the prompts that arrive
+    during one iteration are prefilled together, as the request DES does, so ``x`` is
+    solved twice: alone, then with the part an iteration pays once shared by the prompts
+    per prefill iteration at the first ``T`` (:func:`_batched_stalls`).
     """
     ctx = inp + out / 2.0
     chunked = np.any(chunk > 0.0)
@@ -190,12 +206,45 @@ def _decode_fixed_point(
     moments = interference_moments(x, p_probs)
     busy = _f(admit) * rate * moments[0]
     root, stable = _iteration_root(cost, rate, inp, out, prefill_share=0.0, decode_share=1.0 - busy)
+    first = _f(chunk) <= 0.0  # prefill-first cells (a chunked one keeps its steps)
+    if np.any(first):
+        batched = _batched_stalls(cost, p_values, x, _f(admit) * rate, np.where(stable, root, 0.0))
+        x = _f(np.where(np.broadcast_to(first, np.shape(root))[..., None], batched, x))
+        moments = interference_moments(x, p_probs)
+        busy = _f(admit) * rate * moments[0]
+        root, stable = _iteration_root(
+            cost, rate, inp, out, prefill_share=0.0, decode_share=1.0 - busy
+        )
     within = stable & (root * rate * out <= cap)
     full = np.maximum(limit, 1.0)
     at_limit = iteration_seconds(cost, full, 0.0, full * ctx, 0.0) / np.maximum(1.0 - busy, 1e-12)
     t = _f(np.where(within, root, at_limit))
     overflow = ~stable | (busy >= 1.0) | averaged_overflow | (limit < 1.0)
     return t, np.asarray(overflow, dtype=np.bool_), moments, pieces
+
+
+def _batched_stalls(
+    cost: IterationCost, p_values: FloatArray, x: FloatArray, lam: FloatArray, t: FloatArray
+) -> FloatArray:
+    """Prefill-first stalls with the prompts that arrive during one iteration prefilled
+    together: each prompt's stall ``x(P)`` less the share ``f·(1 − 1/b̄)`` of the part an
+    iteration pays once (``f = 2·T(0, P, P/2) − T(0, 2P, P/2)``), ``b̄ = λ'T/(1 − e^{−λ'T})``
+    the prompts per prefill iteration (the arrivals during an iteration of length ``T``,
+    given one). [s]"""
+    one = x
+    two = iteration_seconds(
+        IterationCost(
+            *(getattr(cost, f.name)[..., None] for f in dataclasses.fields(IterationCost))
+        ),
+        0.0,
+        2.0 * p_values,
+        0.0,
+        p_values / 2.0,
+    )
+    shared = np.clip(2.0 * one - two, 0.0, one)
+    m = np.maximum(lam * t, 1e-12)[..., None]
+    per_batch = m / -np.expm1(-m)
+    return _f(one - shared * (1.0 - 1.0 / per_batch))
 
 
 def _tpot_under_load(

@@ -21,6 +21,7 @@ from accelsim.models._poisson import poisson_quantile
 from accelsim.models.serving._decode import _solve_iteration
 from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
 from accelsim.models.serving._mixture import wait_mixture_quantiles
+from accelsim.models.serving._prefill_batch import batch_quantiles, batch_wait
 from accelsim.models.serving._prefill_queue import mg1_wait_moments, wait_phases
 
 _GIGA = 1e9
@@ -74,8 +75,10 @@ def prefill_latency(
     percentile: ArrayLike = 0.99,
     *,
     weights: ArrayLike | None = None,
+    shared_s: ArrayLike | None = None,
 ) -> PrefillLatency:
-    """TTFT of a prefill replica serving Poisson arrivals, FCFS, one prompt at a time.
+    """TTFT of a prefill replica serving Poisson arrivals: FCFS one prompt at a time, or
+    (``shared_s`` given) every queued prompt in the next iteration.
 
     Parameters
     ----------
@@ -92,6 +95,12 @@ def prefill_latency(
     weights : array_like, optional
         Probabilities of the nodes (last axis, summing to 1; default equal), e.g. the
         serving setup's ``input_weights``, whose cells narrow toward the upper tail. [–]
+    shared_s : array_like, optional
+        The part of a prefill iteration paid once however many prompts it holds
+        (:func:`~accelsim.models.serving._prefill_batch.shared_prefill_seconds`), broadcast
+        against ``rate_rps``. Given, the replica batches: an iteration takes every prompt
+        waiting when it starts, ``shared_s`` plus each prompt's own part (the request DES's
+        prefill replica); None (default), one prompt per iteration. [s]
 
     Returns
     -------
@@ -111,8 +120,12 @@ def prefill_latency(
     where ``W₊`` is exponential. Quantiles solve ``(1 − ρ)P(Y ≤ t) + ρP(Y + W₊ ≤
     t) = q`` exactly, segment by segment between the nodes (the colocated TTFT's quantile
     formula, ``_mixture.wait_mixture_quantiles``).
-    One prompt per iteration is an assumption (a prefill engine may batch queued prompts:
-    at high load that serves faster than modelled). Oracles: the mean is
+    With ``shared_s``, the wait is that of a gated batch queue
+    (:func:`~accelsim.models.serving._prefill_batch.batch_wait`): a queued prompt no longer
+    pays the shared part (overhead, and the weights' read where compute and memory times
+    add) once per prompt ahead of it. ``utilization`` stays ``λ·E[service]`` (one prompt
+    per iteration; the batching replica's busy share is below it). Oracles (one prompt per
+    iteration): the mean is
     Pollaczek–Khinchine's exactly (DistServe §3.1's M/D/1 ``D + λD²/(2(1 − λD))`` for one
     prompt length); the percentiles against a Lindley-recursion simulation of the queue
     (tests/unit/test_serving_disaggregated.py, stated tolerance).
@@ -126,13 +139,22 @@ def prefill_latency(
     rho_raw = rate * x[0]
     saturated = rho_raw >= 1.0
     rho = np.clip(rho_raw, 0.0, 1.0 - 1e-9)
-    w1, w2, _ = mg1_wait_moments(rate, rho, x[1], x[2], x[3])
-    phases = wait_phases(rate, rho, w1, w2, service, probs)
-
     levels = np.unique(_f(percentile))
     if levels.size != 1:
         raise ValueError(f"percentile must be one level, got {levels}")
-    p50, tail = wait_mixture_quantiles(total, probs, rho, phases, (0.5, float(levels[0])))
+    if shared_s is None:
+        w1, w2, _ = mg1_wait_moments(rate, rho, x[1], x[2], x[3])
+        phases = wait_phases(rate, rho, w1, w2, service, probs)
+        p50, tail = wait_mixture_quantiles(total, probs, rho, phases, (0.5, float(levels[0])))
+    else:
+        shape = np.broadcast_shapes(np.shape(rate), service.shape[:-1])
+        shared = np.broadcast_to(np.minimum(_f(shared_s), np.min(service, axis=-1)), shape)
+        own = np.maximum(service - shared[..., None], 0.0)
+        # saturated (ρ >= 1): just below it, as the one-prompt queue (lower bounds)
+        below = np.minimum(rate, (1.0 - 1e-9) / np.maximum(x[0], 1e-300))
+        batch = batch_wait(np.broadcast_to(below, shape), shared, own, probs)
+        w1 = batch.busy * batch.mean
+        p50, tail = batch_quantiles(total, probs, batch, (0.5, float(levels[0])))
     return PrefillLatency(
         ttft_mean_s=_f(w1 + np.sum(probs * total, axis=-1)),
         ttft_p50_s=p50,

@@ -67,7 +67,8 @@ def prompt_interference_seconds(
       attending to ``n·C + L/2``: ``x = n·(T(b, C, n·C/2) − T₀) + T(b, L, n·C + L/2) − T₀``;
     - prefill-first: the prompt's own iteration, in which nothing decodes:
       ``x = T(0, P, P/2)`` (alone; prompts that arrive during one iteration share the
-      next, which this charges once each).
+      next, which the decode fixed point accounts for by the part of ``x`` an iteration
+      pays once, ``_decode._batched_stalls``).
     """
     cost = IterationCost(
         *(getattr(cost, f.name)[..., None] for f in dataclasses.fields(IterationCost))

@@ -13,7 +13,7 @@ Units: seconds [s], bytes [B]; ``peak_tflops`` [TFLOP/s], ``hbm_tbps`` [TB/s],
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -54,6 +54,9 @@ class IterationCost:
     """Tensor-parallel all-reduce time per processed token (0 on one chip). [s]"""
     overhead_seconds: FloatArray
     """Fixed time per iteration: kernel launches, scheduling, sampling, collective latency. [s]"""
+    exposed_fraction: FloatArray = field(default_factory=lambda: np.zeros(()))
+    """Share of the shorter of an iteration's compute and memory times that the longer does
+    not hide: ``1 − overlap`` (0: the roofline max; 1: their sum). [fraction]"""
 
 
 def iteration_cost(
@@ -71,6 +74,7 @@ def iteration_cost(
     efficiency: ArrayLike,
     overhead_seconds: ArrayLike,
     activation_bytes: ArrayLike = 2.0,
+    overlap: ArrayLike = 1.0,
 ) -> IterationCost:
     """Coefficients of :func:`iteration_seconds` for one replica (vectorised over runs).
 
@@ -101,6 +105,10 @@ def iteration_cost(
         Fixed time per iteration. [s]
     activation_bytes : array_like, optional
         Bytes per activation value in the all-reduces (2: bf16). [B]
+    overlap : array_like, optional
+        Share of the shorter of an iteration's compute and memory times hidden under the
+        longer, in [0, 1] (1: the roofline max; 0: their sum; catalog prior
+        ``compute_memory_overlap``). [fraction]
 
     Returns
     -------
@@ -128,6 +136,7 @@ def iteration_cost(
         _f(kv_bytes_per_token),
         comm,
         _f(overhead_seconds),
+        1.0 - _f(overlap),
     )
     return IterationCost(*(np.array(p, dtype=np.float64) for p in parts))
 
@@ -170,9 +179,15 @@ def iteration_seconds(
 
         flops = 2·N_active·n + 4·L·d·(kv_tokens + prefill_tokens·prefill_context_tokens)
         bytes = W·(1 − (1 − N_active/N)^n) + kv_bytes·kv_tokens
-        time  = max(flops·s_flop, bytes·s_byte) + comm·n + overhead
+        c, m  = flops·s_flop, bytes·s_byte
+        time  = max(c + e·m, m + e·c) + comm·n + overhead     (= max(c, m) + e·min(c, m))
 
-    The roofline is the max of compute and memory time, each divided by one efficiency.
+    The roofline is the max of compute and memory time, each divided by one efficiency,
+    plus the share ``e = 1 − overlap`` of the shorter that the longer does not hide
+    (:attr:`IterationCost.exposed_fraction`): serving engines run an iteration's GEMMs,
+    attention, norms and collectives one kernel after another, so the memory-bound kernels
+    do not hide under the compute-bound ones (NanoFlow, Zhu et al., OSDI 2025), while
+    within a GEMM loads and arithmetic are pipelined. ``e = 0`` is the pure roofline.
     ``W·(1 − (1 − a)^n)`` is the expected weight bytes read when each token touches a share
     ``a`` of the weights at random: all of them for a dense model (``a = 1``), ``a·W`` for a
     single MoE token, approaching ``W`` as the batch grows. Attention FLOPs use ``d_model``
@@ -206,8 +221,18 @@ def iteration_seconds(
             weights = weights * (n > 0.0)
     else:
         weights = cost.weight_bytes * (1.0 - np.power(1.0 - cost.active_fraction, n))
-    memory_bytes = weights + cost.kv_bytes_per_token * kv
-    roofline = np.maximum(compute_s, memory_bytes * cost.seconds_per_byte)
+    memory_s = (weights + cost.kv_bytes_per_token * kv) * cost.seconds_per_byte
+    # max(c, m) + e·min(c, m), as the side that leads plus the exposed share of the other
+    # (the form the closed-form runs and the fixed point use, bit for bit).
+    exposed = cost.exposed_fraction
+    if np.all(exposed == 1.0):  # the sum (overlap 0), the same bits in fewer steps
+        roofline = compute_s + memory_s
+    elif np.all(exposed == 0.0):  # the pure roofline (the shipped prior, overlap 1)
+        roofline = np.maximum(compute_s, memory_s)
+    else:
+        roofline = np.where(
+            compute_s >= memory_s, compute_s + exposed * memory_s, memory_s + exposed * compute_s
+        )
     return _f(roofline + (cost.comm_seconds_per_token * n + cost.overhead_seconds))
 
 
@@ -225,6 +250,8 @@ class IterationTerms(NamedTuple):
     seconds_per_byte: float
     comm_seconds_per_token: float
     overhead_seconds: float
+    exposed_fraction: float = 0.0
+    """Share of the shorter of compute and memory time not hidden (``1 − overlap``). [1]"""
 
 
 def iteration_terms(cost: IterationCost) -> IterationTerms:
@@ -239,6 +266,7 @@ def iteration_terms(cost: IterationCost) -> IterationTerms:
         seconds_per_byte=float(cost.seconds_per_byte),
         comm_seconds_per_token=float(cost.comm_seconds_per_token),
         overhead_seconds=float(cost.overhead_seconds),
+        exposed_fraction=float(cost.exposed_fraction),
     )
 
 
@@ -260,8 +288,12 @@ def terms_iteration_seconds(
         terms.weight_bytes * (1.0 - terms.untouched_fraction ** float(n))
         + terms.kv_bytes_per_token * kv
     )
-    memory_s = memory_bytes * terms.seconds_per_byte
-    roofline = compute_s if compute_s >= memory_s else memory_s
+    memory_s: float = memory_bytes * terms.seconds_per_byte
+    exposed = terms.exposed_fraction
+    if compute_s >= memory_s:
+        roofline = compute_s + exposed * memory_s
+    else:
+        roofline = memory_s + exposed * compute_s
     return roofline + (terms.comm_seconds_per_token * n + terms.overhead_seconds)
 
 
@@ -302,8 +334,9 @@ def decode_stretch_seconds(
     With ``n = decode_batch`` fixed, iteration ``i``'s compute time ``c0 + c1·i`` and memory
     time ``m0 + m1·i`` are affine in ``i`` (the MoE weight share ``1 − (1 − a)^n`` is
     constant), and so is their gap, so the roofline ``max`` switches side at most once, at
-    ``i* = (m0 − c0) / (c1 − m1)``. The stretch is the sum of one affine term on each side
-    of ``i*`` plus ``iterations · (comm·n + overhead)``; each affine sum is
+    ``i* = (m0 − c0) / (c1 − m1)`` (each side carrying the exposed share ``e`` of the
+    other, ``c + e·m`` and ``m + e·c``, still affine). The stretch is the sum of one affine
+    term on each side of ``i*`` plus ``iterations · (comm·n + overhead)``; each affine sum is
     ``(hi − lo)·p0 + p1·(hi(hi − 1) − lo(lo − 1))/2``. Oracle: the sum of
     :func:`iteration_seconds` over the stretch, equal to float rounding (a few units of
     2**-53 relative: every term and the closed form are sums of positive products).
@@ -325,6 +358,10 @@ def decode_stretch_seconds(
     touched = 1.0 - np.power(1.0 - cost.active_fraction, batch)
     memory0 = (cost.weight_bytes * touched + cost.kv_bytes_per_token * kv) * cost.seconds_per_byte
     memory1 = cost.kv_bytes_per_token * batch * cost.seconds_per_byte
+    # Each side with the exposed share of the other (max(c, m) + e·min(c, m)): still affine.
+    exposed = cost.exposed_fraction
+    compute0, memory0 = compute0 + exposed * memory0, memory0 + exposed * compute0
+    compute1, memory1 = compute1 + exposed * memory1, memory1 + exposed * compute1
     gap0, gap1 = compute0 - memory0, compute1 - memory1
     compute_first = gap0 >= 0.0  # iteration 0 is compute-bound (ties go to compute, as there)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -44,8 +44,9 @@ def terms_iteration_run(
     With ``n = decode + prefill`` fixed, iteration ``i``'s compute time ``c0 + c1·i`` and
     memory time ``m0 + m1·i`` are affine in ``i`` (``c1`` from the ``decode`` new cached
     tokens and ``prefill²`` new prefill context pairs per iteration, ``m1`` from the new
-    cached tokens; the MoE weight share is constant), so the roofline ``max`` switches side
-    at most once, at ``i* = (m0 − c0) / (c1 − m1)``; ties go to compute, as in
+    cached tokens; the MoE weight share is constant; each side carries the exposed share of
+    the other, ``c + e·m`` and ``m + e·c``), so the roofline ``max`` switches side at most
+    once, at ``i* = (m0 − c0) / (c1 − m1)``; ties go to compute, as in
     :func:`~accelsim.models.serving.iteration_seconds`. Oracles: the sum of
     :func:`~accelsim.models.serving.iteration_seconds` over the run, equal to float
     rounding (a few 1e-16 relative), and the float closed form of a decode stretch, bit for
@@ -71,6 +72,10 @@ def terms_iteration_run(
     untouched = terms.untouched_fraction ** float(n)
     memory0 = (terms.weight_bytes * (1.0 - untouched) + kv_bytes * kv) * s_byte
     memory1 = kv_bytes * decode * s_byte
+    # Each side with the exposed share of the other (max(c, m) + e·min(c, m)): still affine.
+    exposed = terms.exposed_fraction
+    compute0, memory0 = compute0 + exposed * memory0, memory0 + exposed * compute0
+    compute1, memory1 = compute1 + exposed * memory1, memory1 + exposed * compute1
     per_iteration = terms.comm_seconds_per_token * n + terms.overhead_seconds
     gap0, gap1 = compute0 - memory0, compute1 - memory1
     if gap0 >= 0.0:  # compute-bound first, until the gap turns negative

@@ -104,9 +104,11 @@ def speculative_step_seconds(
     to its sequence's cache (``(k + 1)·kv`` pairs), the weights are read once (a mixture of
     experts: those ``B·(k + 1)`` tokens touch), and the cache once::
 
-        verify = max((2·N_active·B(k+1) + 4·L·d·(k+1)·kv)·s_flop,
-                     (W·(1 − (1 − a)^(B(k+1))) + kv_bytes·kv)·s_byte)
-                 + comm·B(k+1) + overhead
+        c = (2·N_active·B(k+1) + 4·L·d·(k+1)·kv)·s_flop
+        m = (W·(1 − (1 − a)^(B(k+1))) + kv_bytes·kv)·s_byte
+        verify = max(c, m) + e·min(c, m) + comm·B(k+1) + overhead
+
+    (``e`` the exposed share, :attr:`IterationCost.exposed_fraction`; 0 for the roofline max).
 
     ``T(B)`` is :func:`~accelsim.models.serving.iteration_seconds` of the batch without
     speculation. Oracle: ``k = 0`` gives ``T(B)`` exactly.
@@ -129,7 +131,10 @@ def speculative_step_seconds(
     ) * cost.seconds_per_flop
     touched = 1.0 - np.power(1.0 - cost.active_fraction, n)
     memory = (cost.weight_bytes * touched + cost.kv_bytes_per_token * kv) * cost.seconds_per_byte
-    verify = np.maximum(compute, memory) + cost.comm_seconds_per_token * n + cost.overhead_seconds
+    # the longer side plus the exposed share of the shorter, as iteration_seconds
+    exposed = cost.exposed_fraction
+    roofline = np.where(compute >= memory, compute + exposed * memory, memory + exposed * compute)
+    verify = roofline + cost.comm_seconds_per_token * n + cost.overhead_seconds
     drafts = (positions - 1.0) * _f(draft_cost) * iteration_seconds(cost, batch, 0.0, kv)
     return _f(verify + drafts)
 
