@@ -395,7 +395,7 @@ def calibration_markdown(checks: list[Check]) -> str:
 
 
 def p50_error(check: Check, loo: bool = True) -> float:
-    """|published / predicted P50 - 1| of a check (``loo``: the leave-one-out P50)."""
+    """``|published / predicted P50 - 1|`` of a check (``loo``: the leave-one-out P50)."""
     mid = check.loo_median if loo else check.median
     return abs(check.published / mid - 1.0) if mid > 0 else math.nan
 
@@ -424,14 +424,14 @@ def check_classes(check: Check) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ClassSummary:
-    """Leave-one-out coverage and median |P50 error| of the counted checks of a class."""
+    """Leave-one-out coverage and median absolute P50 error of the counted checks of a class."""
 
     dimension: str
     name: str
     counted: int
     covered: int
     median_error: float
-    """Median of |published / LOO P50 - 1| over the class's counted checks."""
+    """Median of ``|published / LOO P50 - 1|`` over the class's counted checks."""
     median_error_in_sample: float
 
 
@@ -447,7 +447,7 @@ def _summary(dimension: str, name: str, checks: list[Check]) -> ClassSummary:
 
 
 def loo_summary(checks: list[Check]) -> list[ClassSummary]:
-    """Leave-one-out coverage and median |P50 error| of all counted checks, then by class
+    """Leave-one-out coverage and median absolute P50 error of all counted checks, then by class
     (:func:`check_classes`), classes in order of name."""
     counted = [c for c in checks if c.counted]
     out = [_summary("all", "all counted figures", counted)] if counted else []
