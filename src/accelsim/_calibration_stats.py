@@ -87,9 +87,11 @@ def partial_pool(
     return own, math.sqrt(var + est_var), freedom
 
 
-class _Rated(Protocol):
+class Rated(Protocol):
     """A calibration row's outcome (:class:`accelsim.serving_calibration.RowResult`)."""
 
+    @property
+    def id(self) -> str: ...
     @property
     def kind(self) -> str: ...
     @property
@@ -120,7 +122,7 @@ class ClassScore:
     """Median of P95 / P5. [ratio]"""
 
 
-def _score(name: str, rows: Sequence[_Rated]) -> ClassScore:
+def _score(name: str, rows: Sequence[Rated]) -> ClassScore:
     return ClassScore(
         name,
         len(rows),
@@ -130,7 +132,7 @@ def _score(name: str, rows: Sequence[_Rated]) -> ClassScore:
     )
 
 
-def class_scores(results: Sequence[_Rated]) -> list[ClassScore]:
+def class_scores(results: Sequence[Rated]) -> list[ClassScore]:
     """Every evaluated row together, then each class on its own (classes with rows only)."""
     rated = [r for r in results if r.kind in ("throughput", "slo_rate")]
     names = sorted({c for r in rated for c in r.classes}, key=_CLASS_ORDER.index)
@@ -144,4 +146,4 @@ _CLASS_ORDER = (
 )  # fmt: skip
 
 
-__all__ = ["ClassScore", "class_scores", "partial_pool"]
+__all__ = ["ClassScore", "Rated", "class_scores", "partial_pool"]

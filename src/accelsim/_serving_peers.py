@@ -15,11 +15,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
-from accelsim._calibration_stats import class_scores
+from accelsim._calibration_stats import Rated, class_scores
 
 HARNESS_COMMAND = (
     "PYTHONPATH=/tmp/peers python benchmarks/peers_serving.py "
@@ -29,27 +28,6 @@ HARNESS_COMMAND = (
 
 PEERS_FILE = "serving_peers.csv"
 """The peers file's name, beside the inference validation set."""
-
-
-class _Rated(Protocol):
-    """A calibration row's outcome (:class:`accelsim.serving_calibration.RowResult`)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def published(self) -> float: ...
-    @property
-    def p5(self) -> float: ...
-    @property
-    def p50(self) -> float: ...
-    @property
-    def p95(self) -> float: ...
-    @property
-    def classes(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -93,7 +71,7 @@ def _median_error(pairs: Sequence[tuple[float, float]]) -> float:
     return float(np.median([abs(p / q - 1.0) for p, q in pairs]))
 
 
-def _class_table(rated: dict[str, _Rated], peers: Sequence[PeerRow], names: list[str]) -> list[str]:
+def _class_table(rated: dict[str, Rated], peers: Sequence[PeerRow], names: list[str]) -> list[str]:
     header = "| class | " + " | ".join(f"{n} rows | {n} | ours, same rows" for n in names) + " |"
     lines = [header, "|---|" + "---:|---:|---:|" * len(names)]
     classes = [c.name for c in class_scores(list(rated.values()))][1:]
@@ -118,7 +96,7 @@ def _class_table(rated: dict[str, _Rated], peers: Sequence[PeerRow], names: list
     return lines
 
 
-def _reasons(peers: Sequence[PeerRow], name: str, rated: dict[str, _Rated]) -> str:
+def _reasons(peers: Sequence[PeerRow], name: str, rated: dict[str, Rated]) -> str:
     counts = Counter(
         ":".join(p.note.split(":")[:2]) if p.note.startswith("error") else p.note
         for p in peers
@@ -127,7 +105,7 @@ def _reasons(peers: Sequence[PeerRow], name: str, rated: dict[str, _Rated]) -> s
     return "; ".join(f"{why} ({n})" for why, n in sorted(counts.items())) or "none"
 
 
-def peer_lines(results: Sequence[_Rated], peers: Sequence[PeerRow]) -> list[str]:
+def peer_lines(results: Sequence[Rated], peers: Sequence[PeerRow]) -> list[str]:
     """The page's peers section (empty when there is no peers file)."""
     if not peers:
         return []

@@ -236,13 +236,7 @@ def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     ep = expert_parallel_sizes(setup, scenario, cat)
     if ep or setup.work.expert_parallel:
         return _with_expert_parallel(setup, scenario, cat, ep)
-    sizes = candidate_sizes(setup, scenario, cat)
-    below = [chips for chips in sizes if chips < setup.chips_per_replica]
-    if below:
-        vetted = layout_outcomes(setup, scenario, cat, below, vetting_draws())
-        attainment = setup.work.slo.attainment
-        failed = {o.chips for o in vetted if o.compliant_share < attainment}
-        sizes = [chips for chips in sizes if chips not in failed] or sizes
+    sizes = _tensor_parallel_sizes(setup, scenario, cat)
     if sizes == [setup.chips_per_replica]:
         return setup
     outcomes = layout_outcomes(setup, scenario, cat, sizes)
