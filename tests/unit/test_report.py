@@ -94,6 +94,27 @@ def test_where_the_time_goes_adds_up(pair: tuple[acs.Comparison, list[acs.Scenar
         np.testing.assert_allclose(total, res.samples("time_to_train_days"), rtol=1e-12)
 
 
+def test_the_time_table_names_what_precedes_the_first_step(
+    pair: tuple[acs.Comparison, list[acs.Scenario]],
+) -> None:
+    """'Before the first step' is the longer of the lead time and porting with optimisation,
+    so the table shows those two (it showed porting alone: 0 d beside a 4 d wait)."""
+    from accelsim.report._tables import time_grid
+
+    cmp, _ = pair
+    grid = time_grid(dict(cmp.results))
+    labels = [row[0].main for row in grid.rows]
+    assert labels[:3] == [
+        "capacity lead time or quota wait",
+        "porting and optimisation",
+        "before the first step (the longer of the two)",
+    ]
+    for res in cmp.results.values():
+        before = res.samples("time_to_train_days") - res.samples("training_days")
+        longer = np.maximum(res.samples("lead_time_days"), res.samples("preparation_days"))
+        np.testing.assert_allclose(before, longer, rtol=1e-9)  # a run alone: no queue
+
+
 def test_assumptions_have_sources_dates_and_user_marks() -> None:
     s = acs.load_scenario(EXAMPLES / "llama70b_h100_aws.yaml")
     mine = s.model_copy(

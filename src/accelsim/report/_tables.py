@@ -92,7 +92,7 @@ def _power_priced_in(res: Result) -> bool:
 
 _TIME_ROWS = (
     ("lead_time_days", "capacity lead time or quota wait"),
-    ("porting_days", "porting to the chip's stack"),
+    ("preparation_days", "porting and optimisation"),
     ("before_days", "before the first step (the longer of the two)"),
     ("queue_days", "queue"),
     ("compute_days", "training, failure-free"),
@@ -117,7 +117,8 @@ def time_grid(results: Mapping[str, Result]) -> Grid:
     return Grid(
         ("phase", *results),
         tuple(rows),
-        "Mean days and P5 – P95. Lead time and porting run side by side; the rest follow "
+        "Mean days and P5 – P95. Lead time and porting with optimisation run side by side; "
+        "the rest follow "
         "one another, so the phases from 'before the first step' on add up to the time to "
         "a trained model.",
     )
