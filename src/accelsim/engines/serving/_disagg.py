@@ -34,7 +34,6 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan, constant
-from accelsim.engines._offers import lead_time_days
 from accelsim.engines._price_inputs import (
     SERVING_POWER,
     CostInputs,
@@ -48,7 +47,7 @@ from accelsim.engines._pricing import (
     pool_energy_kwh,
     price_pool,
 )
-from accelsim.engines.serving._inputs import draw_demand
+from accelsim.engines.serving._inputs import draw_demand, draw_launch
 from accelsim.engines.serving._setup import (
     SECONDS_PER_HOUR,
     Replica,
@@ -67,7 +66,6 @@ from accelsim.engines.serving._usage import (
     shed,
     slo_load_from_margin,
 )
-from accelsim.models import engineering
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario, Serving
 
@@ -455,31 +453,22 @@ def _pool_costs(
 ) -> tuple[FloatArray, FloatArray, FloatArray, list[dict[str, FloatArray]], list[Billing]]:
     """Porting [engineer-hours] (one port per software stack), launch [days] (the later of
     each pool's lead time and port), energy [kWh], each priced pool's costs and billing."""
-    priors = cat.priors
-    a = scenario.assumptions
     runs = draws.runs
     kwh = np.zeros(runs)
     launch = np.zeros(runs)
     porting = np.zeros(runs)
     ported: set[str] = set()
-    engineers = draws.get("assumptions.engineers", a.engineers, priors.engineers.value)
-    week_h = draws.get("priors.engineer_hours_per_week", None, priors.engineer_hours_per_week.value)
     priced: list[dict[str, FloatArray]] = []
     bills = []
     for role, stage in zip(ROLES, stages, strict=True):
         pool = scenario.fleet[stage.pool_index]
         hours = usage[f"{role}_hours"] * float(stage.setup.chips_per_replica)
-        fit = priors.framework_fit.fit(base.work.framework, stage.setup.chip.software_stack)
-        porting_h = draws.get(
-            f"assumptions.porting_hours.{fit}", a.porting_hours, priors.porting_hours[fit].value
-        )
+        # the colocated path's launch rule, on this stage's chip and pool
+        staged = draw_launch(stage.setup, scenario, draws, cat.priors, stage.pool_index)
         if stage.setup.chip.software_stack not in ported:  # one port per software stack
             ported.add(stage.setup.chip.software_stack)
-            porting = porting + porting_h
-        lead = lead_time_days(cat, pool, a.lead_time_days, draws)
-        launch = np.maximum(
-            launch, np.maximum(lead, engineering.calendar_days(porting_h, engineers, week_h))
-        )
+            porting = porting + staged.porting_hours
+        launch = np.maximum(launch, staged.launch_days)
         energy = pool_energy_kwh(pool, prices.pool(stage.pool_index), hours, cat=cat)
         kwh = kwh + energy
         if pool.provider is not None:

@@ -104,11 +104,15 @@ class Launch:
 
 
 def draw_launch(
-    setup: ServingSetup, scenario: Scenario, draws: InputDraws, priors: Priors
+    setup: ServingSetup,
+    scenario: Scenario,
+    draws: InputDraws,
+    priors: Priors,
+    pool_index: int = 0,
 ) -> Launch:
     """Porting hours (by the framework's fit to the chip's stack), the team and the lead
-    time."""
-    a, pool = scenario.assumptions, scenario.fleet[0]
+    time of the pool ``pool_index`` (the first by default; a disaggregated stage's own)."""
+    a, pool = scenario.assumptions, scenario.fleet[pool_index]
     fit = priors.framework_fit.fit(setup.work.framework, setup.chip.software_stack)
     porting_h = draws.get(
         f"assumptions.porting_hours.{fit}", a.porting_hours, priors.porting_hours[fit].value
