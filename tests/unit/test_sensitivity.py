@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -288,3 +289,33 @@ def test_sensitivity_is_bit_identical_on_processes_and_dask() -> None:
     np.testing.assert_array_equal(mor.mu_star, mor_alone.mu_star)
     np.testing.assert_array_equal(mor.sigma, mor_alone.sigma)
     assert list(rho) == list(sa.spearman(s, "tco_usd", runs=128, seed=7))
+
+
+NEGOTIATED = """\
+price_sheets:
+  - provider: aws
+    name: Amazon Web Services (negotiated)
+    offers:
+      - {chip: h100-sxm, pricing: on_demand, usd_per_chip_hour: 1.5, region: us-east-1,
+         as_of: 2026-10-01, source: "https://example.com/quote"}
+"""
+
+
+def test_the_study_uses_the_catalog_it_is_given_not_the_active_one(tmp_path: Path) -> None:
+    """``catalog=`` as in ``simulate``: a negotiated price sheet passed to the study prices
+    its runs, while the process's active catalog stays the built-in one."""
+    sheet = tmp_path / "prices.yaml"
+    sheet.write_text(NEGOTIATED, encoding="utf-8")
+    cat = acs.catalog.load(sheet)
+    acs.catalog.reset()
+    s, runs, metric = known(), 200, "hardware_cost_usd"
+    given = acs.simulate(s, runs=runs, seed=2, catalog=cat).samples(metric)
+    default = acs.simulate(s, runs=runs, seed=2).samples(metric)
+    got = acs.sensitivity(s, metric, method="tornado", runs=runs, seed=2, catalog=cat)
+    base = acs.sensitivity(s, metric, method="tornado", runs=runs, seed=2)
+    # hardware cost is chip-hours x the offer's price: the same ratio, setting for setting
+    ratio = given / default
+    assert np.ptp(ratio) < 1e-9 * ratio[0]
+    assert got.base / base.base == pytest.approx(ratio[0], rel=1e-9)
+    assert ratio[0] < 0.8  # the negotiated sheet is cheaper than the list price
+    assert acs.catalog.active() is acs.catalog.builtin_catalog()

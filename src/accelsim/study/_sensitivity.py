@@ -28,7 +28,7 @@ from typing import Literal, overload
 
 import numpy as np
 
-from accelsim.catalog import active
+from accelsim.catalog import Catalog, active
 from accelsim.results import Z95
 from accelsim.scenario import Scenario
 from accelsim.seeding import SeedLike, as_seed_sequence, stream
@@ -63,6 +63,12 @@ MORRIS_MIN_TRAJECTORIES = 10
 enough to rank inputs by mu*; fewer give mu* and sigma from a handful of effects each."""
 
 
+def _snapshot(catalog: Catalog | None) -> Catalog:
+    """The study's catalog, taken once: ``catalog``, else the active one (as in
+    :func:`accelsim.simulate`); it travels with every chunk to the workers."""
+    return active() if catalog is None else catalog
+
+
 def _check_at_least(what: str, value: int, floor: int, why: str) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < floor:
         raise ValueError(f"{what} must be an integer >= {floor} ({why}), got {value!r}")
@@ -76,6 +82,7 @@ def sobol(
     *,
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
+    catalog: Catalog | None = None,
 ) -> SobolResult:
     """Sobol first-order and total indices of ``metric`` over every uncertain input.
 
@@ -86,7 +93,7 @@ def sobol(
     _check_at_least("sobol's runs", runs, SOBOL_MIN_RUNS, "see SOBOL_MIN_RUNS")
     if runs & (runs - 1):
         raise ValueError(f"sobol needs runs to be a power of two >= 2, got {runs!r}")
-    root, cat = as_seed_sequence(seed), active()  # one catalog snapshot for the study
+    root, cat = as_seed_sequence(seed), _snapshot(catalog)
     names = input_names(scenario, root, catalog=cat)
     with open_executor(executor) as pool:
         func = _grouped(
@@ -104,6 +111,7 @@ def morris(
     *,
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
+    catalog: Catalog | None = None,
 ) -> MorrisResult:
     """Morris screening of every uncertain input (needs SALib: the ``sensitivity`` extra).
 
@@ -115,7 +123,7 @@ def morris(
     _check_at_least(
         "morris's trajectories", trajectories, MORRIS_MIN_TRAJECTORIES, "Campolongo et al. 2007"
     )
-    root, cat = as_seed_sequence(seed), active()  # one catalog snapshot for the study
+    root, cat = as_seed_sequence(seed), _snapshot(catalog)
     names = input_names(scenario, root, catalog=cat)
     lo, hi = _MORRIS_RANGE
     with open_executor(executor) as pool:
@@ -144,6 +152,7 @@ def tornado(
     *,
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
+    catalog: Catalog | None = None,
 ) -> TornadoResult:
     """One at a time: every input at its median except one at its P10, then its P90.
 
@@ -154,7 +163,7 @@ def tornado(
     failures', and a scenario without random failures is exact with one run.
     """
     _check_at_least("tornado's runs", runs, 1, "runs per setting")
-    root, cat = as_seed_sequence(seed), active()  # one catalog snapshot for the study
+    root, cat = as_seed_sequence(seed), _snapshot(catalog)
     names = input_names(scenario, root, catalog=cat)
     settings = [(None, 0.5), *((n, 0.1) for n in names), *((n, 0.9) for n in names)]
     designs = [{n: np.full(runs, q if n == name else 0.5) for n in names} for name, q in settings]
@@ -175,6 +184,7 @@ def spearman(
     *,
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
+    catalog: Catalog | None = None,
 ) -> SpearmanResult:
     """Rank correlation of each input that varied with ``metric`` (any engine): screening.
 
@@ -183,7 +193,14 @@ def spearman(
     from scipy.stats import spearmanr
 
     _check_at_least("spearman's runs", runs, SPEARMAN_MIN_RUNS, "see SPEARMAN_MIN_RUNS")
-    res = simulate(scenario, runs=runs, seed=seed, executor=executor, chunk_runs=chunk_runs)
+    res = simulate(
+        scenario,
+        runs=runs,
+        seed=seed,
+        executor=executor,
+        chunk_runs=chunk_runs,
+        catalog=_snapshot(catalog),
+    )
     y = res.samples(metric)
     out = []
     for name, x in res.inputs.items():
@@ -214,6 +231,7 @@ def sensitivity(
     seed: SeedLike = ...,
     executor: ExecutorLike = ...,
     chunk_runs: int | None = ...,
+    catalog: Catalog | None = ...,
 ) -> SpearmanResult: ...
 @overload
 def sensitivity(
@@ -225,6 +243,7 @@ def sensitivity(
     seed: SeedLike = ...,
     executor: ExecutorLike = ...,
     chunk_runs: int | None = ...,
+    catalog: Catalog | None = ...,
 ) -> SobolResult: ...
 @overload
 def sensitivity(
@@ -236,6 +255,7 @@ def sensitivity(
     seed: SeedLike = ...,
     executor: ExecutorLike = ...,
     chunk_runs: int | None = ...,
+    catalog: Catalog | None = ...,
 ) -> MorrisResult: ...
 @overload
 def sensitivity(
@@ -247,6 +267,7 @@ def sensitivity(
     seed: SeedLike = ...,
     executor: ExecutorLike = ...,
     chunk_runs: int | None = ...,
+    catalog: Catalog | None = ...,
 ) -> TornadoResult: ...
 @overload
 def sensitivity(
@@ -258,6 +279,7 @@ def sensitivity(
     seed: SeedLike = ...,
     executor: ExecutorLike = ...,
     chunk_runs: int | None = ...,
+    catalog: Catalog | None = ...,
 ) -> SensitivityResult: ...
 def sensitivity(
     scenario: Scenario,
@@ -268,6 +290,7 @@ def sensitivity(
     seed: SeedLike = None,
     executor: ExecutorLike = None,
     chunk_runs: int | None = None,
+    catalog: Catalog | None = None,
 ) -> SensitivityResult:
     """Which uncertain inputs drive ``metric`` (see :mod:`accelsim.study`).
 
@@ -293,17 +316,27 @@ def sensitivity(
     design point of a batch (e.g. Sobol's d matrices AB_i, the 2d + 1 tornado settings) is
     submitted at once. ``chunk_runs`` is the runs per chunk (whole blocks of 4096 on the
     analytic engine). The result is bit-identical whatever the executor and chunk size.
+    ``catalog`` is the study's catalog, as in :func:`simulate` (``None``: the active one,
+    snapshotted when this is called).
     """
     if method not in METHODS:
         raise ValueError(f"unknown sensitivity method {method!r}; choose one of {METHODS}")
     n = DEFAULT_SENSITIVITY_RUNS[method] if runs is None else runs
     if method == "sobol":
-        return sobol(scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs)
+        return sobol(
+            scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs, catalog=catalog
+        )
     if method == "morris":
-        return morris(scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs)
+        return morris(
+            scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs, catalog=catalog
+        )
     if method == "tornado":
-        return tornado(scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs)
-    return spearman(scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs)
+        return tornado(
+            scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs, catalog=catalog
+        )
+    return spearman(
+        scenario, metric, n, seed, executor=executor, chunk_runs=chunk_runs, catalog=catalog
+    )
 
 
 def sensitivity_table(result: SensitivityResult | Sequence[tuple[str, float]]) -> str:
