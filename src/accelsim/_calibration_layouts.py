@@ -148,6 +148,9 @@ def layout_cost(
         efficiency=efficiency,
         overhead_seconds=overhead,
         overlap=overlap,
+        attention=serving.attention_flops_per_context_token(
+            d_model=model.d_model, layers=model.layers, **model.attention_widths()
+        ),
     )
     if not expert_parallel or model.expert_params is None:
         return tensor_parallel

@@ -27,7 +27,13 @@ from accelsim.catalog._loader import Catalog, activate, active, builtin_catalog,
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
 from accelsim.catalog._measurements import Measurements, ServingMeasurement, TrainingMeasurement
-from accelsim.catalog._model_presets import ModelPreset, model_preset, model_presets
+from accelsim.catalog._model_presets import (
+    ATTENTION_FIELDS,
+    ModelPreset,
+    attention_widths_problem,
+    model_preset,
+    model_presets,
+)
 from accelsim.catalog._priors import (
     Fit,
     Framework,
@@ -201,6 +207,7 @@ def reset() -> Catalog:
 
 
 __all__ = [
+    "ATTENTION_FIELDS",
     "BYTES_PER_VALUE",
     "PRICING_MODELS",
     "BlockLengths",
@@ -234,6 +241,7 @@ __all__ = [
     "UnmappedAcceleratorWarning",
     "activate",
     "active",
+    "attention_widths_problem",
     "builtin_catalog",
     "calibrate",
     "cheapest",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -70,6 +71,21 @@ class ModelPreset(_Frozen):
     ``2 · kv_heads · head_dim`` (DeepSeek MLA: 512 + 64 = 576). [count]"""
     max_context: int = Field(ge=1)
     """Longest context the model supports. [tokens]"""
+    attention_heads: int | None = Field(default=None, ge=1)
+    """Query heads per layer (``num_attention_heads``); with ``head_dim`` or the MLA widths
+    it sets the attention FLOPs, unset: ``4 · d_model`` per context token and layer
+    (an assumption). [count]"""
+    kv_lora_rank: int | None = Field(default=None, ge=1)
+    """Multi-head latent attention: rank of the cached KV latent (DeepSeek-V3: 512). [count]"""
+    qk_rope_head_dim: int | None = Field(default=None, ge=1)
+    """MLA: decoupled RoPE width of a query/key head, cached once per token (64). [count]"""
+    qk_nope_head_dim: int | None = Field(default=None, ge=1)
+    """MLA: non-RoPE width of a query/key head once decompressed (128). [count]"""
+    v_head_dim: int | None = Field(default=None, ge=1)
+    """MLA: width of a value head once decompressed (128). [count]"""
+    full_attention_layers: int | None = Field(default=None, ge=1)
+    """Layers attending to the whole context where the others use a sliding window
+    (gpt-oss: 18 of 36); unset: all layers. [count]"""
     experts: int | None = Field(default=None, ge=2)
     """Routed experts per MoE layer (a mixture of experts; None for a dense model, or where
     the preset does not give its expert layout). [count]"""
@@ -100,12 +116,21 @@ class ModelPreset(_Frozen):
             raise ValueError("experts_per_token exceeds experts")
         if self.moe_layers is not None and self.moe_layers > self.layers:
             raise ValueError("moe_layers exceeds layers")
+        problem = attention_widths_problem(self.attention_widths(), self.layers)
+        if problem is not None:
+            raise ValueError(problem)
         per_head = self.kv_heads is not None and self.head_dim is not None
         if not per_head and self.kv_values_per_token_per_layer is None:
             raise ValueError(
                 "give kv_heads and head_dim, or kv_values_per_token_per_layer (e.g. MLA)"
             )
         return self
+
+    def attention_widths(self) -> dict[str, int | None]:
+        """The attention widths as keyword arguments of
+        :func:`accelsim.models.serving.attention_flops_per_context_token` (None: unknown)."""
+        widths = {f: getattr(self, f) for f in ATTENTION_FIELDS}
+        return {"head_dim": self.head_dim, **widths}
 
     def has_expert_layout(self) -> bool:
         """Whether the preset gives its routed-expert layout (wide expert parallelism)."""
@@ -121,6 +146,40 @@ class ModelPreset(_Frozen):
     def kv_bytes_per_token(self, bytes_per_value: float) -> float:
         """KV-cache bytes per token across all layers at ``bytes_per_value``. [B]"""
         return self.layers * self.kv_values_per_layer() * bytes_per_value
+
+
+ATTENTION_FIELDS = (
+    "attention_heads",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "full_attention_layers",
+)
+"""The optional attention widths of a model (a preset's or a scenario's explicit one)."""
+_MLA_FIELDS = ATTENTION_FIELDS[1:5]
+
+
+def attention_widths_problem(widths: Mapping[str, int | None], layers: int | None) -> str | None:
+    """What is wrong with a model's attention widths (``head_dim`` and
+    :data:`ATTENTION_FIELDS`), or None: the MLA widths come all together or not at all and
+    with ``attention_heads``; ``attention_heads`` needs ``head_dim`` or the MLA widths;
+    ``full_attention_layers`` is at most ``layers``."""
+    mla = [f for f in _MLA_FIELDS if widths.get(f) is not None]
+    if mla and len(mla) < len(_MLA_FIELDS):
+        missing = ", ".join(f for f in _MLA_FIELDS if f not in mla)
+        return (
+            f"multi-head latent attention needs all of {', '.join(_MLA_FIELDS)}; missing {missing}"
+        )
+    if mla and widths.get("attention_heads") is None:
+        return "the MLA widths need attention_heads (the query heads)"
+    heads = widths.get("attention_heads") is not None
+    if heads and not mla and widths.get("head_dim") is None:
+        return "attention_heads needs head_dim, or the MLA widths"
+    full = widths.get("full_attention_layers")
+    if full is not None and layers is not None and full > layers:
+        return f"full_attention_layers ({full}) exceeds layers ({layers})"
+    return None
 
 
 class _PresetFile(_Frozen):
@@ -175,4 +234,11 @@ def model_preset(model_id: str) -> ModelPreset:
         raise UnknownModelError(model_id, presets) from None
 
 
-__all__ = ["ModelPreset", "load_model_presets", "model_preset", "model_presets"]
+__all__ = [
+    "ATTENTION_FIELDS",
+    "ModelPreset",
+    "attention_widths_problem",
+    "load_model_presets",
+    "model_preset",
+    "model_presets",
+]

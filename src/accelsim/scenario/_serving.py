@@ -136,6 +136,22 @@ class Serving(_Model):
     """Key/value heads per layer [count]."""
     head_dim: int | None = Field(default=None, gt=0)
     """Dimension of one attention head [count]."""
+    attention_heads: int | None = Field(default=None, gt=0)
+    """Query heads per layer [count] (explicit architecture, optional): with ``head_dim``
+    (or the MLA widths) it sets the attention FLOPs per context token; unset: ``4·d_model``
+    per layer, exact only for heads as wide as the hidden size."""
+    kv_lora_rank: int | None = Field(default=None, gt=0)
+    """Multi-head latent attention: rank of the cached KV latent [count] (optional; with
+    ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim`` and ``attention_heads``)."""
+    qk_rope_head_dim: int | None = Field(default=None, gt=0)
+    """MLA: decoupled RoPE width of a query/key head [count] (optional)."""
+    qk_nope_head_dim: int | None = Field(default=None, gt=0)
+    """MLA: non-RoPE width of a query/key head, decompressed [count] (optional)."""
+    v_head_dim: int | None = Field(default=None, gt=0)
+    """MLA: width of a value head, decompressed [count] (optional)."""
+    full_attention_layers: int | None = Field(default=None, gt=0)
+    """Layers attending to the whole context, the others to a sliding window [count]
+    (optional; unset: all)."""
     framework: Framework = "pytorch"
     """Framework of the serving stack's code; decides the porting hours to the chip's stack."""
     precision: ServingPrecision = "bf16"
@@ -242,8 +258,10 @@ class Serving(_Model):
         return self
 
     def _check_model(self) -> None:
-        """A preset or a whole architecture, never both; experts within the parameters."""
-        given = [f for f in _MODEL_FIELDS if getattr(self, f) is not None]
+        """A preset or a whole architecture, never both; experts within the parameters;
+        the optional attention widths consistent."""
+        fields = (*_MODEL_FIELDS, *catalog.ATTENTION_FIELDS)
+        given = [f for f in fields if getattr(self, f) is not None]
         if self.model is not None:
             if given:
                 raise ValueError(
@@ -261,6 +279,9 @@ class Serving(_Model):
                     f"give model= (a preset id such as 'llama-3.1-70b') or the architecture; "
                     f"missing {', '.join(need)}"
                 )
+            problem = catalog.attention_widths_problem(self.attention_widths(), self.layers)
+            if problem is not None:
+                raise ValueError(problem)
             active, total = self.active_params, self.params
             if active is not None and total is not None and active > total:
                 raise ValueError(
@@ -342,6 +363,12 @@ class Serving(_Model):
                 "max_num_seqs > max_num_batched_tokens); raise the budget, lower max_batch, "
                 "or set prefill_chunk_tokens=0 (prefill-first)"
             )
+
+    def attention_widths(self) -> dict[str, int | None]:
+        """The explicit architecture's attention widths, as
+        :meth:`accelsim.catalog.ModelPreset.attention_widths` (None: unknown)."""
+        widths = {f: getattr(self, f) for f in catalog.ATTENTION_FIELDS}
+        return {"head_dim": self.head_dim, **widths}
 
     @property
     def preset(self) -> catalog.ModelPreset | None:

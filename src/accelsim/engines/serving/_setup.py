@@ -129,6 +129,9 @@ class ServingSetup:
     planned_setup`), else None."""
     expert_parallel: bool = False
     """Replicas serve as wide expert parallelism with data-parallel attention."""
+    attention: physics.AttentionFlops | None = None
+    """Attention FLOPs per (query token, context token) pair and layer, decode and prefill,
+    from the model's attention widths (None: ``4·d_model``, the widths unknown)."""
 
 
 def token_lengths(value: Dist, uniforms: FloatArray, max_tokens: float) -> FloatArray:
@@ -189,6 +192,7 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     preset = work.preset_in(cat)
     kv_precision = work.kv_precision or cat.serving_priors.kv_precision_for(work.precision)
     kv_value_bytes = catalog.BYTES_PER_VALUE[kv_precision]
+    widths = preset.attention_widths() if preset is not None else work.attention_widths()
     if preset is not None:
         kv_bytes = preset.kv_bytes_per_token(kv_value_bytes)
         active = preset.active_params
@@ -237,6 +241,9 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         tpot_s=work.slo.tpot_ms / 1e3,
         percentile=work.slo.percentile / 100.0,
         windows_per_hour=round(60.0 / work.burst_window_minutes),
+        attention=physics.attention_flops_per_context_token(
+            d_model=d_model, layers=layers, **widths
+        ),
     )
 
 
@@ -410,6 +417,7 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         efficiency=inputs.efficiency,
         overhead_seconds=inputs.overhead_seconds,
         overlap=inputs.overlap,
+        attention=setup.attention,
     )
     step = _expert_step_tokens(setup, hbm, held, share, max_batch, chunk)
     layout = replica_layout_physics(

@@ -15,7 +15,8 @@ Units: bytes [B], seconds [s], rates [1/s]; ``peak_tflops`` [TFLOP/s], ``hbm_tbp
 ``interconnect_gbps`` [GB/s] as in :class:`accelsim.catalog.Chip`.
 
 The formulas live in private modules, re-exported here: ``_iteration`` (iteration time,
-decode stretches), ``_memory`` (weights, KV cache, batch limit, throughput), ``_load``
+decode stretches), ``_attention`` (attention FLOPs per context token from the model's
+head widths), ``_memory`` (weights, KV cache, batch limit, throughput), ``_load``
 (latency under load), ``_decode`` (its decode fixed point), ``_admission`` (its batch slots'
 queue), ``_capacity`` (capacity under an SLO), ``_layout`` (the replica size chosen when
 none is given), ``_interference`` (the time prompts add to the decoding sequences' token
@@ -27,6 +28,7 @@ the busiest rank's routed load)."""
 
 from __future__ import annotations
 
+from accelsim.models.serving._attention import AttentionFlops, attention_flops_per_context_token
 from accelsim.models.serving._capacity import SloCapacity, slo_capacity_rps
 from accelsim.models.serving._disaggregated import (
     DecodeLatency,
@@ -85,6 +87,7 @@ from accelsim.models.serving._speculative import (
 
 __all__ = [
     "NEAR_WORST_QUANTILE",
+    "AttentionFlops",
     "DecodeLatency",
     "IterationCost",
     "IterationRun",
@@ -93,6 +96,7 @@ __all__ = [
     "PrefillLatency",
     "SloCapacity",
     "all_to_all_seconds_per_token",
+    "attention_flops_per_context_token",
     "batch_limit",
     "best_replica_size",
     "budget_batch_cap",

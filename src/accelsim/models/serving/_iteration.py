@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from accelsim._typing import ArrayLike, FloatArray
+from accelsim.models.serving._attention import AttentionFlops
 
 _TERA = 1e12
 _GIGA = 1e9
@@ -43,7 +44,8 @@ class IterationCost:
     flops_per_token: FloatArray
     """Dense-layer FLOPs per processed token, 2 · active parameters. [FLOP]"""
     attention_flops_per_context_token: FloatArray
-    """Attention FLOPs per (query token, cached token) pair, 4 · layers · d_model. [FLOP]"""
+    """Attention FLOPs per (decoded token, cached token) pair over all layers: ``layers ·``
+    :attr:`AttentionFlops.decode` (``4 · layers · d_model`` when the widths are unknown). [FLOP]"""
     weight_bytes: FloatArray
     """Bytes of all weights of the replica. [B]"""
     active_fraction: FloatArray
@@ -57,6 +59,16 @@ class IterationCost:
     exposed_fraction: FloatArray = field(default_factory=lambda: np.zeros(()))
     """Share of the shorter of an iteration's compute and memory times that the longer does
     not hide: ``1 − overlap`` (0: the roofline max; 1: their sum). [fraction]"""
+    prefill_attention_ratio: FloatArray = field(default_factory=lambda: np.ones(()))
+    """Attention FLOPs per (prompt token, context token) pair as a multiple of the decode
+    pair's: :attr:`AttentionFlops.prefill` / :attr:`AttentionFlops.decode` (MLA prefills
+    decompressed, DeepSeek-V3 81,920 / 278,528; 1 where both phases run the same form).
+    [fraction]"""
+
+    @property
+    def prefill_attention_flops_per_context_token(self) -> FloatArray:
+        """Attention FLOPs per (prompt token, context token) pair over all layers. [FLOP]"""
+        return _f(self.attention_flops_per_context_token * self.prefill_attention_ratio)
 
 
 def iteration_cost(
@@ -75,6 +87,7 @@ def iteration_cost(
     overhead_seconds: ArrayLike,
     activation_bytes: ArrayLike = 2.0,
     overlap: ArrayLike = 1.0,
+    attention: AttentionFlops | None = None,
 ) -> IterationCost:
     """Coefficients of :func:`iteration_seconds` for one replica (vectorised over runs).
 
@@ -109,6 +122,11 @@ def iteration_cost(
         Share of the shorter of an iteration's compute and memory times hidden under the
         longer, in [0, 1] (1: the roofline max; 0: their sum; catalog prior
         ``compute_memory_overlap``). [fraction]
+    attention : AttentionFlops, optional
+        Attention FLOPs per (query token, context token) pair and layer, decode and prefill
+        (:func:`attention_flops_per_context_token` of the model's widths); unset:
+        ``4 · d_model`` for both (exact for attention heads as wide as the hidden size).
+        [FLOP]
 
     Returns
     -------
@@ -126,17 +144,23 @@ def iteration_cost(
     ring = 2.0 * (t - 1.0) / t
     comm = _f(layers) * 2.0 * _f(d_model) * _f(activation_bytes) * ring / link_bytes_per_s
     eff = _f(efficiency)
+    if attention is None:
+        per_pair, prefill_ratio = 4.0 * _f(layers) * _f(d_model), np.ones(())
+    else:
+        per_pair = _f(layers) * attention.decode
+        prefill_ratio = attention.prefill / attention.decode
     parts = np.broadcast_arrays(
         1.0 / (t * _f(peak_tflops) * _TERA * eff),
         1.0 / (t * _f(hbm_tbps) * _TERA * eff),
         2.0 * _f(active_params),
-        4.0 * _f(layers) * _f(d_model),
+        per_pair,
         _f(weight_bytes),
         _f(active_params) / _f(total_params),
         _f(kv_bytes_per_token),
         comm,
         _f(overhead_seconds),
         1.0 - _f(overlap),
+        prefill_ratio,
     )
     return IterationCost(*(np.array(p, dtype=np.float64) for p in parts))
 
@@ -177,7 +201,7 @@ def iteration_seconds(
     -----
     With ``n = decode_batch + prefill_tokens`` tokens processed::
 
-        flops = 2·N_active·n + 4·L·d·(kv_tokens + prefill_tokens·prefill_context_tokens)
+        flops = 2·N_active·n + A_d·kv_tokens + A_p·prefill_tokens·prefill_context_tokens
         bytes = W·(1 − (1 − N_active/N)^n) + kv_bytes·kv_tokens
         c, m  = flops·s_flop, bytes·s_byte
         time  = max(c + e·m, m + e·c) + comm·n + overhead     (= max(c, m) + e·min(c, m))
@@ -190,8 +214,11 @@ def iteration_seconds(
     within a GEMM loads and arithmetic are pipelined. ``e = 0`` is the pure roofline.
     ``W·(1 − (1 − a)^n)`` is the expected weight bytes read when each token touches a share
     ``a`` of the weights at random: all of them for a dense model (``a = 1``), ``a·W`` for a
-    single MoE token, approaching ``W`` as the batch grows. Attention FLOPs use ``d_model``
-    for the query width (exact for MHA/GQA with ``heads · head_dim = d_model``).
+    single MoE token, approaching ``W`` as the batch grows. ``A_d`` and ``A_p`` are the
+    attention FLOPs per (decoded, resp. prompt, token, context token) pair over all layers
+    (:attr:`IterationCost.attention_flops_per_context_token`,
+    :attr:`IterationCost.prefill_attention_flops_per_context_token`): ``4·L·d_model`` each
+    when the model's attention widths are unknown.
     Oracles: batch-1 decode of a dense model is ``W / bandwidth / efficiency + overhead``;
     a large prefill is ``2·N·tokens / peak / efficiency + overhead``.
 
@@ -211,7 +238,10 @@ def iteration_seconds(
     # the largest (a prompt law's context per node) joins: two operations on its grid.
     per_token = cost.flops_per_token * cost.seconds_per_flop
     per_pair = cost.attention_flops_per_context_token * cost.seconds_per_flop
-    compute_s = (per_token * n + per_pair * kv) + (per_pair * prefill) * _f(prefill_context_tokens)
+    per_prompt_pair = cost.prefill_attention_flops_per_context_token * cost.seconds_per_flop
+    compute_s = (per_token * n + per_pair * kv) + (per_prompt_pair * prefill) * _f(
+        prefill_context_tokens
+    )
     if np.all(cost.active_fraction == 1.0):
         # A dense model reads all its weights whenever it runs a token: (1 − 1)^n is 0 for
         # n > 0 and 1 at n = 0. The same bits without the power, and with tokens everywhere
@@ -242,6 +272,7 @@ class IterationTerms(NamedTuple):
 
     flops_per_token: float
     attention_flops_per_context_token: float
+    prefill_attention_flops_per_context_token: float
     untouched_fraction: float
     """``1 − active_fraction``: the share of the weights a token does not read. [1]"""
     weight_bytes: float
@@ -259,6 +290,9 @@ def iteration_terms(cost: IterationCost) -> IterationTerms:
     return IterationTerms(
         flops_per_token=float(cost.flops_per_token),
         attention_flops_per_context_token=float(cost.attention_flops_per_context_token),
+        prefill_attention_flops_per_context_token=float(
+            cost.prefill_attention_flops_per_context_token
+        ),
         untouched_fraction=1.0 - float(cost.active_fraction),
         weight_bytes=float(cost.weight_bytes),
         kv_bytes_per_token=float(cost.kv_bytes_per_token),
@@ -283,7 +317,8 @@ def terms_iteration_seconds(
     n = decode + prefill
     per_token = terms.flops_per_token * terms.seconds_per_flop
     per_pair = terms.attention_flops_per_context_token * terms.seconds_per_flop
-    compute_s = (per_token * n + per_pair * kv) + (per_pair * prefill) * prefill_context
+    per_prompt_pair = terms.prefill_attention_flops_per_context_token * terms.seconds_per_flop
+    compute_s = (per_token * n + per_pair * kv) + (per_prompt_pair * prefill) * prefill_context
     memory_bytes = (
         terms.weight_bytes * (1.0 - terms.untouched_fraction ** float(n))
         + terms.kv_bytes_per_token * kv

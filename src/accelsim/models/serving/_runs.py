@@ -67,8 +67,11 @@ def terms_iteration_run(
     n = decode + prefill
     s_flop, s_byte = terms.seconds_per_flop, terms.seconds_per_byte
     attention, kv_bytes = terms.attention_flops_per_context_token, terms.kv_bytes_per_token
-    compute0 = (terms.flops_per_token * n + attention * (kv + prefill * context)) * s_flop
-    compute1 = attention * (decode + prefill * prefill) * s_flop
+    prompt_attention = terms.prefill_attention_flops_per_context_token
+    compute0 = (
+        terms.flops_per_token * n + (attention * kv + prompt_attention * (prefill * context))
+    ) * s_flop
+    compute1 = (attention * decode + prompt_attention * (prefill * prefill)) * s_flop
     untouched = terms.untouched_fraction ** float(n)
     memory0 = (terms.weight_bytes * (1.0 - untouched) + kv_bytes * kv) * s_byte
     memory1 = kv_bytes * decode * s_byte
