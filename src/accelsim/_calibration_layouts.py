@@ -110,6 +110,19 @@ def held_weight_bytes(
     return float(serving.expert_parallel_weight_bytes(chips, dense, model.expert_params * per))
 
 
+def held_kv_bytes(
+    model: ModelPreset, kv_bytes_per_token: float, chips: int, expert_parallel: bool
+) -> float:
+    """KV-cache bytes the replica's chips hold (and read) together per cached token: the
+    model's ``kv_bytes_per_token`` times :func:`accelsim.models.serving.
+    tensor_parallel_kv_copies` under tensor parallelism (MLA: the whole latent on every
+    chip), one copy under data-parallel attention (each rank its own sequences). [B]"""
+    heads = model.kv_cache_heads()
+    if (expert_parallel and model.expert_params is not None) or heads is None:
+        return kv_bytes_per_token
+    return kv_bytes_per_token * float(serving.tensor_parallel_kv_copies(heads, chips))
+
+
 def scheduler_ranks(chips: int, expert_parallel: bool) -> float:
     """Schedulers of the replica: one per chip under data-parallel attention. [count]"""
     return float(chips) if expert_parallel else 1.0
@@ -128,11 +141,13 @@ def layout_cost(
     *,
     overlap: FloatArray | float = 1.0,
 ) -> serving.IterationCost:
-    """The replica's coefficients on its layout: tensor parallel, or expert parallel with
-    data-parallel attention, whose busiest rank's routed load is charged at ``step_tokens``
-    tokens per iteration (:func:`accelsim.models.serving.expert_load_imbalance`, with the
-    serving priors' median ``expert_residual_spread``; 0: balanced). ``overlap``: the share
-    of the shorter of compute and memory time the longer hides (1: the roofline max)."""
+    """The replica's coefficients on its layout (``kv_bytes_per_token``: the model's, one
+    copy; the layout's copies, :func:`held_kv_bytes`, are read): tensor parallel, or expert
+    parallel with data-parallel attention, whose busiest rank's routed load is charged at
+    ``step_tokens`` tokens per iteration (:func:`accelsim.models.serving.
+    expert_load_imbalance`, with the serving priors' median ``expert_residual_spread``;
+    0: balanced). ``overlap``: the share of the shorter of compute and memory time the
+    longer hides (1: the roofline max)."""
     per = BYTES_PER_VALUE[precision]  # type: ignore[index]
     tensor_parallel = serving.iteration_cost(
         active_params=model.active_params,
@@ -140,7 +155,7 @@ def layout_cost(
         layers=model.layers,
         d_model=model.d_model,
         weight_bytes=serving.weight_bytes(model.params, per),
-        kv_bytes_per_token=kv_bytes_per_token,
+        kv_bytes_per_token=held_kv_bytes(model, kv_bytes_per_token, chips, expert_parallel),
         chips=chips,
         peak_tflops=chip.peak_tflops(precision),  # type: ignore[arg-type]
         hbm_tbps=chip.hbm_tbps,
@@ -285,6 +300,7 @@ __all__ = [
     "expert_parallel_options",
     "expert_parallel_sizes",
     "has_expert_layout",
+    "held_kv_bytes",
     "held_weight_bytes",
     "layout_cost",
     "median_efficiency",

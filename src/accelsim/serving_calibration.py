@@ -189,10 +189,15 @@ def _kv_bytes(precision: str) -> float:
     return BYTES_PER_VALUE[serving_priors().kv_precision_for(precision)]  # type: ignore[arg-type]
 
 
+def _model_kv_bytes(case: _Case) -> float:
+    """The row's model's KV-cache bytes per token, one copy. [B]"""
+    return case.model.kv_bytes_per_token(_kv_bytes(case.precision))
+
+
 def _cost(case: _Case, efficiency: FloatArray, nuisance: _Nuisance) -> serving.IterationCost:
     """The row's coefficients on its layout, per emitted token where it speculates."""
     overhead, _, overlap = nuisance
-    kv_bytes = case.model.kv_bytes_per_token(_kv_bytes(case.precision))
+    kv_bytes = _model_kv_bytes(case)
     step = rack.saturated_step_tokens(case, _capacity, float(rack.nuisance_medians()[1][0]))
     cost = rack.layout_cost(
         case.model, case.chip, case.precision, case.chips, case.expert_parallel,
@@ -205,7 +210,7 @@ def _capacity(case: _Case, share: FloatArray) -> FloatArray:
     return serving.kv_capacity_tokens(
         case.chip.hbm_bytes * case.chips,
         rack.held_weight_bytes(case.model, case.precision, case.chips, case.expert_parallel),
-        case.model.kv_bytes_per_token(_kv_bytes(case.precision)),
+        rack.held_kv_bytes(case.model, _model_kv_bytes(case), case.chips, case.expert_parallel),
         share,
     )
 

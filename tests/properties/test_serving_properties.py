@@ -126,3 +126,20 @@ def test_prompt_interference_is_finite_nonnegative_and_grows_with_the_prompt(  #
     assert np.all(np.isfinite(x))
     assert np.all(x >= 0.0)
     assert np.all(np.diff(x) >= -1e-12 * np.maximum(x[1:], 1e-300))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 256), st.integers(1, 512))
+def test_tensor_parallel_kv_copies_bounds(heads: int, chips: int) -> None:
+    copies = float(sv.tensor_parallel_kv_copies(heads, chips))
+    # never less than one copy, never more than one per chip; exact on vLLM's two layouts
+    assert 1.0 <= copies <= chips + 1e-12
+    if heads % chips == 0:
+        assert copies == 1.0
+    if chips % heads == 0:
+        assert copies == pytest.approx(chips / heads)
+    # a chip holds whole heads: at least one head's share, at most all heads
+    per_chip = copies / chips
+    assert 1.0 / heads - 1e-12 <= per_chip <= 1.0 + 1e-12
+    # one more chip never holds more per chip
+    assert float(sv.tensor_parallel_kv_copies(heads, chips + 1)) / (chips + 1) <= per_chip + 1e-12

@@ -162,13 +162,15 @@ def test_a_tight_tpot_bound_the_memory_rule_cannot_meet_is_met_on_a_larger_repli
     s = _scenario(*TIGHT_TPOT_QWEN)
     assert s.workload.replica_chips(CAT.chip("tpu-v6e"), 64) == 4  # type: ignore[union-attr]
     outcomes = {o.chips: o for o in layout_outcomes(serving_setup(s, CAT), s, CAT, [4, 8, 16])}
-    # docs/serving.md: 2, 410 and 549 output tokens/s per chip
+    # docs/serving.md: 2, 410 and 377 output tokens/s per chip; Qwen3-32B's 8 KV heads
+    # are each held on two chips at TP16 (two copies of the cache), so each chip reads as
+    # many KV bytes per sequence as at TP8 and holds half the sequences per chip
     assert outcomes[4].slo_tokens_per_s_per_chip == pytest.approx(2.0, abs=1.0)
     assert outcomes[4].compliant_share == 0.0
     assert outcomes[8].slo_tokens_per_s_per_chip == pytest.approx(410.0, rel=0.03)
-    assert outcomes[16].slo_tokens_per_s_per_chip == pytest.approx(549.0, rel=0.03)
+    assert outcomes[16].slo_tokens_per_s_per_chip == pytest.approx(377.0, rel=0.03)
     res = acs.simulate(s, runs=64, seed=3)
-    assert res.quantile("chips_per_replica", 0.5) == 16
+    assert res.quantile("chips_per_replica", 0.5) == 8
     assert res.quantile("slo_attainment", 0.5) > 0.99
 
 

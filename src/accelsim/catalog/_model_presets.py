@@ -10,8 +10,8 @@ Examples
 (80, 8, 128)
 >>> m.kv_bytes_per_token(2.0)
 327680.0
->>> model_preset("deepseek-r1").kv_values_per_layer()
-576.0
+>>> model_preset("deepseek-r1").kv_values_per_layer(), model_preset("deepseek-r1").kv_cache_heads()
+(576.0, 1)
 """
 
 from __future__ import annotations
@@ -63,7 +63,10 @@ class ModelPreset(_Frozen):
     d_model: int = Field(ge=1)
     """Hidden size. [count]"""
     kv_heads: int | None = Field(default=None, ge=1)
-    """Key/value heads per layer (GQA groups); None where the cache is not per head. [count]"""
+    """Key/value heads per layer (GQA groups), the heads tensor parallelism splits the KV
+    cache by; multi-head latent attention: 1, the latent every query head shares (not
+    config.json's ``num_key_value_heads``, the decompressed view). None: unknown, the cache
+    is taken to split evenly over any number of chips. [count]"""
     head_dim: int | None = Field(default=None, ge=1)
     """Dimension of one attention head. [count]"""
     kv_values_per_token_per_layer: float | None = Field(default=None, gt=0)
@@ -119,6 +122,11 @@ class ModelPreset(_Frozen):
         problem = attention_widths_problem(self.attention_widths(), self.layers)
         if problem is not None:
             raise ValueError(problem)
+        if self.kv_lora_rank is not None and self.kv_heads not in (None, 1):
+            raise ValueError(
+                f"kv_heads ({self.kv_heads}) must be 1 with multi-head latent attention: its "
+                "latent is one cached head every query head shares"
+            )
         per_head = self.kv_heads is not None and self.head_dim is not None
         if not per_head and self.kv_values_per_token_per_layer is None:
             raise ValueError(
@@ -142,6 +150,11 @@ class ModelPreset(_Frozen):
             return float(self.kv_values_per_token_per_layer)
         heads, dim = self.kv_heads or 0, self.head_dim or 0  # both set, by the validator
         return 2.0 * heads * dim
+
+    def kv_cache_heads(self) -> int | None:
+        """Heads tensor parallelism splits the KV cache by: 1 under multi-head latent
+        attention, else ``kv_heads`` (None: unknown, the cache splits evenly). [count]"""
+        return 1 if self.kv_lora_rank is not None else self.kv_heads
 
     def kv_bytes_per_token(self, bytes_per_value: float) -> float:
         """KV-cache bytes per token across all layers at ``bytes_per_value``. [B]"""

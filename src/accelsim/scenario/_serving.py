@@ -133,7 +133,11 @@ class Serving(_Model):
     d_model: int | None = Field(default=None, gt=0)
     """Hidden size [count]."""
     kv_heads: int | None = Field(default=None, gt=0)
-    """Key/value heads per layer [count]."""
+    """Key/value heads per layer [count], the heads tensor parallelism splits the KV cache
+    by: a chip holds ``ceil(kv_heads / chips_per_replica)`` of them, so more chips than KV
+    heads replicate the cache. Multi-head latent attention caches one latent head shared by
+    every query head: give ``kv_heads=1`` and ``head_dim`` half its cached width
+    (DeepSeek-V3: (512 + 64) / 2 = 288)."""
     head_dim: int | None = Field(default=None, gt=0)
     """Dimension of one attention head [count]."""
     attention_heads: int | None = Field(default=None, gt=0)

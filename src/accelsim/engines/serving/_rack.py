@@ -132,6 +132,23 @@ def replica_weight_bytes(
     )
 
 
+def replica_kv_bytes_per_token(
+    kv_bytes_per_token: float,
+    kv_heads: int | None,
+    chips: int,
+    experts: ExpertLayout | None,
+    expert_parallel: bool,
+) -> float:
+    """KV-cache bytes a replica's chips hold (and read) together per cached token: under
+    tensor parallelism the model's bytes times :func:`accelsim.models.serving.
+    tensor_parallel_kv_copies` (a chip holds ``ceil(kv_heads/chips)`` heads, the whole
+    latent under MLA); under data-parallel attention one copy, each rank holding its own
+    sequences' cache; one copy where ``kv_heads`` is unknown. [B]"""
+    if (expert_parallel and experts is not None) or kv_heads is None:
+        return kv_bytes_per_token
+    return kv_bytes_per_token * float(physics.tensor_parallel_kv_copies(kv_heads, chips))
+
+
 def scheduler_ranks(chips: int, experts: ExpertLayout | None, expert_parallel: bool) -> float:
     """Schedulers a replica runs at once: one per chip under data-parallel attention (each
     rank batches its own requests, so the batch cap and a chunked iteration's token budget
@@ -222,6 +239,7 @@ __all__ = [
     "draw_speculation",
     "expert_layout",
     "expert_step_imbalance",
+    "replica_kv_bytes_per_token",
     "replica_layout_physics",
     "replica_weight_bytes",
     "saturated_step_tokens",

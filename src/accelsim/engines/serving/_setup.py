@@ -22,6 +22,7 @@ from accelsim.engines.serving._rack import (
     ExpertLayout,
     Speculation,
     draw_speculation,
+    replica_kv_bytes_per_token,
     replica_layout_physics,
     replica_weight_bytes,
     saturated_step_tokens,
@@ -113,6 +114,8 @@ class ServingSetup:
     """Longest prompt or output a request can have (the preset's context). [tokens]"""
     weight_bytes: float
     kv_bytes_per_token: float
+    """The model's KV-cache bytes per cached token, one copy (a replica's layout may hold
+    more: :func:`~accelsim.engines.serving._rack.replica_kv_bytes_per_token`). [B]"""
     active_params: float
     total_params: float
     layers: float
@@ -132,6 +135,9 @@ class ServingSetup:
     attention: physics.AttentionFlops | None = None
     """Attention FLOPs per (query token, context token) pair and layer, decode and prefill,
     from the model's attention widths (None: ``4·d_model``, the widths unknown)."""
+    kv_heads: int | None = None
+    """Heads tensor parallelism splits the KV cache by (1 under MLA; None: unknown, an even
+    split). [count]"""
 
 
 def token_lengths(value: Dist, uniforms: FloatArray, max_tokens: float) -> FloatArray:
@@ -244,6 +250,7 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         attention=physics.attention_flops_per_context_token(
             d_model=d_model, layers=layers, **widths
         ),
+        kv_heads=preset.kv_cache_heads() if preset is not None else work.kv_heads,
     )
 
 
@@ -403,13 +410,20 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
     # per attention rank
     per_rank = physics.budget_batch_cap(inputs.max_batch, inputs.prefill_chunk_tokens)
     chunk, max_batch = inputs.prefill_chunk_tokens * ranks, per_rank * ranks
+    kv_bytes = replica_kv_bytes_per_token(
+        setup.kv_bytes_per_token,
+        setup.kv_heads,
+        setup.chips_per_replica,
+        setup.experts,
+        setup.expert_parallel,
+    )
     iteration = physics.iteration_cost(
         active_params=setup.active_params,
         total_params=setup.total_params,
         layers=setup.layers,
         d_model=setup.d_model,
         weight_bytes=setup.weight_bytes,
-        kv_bytes_per_token=setup.kv_bytes_per_token,
+        kv_bytes_per_token=kv_bytes,
         chips=chips,
         peak_tflops=setup.peak_tflops,
         hbm_tbps=chip.hbm_tbps,
@@ -426,7 +440,7 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         chips=setup.chips_per_replica,
         d_model=setup.d_model,
         weight_bytes=setup.weight_bytes,
-        kv_bytes_per_token=setup.kv_bytes_per_token,
+        kv_bytes_per_token=kv_bytes,
         share=share,
         experts=setup.experts,
         expert_parallel=setup.expert_parallel,

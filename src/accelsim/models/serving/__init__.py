@@ -69,6 +69,7 @@ from accelsim.models.serving._memory import (
     kv_bytes_per_token_from_values,
     kv_capacity_tokens,
     offline_tokens_per_s,
+    tensor_parallel_kv_copies,
     throughput_at_batch,
     weight_bytes,
 )
@@ -128,6 +129,7 @@ __all__ = [
     "smallest_safe_size",
     "speculative_cost",
     "speculative_step_seconds",
+    "tensor_parallel_kv_copies",
     "terms_iteration_run",
     "terms_iteration_seconds",
     "throughput_at_batch",

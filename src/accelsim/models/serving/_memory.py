@@ -100,6 +100,57 @@ def kv_bytes_per_token_from_values(
     return _f(layers) * _f(values_per_token_per_layer) * _f(bytes_per_value)
 
 
+def tensor_parallel_kv_copies(kv_heads: ArrayLike, chips: ArrayLike) -> FloatArray:
+    """Copies of the KV cache a tensor-parallel replica holds over its chips. [ratio]
+
+    Applies to a replica that splits attention over ``t`` chips by KV head (tensor
+    parallelism). A chip cannot hold part of a head, so each holds ``ceil(h/t)`` of the
+    ``h`` KV heads: with more chips than KV heads each holds one head, replicated ``t/h``
+    times over the replica (vLLM: "Number of KV heads is less than TP size, so we replicate
+    the KV heads across multiple tensor parallel GPUs"). Multi-head latent attention caches
+    one latent per token and layer shared by all query heads, ``h = 1``: every chip holds
+    the whole cache. Not for data-parallel attention, where each rank holds only its own
+    sequences' cache (one copy).
+
+    Parameters
+    ----------
+    kv_heads : array_like
+        Heads the KV cache is split by (GQA groups; 1 for MLA), >= 1. [count]
+    chips : array_like
+        Tensor-parallel ranks ``t``, >= 1. [count]
+
+    Returns
+    -------
+    FloatArray
+        ``t · ceil(h/t) / h`` [ratio], >= 1: the bytes the replica's chips hold (and read)
+        together per cached token over the model's KV bytes per token
+        (:func:`kv_bytes_per_token`).
+
+    Notes
+    -----
+    The busiest chip holds ``ceil(h/t)`` heads, ``ceil(h/t)/h`` of each token's cache,
+    and every chip reserves as much (the engines size one cache per rank), so the replica
+    holds ``t · ceil(h/t)/h`` copies: 1 where ``t`` divides ``h``, ``t/h`` where ``h``
+    divides ``t`` (the two layouts vLLM accepts; its ``max(1, h // t)`` heads per rank
+    agree), ``max(1, t/h)`` in both. Oracle: the closed forms, Llama-3.1-70B (``h = 8``)
+    at TP8 1 and at TP16 2; DeepSeek-R1 (MLA, ``h = 1``) at TP8 8; ``h = 4`` at TP8 2.
+
+    References
+    ----------
+    vLLM ``model_executor/models/deepseek.py`` (``DeepseekAttention``, v0.9.2),
+    https://docs.vllm.ai/en/v0.9.2/api/vllm/model_executor/models/deepseek.html;
+    Tang et al. (2025), "TPLA: Tensor Parallel Latent Attention", arXiv:2508.15881 (under
+    TP "each device must load the full [MLA] cache").
+
+    Examples
+    --------
+    >>> tensor_parallel_kv_copies([8, 8, 1, 4, 8], [8, 16, 8, 8, 3]).tolist()
+    [1.0, 2.0, 8.0, 2.0, 1.125]
+    """
+    h, t = _f(kv_heads), _f(chips)
+    return _f(t * np.ceil(h / t) / h)
+
+
 def kv_capacity_tokens(
     hbm_bytes_per_replica: ArrayLike,
     weight_bytes: ArrayLike,
