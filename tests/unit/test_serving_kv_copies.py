@@ -9,6 +9,8 @@ serving calibration's layouts, and the data-parallel-attention layout that holds
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from pydantic import ValidationError
@@ -137,6 +139,24 @@ def test_explicit_architecture_replicates_by_its_kv_heads() -> None:
     replica = build_replica(setup, draw_replica_inputs(setup, median_draws(), CAT.serving_priors))
     assert setup.kv_heads == 8
     assert np.all(replica.cost.kv_bytes_per_token == 2 * setup.kv_bytes_per_token)
+
+
+def test_an_explicit_mla_architecture_states_its_one_latent_head() -> None:
+    arch: dict[str, Any] = {
+        "params": 671e9, "active_params": 37e9, "layers": 61, "d_model": 7168,
+        "attention_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128, "rate_rps": 1.0, "input_tokens": 100,
+        "output_tokens": 100, "slo": acs.SLO(ttft_ms=5000, tpot_ms=200), "precision": "fp8",
+    }  # fmt: skip
+    with pytest.raises(ValidationError, match="kv_heads=128 with multi-head latent"):
+        acs.Serving(**arch, kv_heads=128, head_dim=128)
+    work = acs.Serving(**arch, kv_heads=1, head_dim=288, chips_per_replica=8)
+    pool = acs.Pool(chip="b200", count=8, provider="on_prem", pricing="on_prem")
+    setup = serving_setup(acs.Scenario(name="x", workload=work, fleet=[pool]), CAT)
+    preset = serving_setup(_serving("deepseek-r1", 8), CAT)
+    assert setup.kv_bytes_per_token == preset.kv_bytes_per_token  # 61 · 576 · 1 B
+    replica = build_replica(setup, draw_replica_inputs(setup, median_draws(), CAT.serving_priors))
+    assert np.all(replica.cost.kv_bytes_per_token == 8 * setup.kv_bytes_per_token)
 
 
 def test_calibration_layouts_hold_the_same_copies() -> None:

@@ -286,6 +286,12 @@ class Serving(_Model):
             problem = catalog.attention_widths_problem(self.attention_widths(), self.layers)
             if problem is not None:
                 raise ValueError(problem)
+            if self.kv_lora_rank is not None and self.kv_heads != 1:
+                raise ValueError(
+                    f"kv_heads={self.kv_heads} with multi-head latent attention: the cached "
+                    "latent is one head all query heads share, give kv_heads=1 and head_dim "
+                    "half its cached width, (kv_lora_rank + qk_rope_head_dim) / 2"
+                )
             active, total = self.active_params, self.params
             if active is not None and total is not None and active > total:
                 raise ValueError(
