@@ -69,10 +69,11 @@ def catalog_(
     note: QuoteNote = None,
     output: QuoteOutput = None,
 ) -> None:
-    """The built-in chips, prices or priors, with their sources and dates; or ``quote``: a
-    quoted price written as a price sheet for --prices, e.g. ``accelsim catalog quote
-    --chip tpu-v5p --provider gcp --pricing commit_1y --usd-per-chip-hour 2.9 --as-of
-    2026-11-01 -o my_prices.yaml``.
+    """The built-in chips, prices or priors with their sources and dates, or 'quote'.
+
+    'quote' writes a quoted price as a price sheet for --prices, for example:
+      accelsim catalog quote --chip tpu-v5p --provider gcp --pricing commit_1y
+      --usd-per-chip-hour 2.9 --as-of 2026-11-01 -o my_prices.yaml
     """
     given = {
         "chip": chip,
