@@ -47,6 +47,8 @@ RUNS = 16
 SEED = 7
 BLOWUP = 3.0
 """A published load point 'blows up' where its TTFT is this many times the previous one's."""
+PLATEAU = 0.01
+"""Relative difference of the last two achieved rates below which a curve has plateaued."""
 HORIZON_DAYS = 1.0 / 24.0
 DES_HORIZON_DAYS = 0.25 / 24.0
 
@@ -81,6 +83,12 @@ class CurveResult:
     published_blowup_rps: float
     published_max_rps: float
     model_sustained_rps: float
+    blows_up: bool
+    """True where some published TTFT is ``BLOWUP`` times the previous point's."""
+    plateau: bool
+    """True where the published throughput has stopped rising (the last two achieved rates
+    within ``PLATEAU`` of each other): its maximum is then the engine's capacity, otherwise
+    only a lower bound of it."""
 
 
 def load_curves(path: Path = CSV) -> dict[str, pd.DataFrame]:
@@ -160,13 +168,13 @@ def fit_efficiency(rows: pd.DataFrame, cat: Catalog, runs: int = RUNS) -> float:
     return float(np.exp(0.5 * (lo + hi)))
 
 
-def _published_blowup(rows: pd.DataFrame) -> float:
+def _published_blowup(rows: pd.DataFrame) -> tuple[float, bool]:
     """Request rate [1/s] of the first point whose TTFT is ``BLOWUP`` times the previous
-    point's; the highest rate if none."""
+    point's (the highest rate if none), and whether there is one."""
     ttft = rows["ttft_ms"].to_numpy()
     jumps = np.nonzero(ttft[1:] >= BLOWUP * ttft[:-1])[0]
     at = int(jumps[0]) + 1 if jumps.size else len(rows) - 1
-    return float(rows["request_rate_rps"].iloc[at])
+    return float(rows["request_rate_rps"].iloc[at]), bool(jumps.size)
 
 
 def run_curve(
@@ -201,25 +209,34 @@ def run_curve(
         )
     lowest = scenario(rows, float(rows["request_rate_rps"].iloc[0]))
     cap = acs.serving_capacity(lowest, runs=runs, seed=SEED, catalog=fitted)
+    blowup, blows_up = _published_blowup(rows)
+    last = rows["request_rate_rps"].to_numpy()[-2:]
     return CurveResult(
         curve=name,
         efficiency=eff,
         points=tuple(points),
-        published_blowup_rps=_published_blowup(rows),
+        published_blowup_rps=blowup,
         published_max_rps=float(rows["request_rate_rps"].max()),
         model_sustained_rps=float(cap.quantile("offline_rps_per_replica", 0.5)),
+        blows_up=blows_up,
+        plateau=bool(abs(last[1] / last[0] - 1.0) < PLATEAU),
     )
 
 
 def markdown(result: CurveResult) -> str:
     """The curve's table: per load, published vs model and the ratios to the lowest load."""
     base = result.points[0]
+    blowup = (
+        f"blows up at {result.published_blowup_rps:.2f} req/s"
+        if result.blows_up
+        else "does not blow up"
+    )
+    top = "plateau" if result.plateau else "max, still rising"
     lines = [
         f"Curve `{result.curve}`: fitted efficiency {result.efficiency:.3f}; published TTFT "
-        f"blows up at {result.published_blowup_rps:.2f} req/s "
-        f"(max {result.published_max_rps:.2f}); "
+        f"{blowup} ({top} {result.published_max_rps:.2f} req/s); "
         f"model sustained load {result.model_sustained_rps:.2f} req/s "
-        f"({result.model_sustained_rps / result.published_max_rps:.2f}x the published max).",
+        f"({result.model_sustained_rps / result.published_max_rps:.2f}x the published {top}).",
         "",
         "| C | req/s | TTFT pub ms | TTFT model p50 | TTFT model p99 | TTFT ratio pub | "
         "TTFT ratio model | ITL pub ms | TPOT model | TPOT ratio pub | TPOT ratio model | util |",
