@@ -33,7 +33,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from scipy import stats
+from tests.serving_overlap import OVERLAPS, at_overlap
 
 import accelsim as acs
 from accelsim import catalog as _catalog
@@ -191,28 +193,37 @@ def test_fast_path_and_des_agree_on_a_wide_prompt_law() -> None:
             assert abs(median - 1.0) <= budget + 3.0 * se, (chunk, metric, median, se)
 
 
-def test_a_token_budget_beside_a_large_decode_batch_agrees() -> None:
+@pytest.mark.parametrize("overlap", OVERLAPS)
+def test_a_token_budget_beside_a_large_decode_batch_agrees(overlap: float) -> None:
     """A 512-token budget with ~100-200 sequences decoding (Llama 3.1 8B FP8 on one H100,
-    400-token prompts, 300 output tokens, 28-38 requests/s: 40-65 % prefill load). Each
-    iteration gives prompts the budget less its decode batch: the DES iteration by
-    iteration, the fast path at the mean decode batch.
+    400-token prompts, 300 output tokens, 28-38 requests/s). Each iteration gives prompts
+    the budget less its decode batch: the DES iteration by iteration, the fast path at the
+    mean decode batch.
 
-    Measured (24 runs, seed 2024), median DES/fast: TTFT p50 0.96, p99 0.87, TPOT p50 1.00,
-    p99 0.97. The fast path with a budget for prompt tokens alone (the rule before) gave a
-    TTFT p50 of 1.34 against the same DES, a third optimistic. In one run of 24 the fast
-    path finds the prefill saturated (it sheds requests) where the DES serves them all: at
-    the mean batch's room it understates the prefill's capacity near saturation, the
-    conservative side; the reverse never holds.
+    The efficiency prior spreads ``λ_sat`` over 17-65 requests/s, so some runs are past
+    the budget's saturated rate ``C·out/(in + out)`` sequences' throughput: at overlap 0
+    (shipped) 8 of 24, at 1 none. There the fast path sheds the excess (finished 0) and
+    the request DES queues it without dropping (its ``finished`` counts drops, so it
+    stays 1 while its queue grows): both serve the same requests (per run DES/fast
+    0.989-1.005 at 0, 0.987-1.010 at 1; bound 3 %, 5 sd of a Poisson count of ~25,000),
+    and in every run the fast path sheds, the DES's TTFT p99 is past the SLO's 2 s (6.5 s
+    at least, its queue growing). Measured on the runs the fast path serves (24 runs, seed
+    2024), median DES/fast at overlap 0 / 1: TTFT p50 1.02 / 1.09, p99 0.98 / 0.93, TPOT
+    p50 1.00 / 1.00, p99 0.98 / 0.98. The fast path with a budget for prompt tokens alone
+    (the rule before) gave a TTFT p50 of 1.34 against the same DES, a third optimistic.
     """
+    cat = at_overlap(overlap)
     s = _scenario(
         512, name="agree-budget", rate_rps=acs.Uniform(low=28.0, high=38.0), output_tokens=300
     )
     root = np.random.SeedSequence(2024)
-    fast, _ = simulate_serving_fast(s, root, 0, RUNS, cat=CAT)
-    des, _ = simulate_serving_block(s, root, 0, RUNS, cat=CAT)
-    assert (des["finished"] == 1.0).all()
+    fast, _ = simulate_serving_fast(s, root, 0, RUNS, cat=cat)
+    des, _ = simulate_serving_block(s, root, 0, RUNS, cat=cat)
+    ratio = des["requests_served"] / fast["requests_served"]
+    assert np.all(np.abs(ratio - 1.0) <= 0.03), ratio
     served = fast["finished"] == 1.0
-    assert served.sum() >= RUNS - 2
+    assert served.sum() >= RUNS // 2
+    assert np.all(des["ttft_p99_ms"][~served] > s.workload.slo.ttft_ms)
     for metric, budget in (
         ("ttft_p50_ms", 0.10),
         ("ttft_p99_ms", 0.20),

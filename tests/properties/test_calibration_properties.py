@@ -97,8 +97,10 @@ def _serving_capacity_p50(value: float, noise: float) -> tuple[float, float]:
     return float(np.median(cap.samples("offline_tokens_per_s_per_chip"))), noise
 
 
+# Up to 2,500 tokens/s per chip: the model reaches 2,886 at an efficiency of 1 (at the shipped
+# compute_memory_overlap 0); a measurement above what any efficiency gives is refused.
 @settings(max_examples=8, deadline=None)
-@given(value=st.floats(900.0, 3500.0), noise=st.floats(0.02, 0.2))
+@given(value=st.floats(900.0, 2500.0), noise=st.floats(0.02, 0.2))
 def test_a_serving_measurement_is_reproduced_within_its_noise(value: float, noise: float) -> None:
     p50, _ = _serving_capacity_p50(value, noise)
     assert abs(math.log(p50 / value)) <= noise

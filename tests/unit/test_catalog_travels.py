@@ -154,9 +154,11 @@ def test_a_serving_study_prices_with_the_users_sheet_on_processes(
 
 def test_a_serving_study_reads_its_layout_rule_and_model_from_its_catalog() -> None:
     """The automatic replica size and the model's weights come from the study's catalog,
-    not the shipped one: a ``memory_share`` of 0.4 doubles the replica of a 70B FP8 model
-    on H100 (TP2 to TP4: the memory rule's size, and no smaller one holds the weights), and
-    a preset the catalog changes is the one served."""
+    not the shipped one: a ``memory_share`` of 0.4 doubles the memory rule's replica of a
+    70B FP8 model on H100 (TP2 to TP4, and no smaller one holds the weights); the layout
+    rule serves both on TP4 (the highest SLO rate per chip at the shipped overlap 0), where
+    the smaller share leaves less KV cache and a lower offline throughput per chip (1,036
+    against 1,070 tokens/s); and a preset the catalog changes is the one served."""
     from dataclasses import replace
 
     from accelsim.dists import Fixed
@@ -180,8 +182,11 @@ def test_a_serving_study_reads_its_layout_rule_and_model_from_its_catalog() -> N
     tight = replace(shipped, serving_priors=sp.model_copy(update={"memory_share": low}))
     assert serving_setup(s, shipped).chips_per_replica == 2
     assert serving_setup(s, tight).chips_per_replica == 4
-    assert acs.simulate(s, runs=2, seed=1).quantile("replicas_peak", 0.5) == 4
-    assert acs.simulate(s, runs=2, seed=1, catalog=tight).quantile("replicas_peak", 0.5) == 2
+    served = acs.simulate(s, runs=2, seed=1)
+    squeezed = acs.simulate(s, runs=2, seed=1, catalog=tight)
+    assert served.quantile("replicas_peak", 0.5) == squeezed.quantile("replicas_peak", 0.5) == 2
+    offline = "offline_tokens_per_s_per_chip"
+    assert (squeezed.samples(offline) < 0.99 * served.samples(offline)).all()
 
     preset = shipped.model_preset("llama-3.1-70b")
     bigger = preset.model_copy(update={"params": 2 * preset.params})

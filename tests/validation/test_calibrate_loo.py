@@ -11,13 +11,16 @@ median 12 % (|log error| 0.117 over the 9 such rows with 5 % noise), a standard 
 about 0.17. So each row is given ``noise=0.15``; a team's own repeated runs would state less.
 
 Measured (seed 1, 500 runs per prediction; ``PYTHONPATH=src python -m pytest
-tests/validation/test_calibrate_loo.py``) on the 31 rows since the set was widened (issue 28,
-MLPerf v5.1 and tpu-recipes rows): P5-P95 coverage 28/31 = 0.903 (the prior: 0.935); median
-|log error| of the P50 0.139 (the prior: 0.167); median P95/P5 2.75 (the prior: 3.07). On the
-22 rows whose configuration no other row measured: coverage 20/22 = 0.909 (the prior: 0.909),
-median |log error| 0.153 (the prior: 0.178), median P95/P5 2.91 (the prior: 2.47: a row
-nothing like it was measured borrows the spread of the measured ones). On the first 24 rows
-the cut was larger (0.122 against 0.166); the new rows gain less from the others.
+tests/validation/test_calibrate_loo.py``) on the 31 rows, at the shipped
+``compute_memory_overlap`` 0: P5-P95 coverage 27/31 = 0.871 (the prior: 0.903); median |log
+error| of the P50 0.132 (the prior: 0.127); median P95/P5 2.46 (the prior: 2.69). On the 22
+rows whose configuration no other row measured: coverage 0.864 (the prior: 0.864), median
+|log error| 0.139 (the prior: 0.138), median P95/P5 2.60 (the prior: 2.37: a row nothing like
+it was measured borrows the spread of the measured ones). The shipped efficiency priors were
+re-centred on these rows' implied efficiencies at overlap 0, so the prior's error here is
+in-sample, not held out: calibration from the other rows now matches it rather than cutting
+it. At the roofline max with the priors set there (overlap 1), the calibrated error was 0.139
+against the prior's 0.167 (0.153 against 0.178 on the 22 rows).
 """
 
 from __future__ import annotations
@@ -105,13 +108,15 @@ def test_held_out_rows_are_covered_at_about_the_nominal_rate(loo: list) -> None:
     assert _coverage(new, 4) >= 0.79
 
 
-def test_calibration_cuts_the_error_and_narrows_the_interval(loo: list) -> None:  # type: ignore[type-arg]
-    # By a tenth or more (measured 0.17 on all rows and 0.14 on the unmeasured ones; 0.27 and
-    # 0.24 on the first 24 rows): the shipped priors pool chips by stack and precision and give
-    # FP4 its own efficiency, so less is left for calibration to remove.
-    assert _error(loo, 4) <= 0.9 * _error(loo, 3)
+def test_calibration_keeps_the_error_and_narrows_the_interval(loo: list) -> None:  # type: ignore[type-arg]
+    # Held out, the calibrated P50 is within a tenth of the error of priors set with every
+    # row in view (measured 0.132 against 0.127, 0.139 against 0.138 on the unmeasured rows)
+    # and below the calibrated error at the roofline max (0.139, 0.153).
+    assert _error(loo, 4) <= 1.1 * _error(loo, 3)
+    assert _error(loo, 4) <= 0.139
     new = [r for r in loo if not r[1]]
-    assert _error(new, 4) <= 0.9 * _error(new, 3)
+    assert _error(new, 4) <= 1.1 * _error(new, 3)
+    assert _error(new, 4) <= 0.153
     width = [r[4][2] / r[4][0] for r in loo]
     prior_width = [r[3][2] / r[3][0] for r in loo]
     assert np.median(width) < np.median(prior_width)
