@@ -76,7 +76,7 @@ def simulate_serving_block(
     setup = planned_setup(scenario, cat)
     draws = InputDraws(root=root, start=start, stop=stop)
     inputs = draw_serving_inputs(setup, scenario, draws, cat)
-    replica: Replica = build_replica(setup, inputs.replica)
+    replica: Replica = build_replica(setup, inputs.replicas[0])
     slo_rps = latency_table(setup, replica).slo_load * replica.saturated_rps
     hourly = inputs.demand.hourly_rps(setup)
     burst = inputs.demand.burstiness
@@ -101,6 +101,8 @@ def simulate_serving_block(
         tpot_p50_s=cols["tpot_p50_s"],
         tpot_p99_s=cols["tpot_p99_s"],
         finished=cols["finished"] > 0.0,
+        stage_hours=(cols["hours"],),
+        stage_peaks=(cols["peak"],),
     )
     return serving_metrics(setup, scenario, replica, usage, inputs), draws
 

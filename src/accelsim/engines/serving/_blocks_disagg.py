@@ -26,19 +26,20 @@ from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws
 from accelsim.engines.serving._disagg import (
-    Stage,
     disaggregated_metrics,
+    disaggregated_pools,
     disaggregated_stages,
     kv_link_gbps,
 )
-from accelsim.engines.serving._inputs import draw_demand
+from accelsim.engines.serving._inputs import draw_serving_inputs
 from accelsim.engines.serving._requests import (
     budget_error,
     draw_requests,
     run_cost,
     window_usage,
 )
-from accelsim.engines.serving._setup import ServingSetup
+from accelsim.engines.serving._setup import ServingSetup, ServingUsage
+from accelsim.engines.serving._stages import Stage
 from accelsim.engines.serving._usage import replicas_per_hour
 from accelsim.engines.serving.des import (
     EventBudgetError,
@@ -70,18 +71,36 @@ def simulate_disaggregated_block(
     """Metrics of the runs ``[start, stop)`` of a disaggregated serving scenario by the
     request DES, with chips, prices and priors from ``cat``, the study's catalog."""
     draws = InputDraws(root=root, start=start, stop=stop)
-    base, prefill, decode, _ = disaggregated_stages(scenario, cat, draws)
-    drawn = draw_demand(base.work, draws)
-    hourly, burst = drawn.hourly_rps(base), drawn.burstiness
+    base, pools = disaggregated_pools(scenario, cat)
+    inputs = draw_serving_inputs(base, scenario, draws, cat, pools)
+    (prefill, decode), _ = disaggregated_stages(base, pools, inputs)
+    hourly, burst = inputs.demand.hourly_rps(base), inputs.demand.burstiness
     link = kv_link_gbps(prefill.setup, decode.setup)
-    usage = {k: np.zeros(draws.runs) for k in _USAGE}
+    cols = {k: np.zeros(draws.runs) for k in _USAGE}
     for i in range(draws.runs):
         rng = stream(root, "serving.requests", start + i)
         requests = draw_requests(base, hourly[i], float(burst[i]), rng, max_events=max_events)
         row = _simulate_run(base, (prefill, decode), i, hourly[i], requests, link, max_events)
         for key, value in row.items():
-            usage[key][i] = value
-    return disaggregated_metrics(scenario, cat, draws, base, (prefill, decode), usage), draws
+            cols[key][i] = value
+    usage = ServingUsage(
+        demand_requests=cols["demand"],
+        served_requests=cols["served"],
+        dropped_requests=cols["dropped"],
+        compliant_requests=cols["compliant"],
+        replica_hours=cols["prefill_hours"] + cols["decode_hours"],
+        replicas_peak=cols["peak"],
+        ttft_p50_s=cols["ttft_p50_s"],
+        ttft_p99_s=cols["ttft_p99_s"],
+        tpot_p50_s=cols["tpot_p50_s"],
+        tpot_p99_s=cols["tpot_p99_s"],
+        finished=cols["finished"] > 0.0,
+        stage_hours=(cols["prefill_hours"], cols["decode_hours"]),
+        stage_peaks=(cols["prefill_peak"], cols["decode_peak"]),
+    )
+    stages = (prefill, decode)
+    metrics = disaggregated_metrics(scenario, base, stages, usage, inputs, cols["kv_transfer_s"])
+    return metrics, draws
 
 
 def _plan(stage: Stage, i: int, demand: FloatArray) -> ReplicaPlan:
