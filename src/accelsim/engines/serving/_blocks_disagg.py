@@ -1,8 +1,9 @@
 """The serving request DES path for disaggregated prefill and decode pools.
 
-The fast path's draws and pools (:func:`~accelsim.engines.serving._disagg.disaggregated_stages`:
-the same two replicas per run, the same SLO capacities, so the same hourly replica plan of
-each pool), then each run's requests as the colocated request DES draws them
+The fast path's record and stages (the same
+:func:`~accelsim.engines.serving._inputs.draw_serving_inputs` over the two pools, drawn once,
+and :func:`~accelsim.engines.serving._disagg.disaggregated_stages`: the same two replicas per
+run, the same SLO capacities, so the same hourly replica plan of each pool), then each run's requests as the colocated request DES draws them
 (``stream(root, "serving.requests", run)``), each prompt's KV transfer by
 :func:`~accelsim.models.serving.kv_transfer_seconds` over
 :func:`~accelsim.engines.serving._disagg.kv_link_gbps` (the fast path's rule), and
@@ -11,7 +12,7 @@ each pool), then each run's requests as the colocated request DES draws them
 (``prefill_chunk_tokens`` applies to colocated replicas only, as in the fast path).
 
 The trace is read with the colocated DES's definitions (burst windows, TTFT and TPOT
-percentiles, served requests) and priced by
+percentiles, served requests) into the pipeline's usage record and priced by
 :func:`~accelsim.engines.serving._disagg.disaggregated_metrics`, the fast path's: the same
 metric names, each pool at its own offer. ``kv_transfer_ms`` is the mean over the run's
 requests; ``prefill_/decode_replicas_peak`` and ``replicas_peak`` (both pools at once) are
