@@ -241,3 +241,28 @@ def test_a_disaggregated_run_draws_nothing_after_its_record(
     assert drawn[0]
     assert late == []
     assert np.isfinite(metrics["usd_per_million_output_tokens"]).all()
+
+
+@pytest.mark.parametrize(("decode_chip", "stacks"), [("h200", 1), ("tpu-v6e", 2)])
+def test_the_pools_port_once_per_software_stack_and_launch_with_the_latest(
+    decode_chip: str, stacks: int
+) -> None:
+    """The pricing step over the stages' pools: engineering hours are one port per software
+    stack (H100 + H200: CUDA once; H100 + TPU v6e: CUDA and XLA), the launch is the later
+    of the two pools' (each the longer of its lead time and its port)."""
+    s = _disaggregated()
+    pools = [s.fleet[0], s.fleet[1].model_copy(update={"chip": decode_chip})]
+    s = s.model_copy(update={"fleet": pools})
+    root = np.random.SeedSequence(8)
+    metrics, _ = _disagg.simulate_serving_disaggregated(s, root, 0, 32, cat=CAT)
+    base, pools_ = disaggregated_pools(s, CAT)
+    record = draw_serving_inputs(base, s, InputDraws(root, 0, 32), CAT, pools_)
+    first, second = record.launches
+    ports = first.porting_hours + (second.porting_hours if stacks == 2 else 0.0)
+    np.testing.assert_array_equal(metrics["engineering_hours"], ports)
+    later = np.maximum(first.launch_days, second.launch_days)
+    np.testing.assert_array_equal(metrics["launch_days"], later)
+    # the decode pool's launch is the later one here (a longer lead time, and for TPU a
+    # port): the first pool's alone would not do
+    assert (metrics["launch_days"] > first.launch_days).all()
+    assert stacks == 1 or (second.porting_hours > 0.0).all()

@@ -3,8 +3,9 @@
 The fast path's record and stages (the same
 :func:`~accelsim.engines.serving._inputs.draw_serving_inputs` over the two pools, drawn once,
 and :func:`~accelsim.engines.serving._disagg.disaggregated_stages`: the same two replicas per
-run, the same SLO capacities, so the same hourly replica plan of each pool), then each run's requests as the colocated request DES draws them
-(``stream(root, "serving.requests", run)``), each prompt's KV transfer by
+run, the same SLO capacities, so the same hourly replica plan of each pool), then each
+run's requests as the colocated request DES draws them (``stream(root, "serving.requests",
+run)``), each prompt's KV transfer by
 :func:`~accelsim.models.serving.kv_transfer_seconds` over
 :func:`~accelsim.engines.serving._disagg.kv_link_gbps` (the fast path's rule), and
 :func:`accelsim.engines.serving.des.simulate_serving_disaggregated` (rules in

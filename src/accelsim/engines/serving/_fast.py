@@ -27,6 +27,10 @@ burstiness and growth (the workload). From them, per run and in one vectorised p
    the node values, every metric is the table dotted with per-run node weights summed
    over the hours, never a per-hour table lookup.
 
+Steps 3 and 4 are the one implementation of hours and windows over the stages of a layout
+(:mod:`accelsim.engines.serving._stages`): here one stage, the replica owning TTFT and TPOT;
+disaggregated prefill and decode pools (:mod:`accelsim.engines.serving._disagg`) are two.
+
 Metrics: see :func:`serving_metrics`. Usage is priced by
 :func:`~accelsim.engines.serving._priced.price_stages` (one pool), as the disaggregated path
 prices its two.

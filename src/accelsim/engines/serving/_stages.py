@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from accelsim._typing import BoolArray, FloatArray
+from accelsim._typing import BoolArray, FloatArray, IntArray
 from accelsim.engines.serving._inputs import Demand, demand_rps
 from accelsim.engines.serving._setup import (
     SECONDS_PER_HOUR,
@@ -239,7 +239,7 @@ def _accumulate(
 
 def _window(
     out: HourTotals,
-    sub: FloatArray,
+    sub: IntArray,
     requests: FloatArray,
     rate: FloatArray,
     counts: list[FloatArray],
