@@ -36,6 +36,7 @@ from accelsim.engines.serving._layout import planned_setup
 from accelsim.engines.serving._requests import (
     budget_error,
     draw_requests,
+    replica_plan,
     run_cost,
     window_usage,
 )
@@ -45,11 +46,11 @@ from accelsim.engines.serving._setup import (
     ServingUsage,
     build_replica,
 )
-from accelsim.engines.serving._usage import latency_table, replicas_per_hour
+from accelsim.engines.serving._stages import Stage, colocated_stage
+from accelsim.engines.serving._usage import latency_table
 from accelsim.engines.serving.des import (
     EventBudgetError,
     ReplicaModel,
-    ReplicaPlan,
     simulate_serving,
 )
 from accelsim.scenario import Scenario, Serving
@@ -77,16 +78,14 @@ def simulate_serving_block(
     draws = InputDraws(root=root, start=start, stop=stop)
     inputs = draw_serving_inputs(setup, scenario, draws, cat)
     replica: Replica = build_replica(setup, inputs.replicas[0])
-    slo_rps = latency_table(setup, replica).slo_load * replica.saturated_rps
+    stage = colocated_stage(setup, replica, latency_table(setup, replica))
     hourly = inputs.demand.hourly_rps(setup)
     burst = inputs.demand.burstiness
     runs = draws.runs
     cols = {k: np.zeros(runs) for k in _ROW}
     for i in range(runs):
         rng = stream(root, "serving.requests", start + i)
-        row = _simulate_run(
-            setup, replica, i, hourly[i], slo_rps[i : i + 1], float(burst[i]), rng, max_events
-        )
+        row = _simulate_run(setup, stage, i, hourly[i], float(burst[i]), rng, max_events)
         for key, value in row.items():
             cols[key][i] = value
     usage = ServingUsage(
@@ -115,10 +114,9 @@ _ROW = (
 
 def _simulate_run(
     setup: ServingSetup,
-    replica: Replica,
+    stage: Stage,
     i: int,
     demand: FloatArray,
-    slo_rps: FloatArray,
     burstiness: float,
     rng: np.random.Generator,
     max_events: int,
@@ -127,11 +125,8 @@ def _simulate_run(
     and their DES. Returns the run's row of :data:`_ROW` (requests [count], replica-hours
     [h], latencies [s], ``finished`` 0 or 1); an infeasible replica serves nothing (every
     request dropped) but is provisioned by its plan."""
-    work = setup.work
-    plan_rows = replicas_per_hour(setup, demand[None, :], slo_rps)
-    plan = ReplicaPlan(
-        plan_rows[0].astype(np.int64), cold_start_hours=work.cold_start_minutes / 60.0
-    )
+    work, replica = setup.work, stage.replica
+    plan = replica_plan(stage, i, demand)
     requests = draw_requests(setup, demand, burstiness, rng, max_events=max_events)
     demanded = float(len(requests.arrival_hours))
     if not replica.feasible[i]:

@@ -37,16 +37,15 @@ from accelsim.engines.serving._inputs import draw_serving_inputs
 from accelsim.engines.serving._requests import (
     budget_error,
     draw_requests,
+    replica_plan,
     run_cost,
     window_usage,
 )
 from accelsim.engines.serving._setup import ServingSetup, ServingUsage
 from accelsim.engines.serving._stages import Stage
-from accelsim.engines.serving._usage import replicas_per_hour
 from accelsim.engines.serving.des import (
     EventBudgetError,
     ReplicaModel,
-    ReplicaPlan,
     RequestStream,
     simulate_serving_disaggregated,
 )
@@ -105,14 +104,6 @@ def simulate_disaggregated_block(
     return metrics, draws
 
 
-def _plan(stage: Stage, i: int, demand: FloatArray) -> ReplicaPlan:
-    """Run ``i``'s hourly replicas of one pool, by the fast path's rule for that pool."""
-    slo_rps = stage.slo_load[i : i + 1] * stage.saturated_rps[i : i + 1]
-    rows = replicas_per_hour(stage.setup, demand[None, :], slo_rps)
-    cold = stage.setup.work.cold_start_minutes / 60.0
-    return ReplicaPlan(rows[0].astype(np.int64), cold_start_hours=cold)
-
-
 def _model(stage: Stage, i: int, *, decode_only: bool) -> ReplicaModel:
     rep = stage.replica
     return ReplicaModel(
@@ -136,7 +127,7 @@ def _simulate_run(
     """Run ``i``: both pools' plans for the hourly ``demand`` [1/s] and the DES of its
     requests; its usage row (keys of ``_USAGE``). An infeasible replica in either pool
     serves nothing, but both pools are provisioned by their plans."""
-    plans = (_plan(stages[0], i, demand), _plan(stages[1], i, demand))
+    plans = (replica_plan(stages[0], i, demand), replica_plan(stages[1], i, demand))
     transfer = physics.kv_transfer_seconds(
         requests.input_tokens.astype(float), base.kv_bytes_per_token, link_gbps
     )

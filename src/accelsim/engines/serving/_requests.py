@@ -18,7 +18,14 @@ from accelsim._typing import FloatArray
 from accelsim.dists import as_dist
 from accelsim.engines._memory import format_bytes, memory_limit_bytes
 from accelsim.engines.serving._setup import SECONDS_PER_HOUR, ServingSetup, token_lengths
-from accelsim.engines.serving.des import EventBudgetError, RequestStream, ServingTrace
+from accelsim.engines.serving._stages import Stage
+from accelsim.engines.serving._usage import replicas_per_hour
+from accelsim.engines.serving.des import (
+    EventBudgetError,
+    ReplicaPlan,
+    RequestStream,
+    ServingTrace,
+)
 from accelsim.errors import AccelsimError
 from accelsim.models import serving as physics
 
@@ -188,6 +195,16 @@ def window_usage(setup: ServingSetup, requests: RequestStream, trace: ServingTra
     return WindowUsage(compliant, t50, t99, p50, p99, served, float(np.count_nonzero(unserved)))
 
 
+def replica_plan(stage: Stage, i: int, demand: FloatArray) -> ReplicaPlan:
+    """Run ``i``'s hourly replicas of one stage for its hourly ``demand`` [1/s], by the fast
+    path's rule for that stage's pool, with the workload's cold start: what the request DES
+    provisions (colocated: the one stage; disaggregated: each pool)."""
+    slo_rps = stage.slo_load[i : i + 1] * stage.saturated_rps[i : i + 1]
+    rows = replicas_per_hour(stage.setup, demand[None, :], slo_rps)
+    cold = stage.setup.work.cold_start_minutes / 60.0
+    return ReplicaPlan(rows[0].astype(np.int64), cold_start_hours=cold)
+
+
 __all__ = [
     "REQUEST_BYTES",
     "RequestBudgetError",
@@ -196,6 +213,7 @@ __all__ = [
     "check_request_budget",
     "draw_requests",
     "expected_requests",
+    "replica_plan",
     "run_cost",
     "window_usage",
 ]
