@@ -35,6 +35,7 @@ from accelsim.engines.serving._inputs import draw_serving_inputs
 from accelsim.engines.serving._layout import planned_setup
 from accelsim.engines.serving._requests import (
     budget_error,
+    des_usage,
     draw_requests,
     replica_plan,
     run_cost,
@@ -43,7 +44,6 @@ from accelsim.engines.serving._requests import (
 from accelsim.engines.serving._setup import (
     Replica,
     ServingSetup,
-    ServingUsage,
     build_replica,
 )
 from accelsim.engines.serving._stages import Stage, colocated_stage
@@ -88,21 +88,7 @@ def simulate_serving_block(
         row = _simulate_run(setup, stage, i, hourly[i], float(burst[i]), rng, max_events)
         for key, value in row.items():
             cols[key][i] = value
-    usage = ServingUsage(
-        demand_requests=cols["demand"],
-        served_requests=cols["served"],
-        dropped_requests=cols["dropped"],
-        compliant_requests=cols["compliant"],
-        replica_hours=cols["hours"],
-        replicas_peak=cols["peak"],
-        ttft_p50_s=cols["ttft_p50_s"],
-        ttft_p99_s=cols["ttft_p99_s"],
-        tpot_p50_s=cols["tpot_p50_s"],
-        tpot_p99_s=cols["tpot_p99_s"],
-        finished=cols["finished"] > 0.0,
-        stage_hours=(cols["hours"],),
-        stage_peaks=(cols["peak"],),
-    )
+    usage = des_usage(cols, (cols["hours"],), (cols["peak"],))
     return serving_metrics(setup, scenario, replica, usage, inputs), draws
 
 

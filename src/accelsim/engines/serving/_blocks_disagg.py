@@ -36,12 +36,13 @@ from accelsim.engines.serving._disagg import (
 from accelsim.engines.serving._inputs import draw_serving_inputs
 from accelsim.engines.serving._requests import (
     budget_error,
+    des_usage,
     draw_requests,
     replica_plan,
     run_cost,
     window_usage,
 )
-from accelsim.engines.serving._setup import ServingSetup, ServingUsage
+from accelsim.engines.serving._setup import ServingSetup
 from accelsim.engines.serving._stages import Stage
 from accelsim.engines.serving.des import (
     EventBudgetError,
@@ -84,21 +85,8 @@ def simulate_disaggregated_block(
         row = _simulate_run(base, (prefill, decode), i, hourly[i], requests, link, max_events)
         for key, value in row.items():
             cols[key][i] = value
-    usage = ServingUsage(
-        demand_requests=cols["demand"],
-        served_requests=cols["served"],
-        dropped_requests=cols["dropped"],
-        compliant_requests=cols["compliant"],
-        replica_hours=cols["prefill_hours"] + cols["decode_hours"],
-        replicas_peak=cols["peak"],
-        ttft_p50_s=cols["ttft_p50_s"],
-        ttft_p99_s=cols["ttft_p99_s"],
-        tpot_p50_s=cols["tpot_p50_s"],
-        tpot_p99_s=cols["tpot_p99_s"],
-        finished=cols["finished"] > 0.0,
-        stage_hours=(cols["prefill_hours"], cols["decode_hours"]),
-        stage_peaks=(cols["prefill_peak"], cols["decode_peak"]),
-    )
+    hours = (cols["prefill_hours"], cols["decode_hours"])
+    usage = des_usage(cols, hours, (cols["prefill_peak"], cols["decode_peak"]))
     stages = (prefill, decode)
     metrics = disaggregated_metrics(scenario, base, stages, usage, inputs, cols["kv_transfer_s"])
     return metrics, draws
