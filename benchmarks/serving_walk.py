@@ -1,6 +1,7 @@
 """The walk of one serving study through the fast path: which modules it visits, in order.
 
-Run ``python benchmarks/serving_walk.py``. A profiler hook records the module of every
+Run ``python benchmarks/serving_walk.py`` (``--disaggregated``: a prefill + decode study,
+:func:`disaggregated`; or a scenario file). A profiler hook records the module of every
 accelsim function called (not numpy's, scipy's or pydantic's) while one chunk of
 ``examples/serve_llama70b_h100.yaml`` runs through :func:`accelsim.engines.simulate_serving_fast`
 (the study's own entry, after the scenario is validated). Consecutive calls in one module
@@ -115,9 +116,32 @@ def classify(visits: list[str]) -> tuple[int, int, int, collections.Counter[str]
     return stays, climbs, returns, back
 
 
+def disaggregated() -> acs.Scenario:
+    """The serving page's disaggregated study: Llama 3.1 70B, prefill on 64 AWS H100s and
+    decode on 32 AWS H200s, following the demand for a week."""
+    svc = acs.Serving(
+        model="llama-3.1-70b", precision="fp8", rate_rps=acs.Uniform(low=20, high=60),
+        input_tokens=acs.LogNormal(low=500, high=8000), output_tokens=200,
+        slo=acs.SLO(ttft_ms=1500, tpot_ms=60), horizon_days=7, scaling="follow_demand",
+        disaggregated=acs.Disaggregation(prefill_pool=0, decode_pool=1),
+    )  # fmt: skip
+    fleet = [
+        acs.Pool(chip="h100-sxm", count=64, provider="aws"),
+        acs.Pool(chip="h200", count=32, provider="aws"),
+    ]
+    return acs.Scenario(name="split", workload=svc, fleet=fleet)
+
+
 def main() -> None:
+    """``serving_walk.py`` walks the colocated example; ``serving_walk.py --disaggregated``
+    the disaggregated study of :func:`disaggregated`; ``serving_walk.py FILE.yaml`` a file."""
     root = Path(__file__).resolve().parents[1]
-    scenario = acs.load_scenario(root / "examples" / "serve_llama70b_h100.yaml")
+    arg = sys.argv[1] if len(sys.argv) > 1 else None
+    if arg == "--disaggregated":
+        scenario = disaggregated()
+    else:
+        scenario = acs.load_scenario(arg or root / "examples" / "serve_llama70b_h100.yaml")
+    print(f"scenario {scenario.name}")
     marked = walk(scenario)
     phases = drawing_phases(marked)
     visits = [v for v in marked if v != "|"]

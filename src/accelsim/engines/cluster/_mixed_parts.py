@@ -27,13 +27,8 @@ from accelsim.engines.serving._fast import serving_metrics
 from accelsim.engines.serving._inputs import ServingInputs, draw_serving_inputs
 from accelsim.engines.serving._layout import planned_setup
 from accelsim.engines.serving._setup import Replica, ServingSetup, build_replica
-from accelsim.engines.serving._usage import (
-    LatencyTable,
-    held_totals,
-    latency_table,
-    replicas_per_hour,
-    usage_from_totals,
-)
+from accelsim.engines.serving._stages import colocated_stage, held_totals, usage_from_totals
+from accelsim.engines.serving._usage import LatencyTable, latency_table, replicas_per_hour
 from accelsim.engines.training import _analytic as analytic
 from accelsim.errors import AccelsimError
 from accelsim.models import reliability
@@ -228,7 +223,7 @@ def plan_serving(
     assert isinstance(work, Serving)
     setup = planned_setup(part, cat)
     inputs = draw_serving_inputs(setup, part, draws, cat)
-    replica = build_replica(setup, inputs.replica)
+    replica = build_replica(setup, inputs.replicas[0])
     table = latency_table(setup, replica)
     demand = inputs.demand.hourly_rps(setup)
     planned = replicas_per_hour(setup, demand, table.slo_load * replica.saturated_rps)
@@ -308,8 +303,9 @@ def record_serving(
 def serving_metrics_held(s: ServingPlan) -> dict[str, FloatArray]:
     """The endpoint's metrics from the replicas it actually held, by the fast path's
     per-window attainment function and its one definition of each metric."""
-    totals = held_totals(s.setup, s.demand_rps, s.serving, s.burstiness, s.replica, s.table)
-    usage = usage_from_totals(s.replica, s.table, totals)
+    stages = (colocated_stage(s.setup, s.replica, s.table),)
+    totals = held_totals(s.setup, s.demand_rps, (s.serving,), s.burstiness, stages)
+    usage = usage_from_totals(stages, totals)
     full = serving_metrics(s.setup, s.part, s.replica, usage, s.inputs)
     out = {k: full[k] for k in SERVING_METRICS if k in full}
     duration = np.minimum(s.setup.horizon_hours - np.arange(s.planned.shape[1]), 1.0)

@@ -35,21 +35,22 @@ from accelsim.engines.serving._inputs import draw_serving_inputs
 from accelsim.engines.serving._layout import planned_setup
 from accelsim.engines.serving._requests import (
     budget_error,
+    des_usage,
     draw_requests,
+    replica_plan,
     run_cost,
     window_usage,
 )
 from accelsim.engines.serving._setup import (
     Replica,
     ServingSetup,
-    ServingUsage,
     build_replica,
 )
-from accelsim.engines.serving._usage import latency_table, replicas_per_hour
+from accelsim.engines.serving._stages import Stage, colocated_stage
+from accelsim.engines.serving._usage import latency_table
 from accelsim.engines.serving.des import (
     EventBudgetError,
     ReplicaModel,
-    ReplicaPlan,
     simulate_serving,
 )
 from accelsim.scenario import Scenario, Serving
@@ -76,32 +77,18 @@ def simulate_serving_block(
     setup = planned_setup(scenario, cat)
     draws = InputDraws(root=root, start=start, stop=stop)
     inputs = draw_serving_inputs(setup, scenario, draws, cat)
-    replica: Replica = build_replica(setup, inputs.replica)
-    slo_rps = latency_table(setup, replica).slo_load * replica.saturated_rps
+    replica: Replica = build_replica(setup, inputs.replicas[0])
+    stage = colocated_stage(setup, replica, latency_table(setup, replica))
     hourly = inputs.demand.hourly_rps(setup)
     burst = inputs.demand.burstiness
     runs = draws.runs
     cols = {k: np.zeros(runs) for k in _ROW}
     for i in range(runs):
         rng = stream(root, "serving.requests", start + i)
-        row = _simulate_run(
-            setup, replica, i, hourly[i], slo_rps[i : i + 1], float(burst[i]), rng, max_events
-        )
+        row = _simulate_run(setup, stage, i, hourly[i], float(burst[i]), rng, max_events)
         for key, value in row.items():
             cols[key][i] = value
-    usage = ServingUsage(
-        demand_requests=cols["demand"],
-        served_requests=cols["served"],
-        dropped_requests=cols["dropped"],
-        compliant_requests=cols["compliant"],
-        replica_hours=cols["hours"],
-        replicas_peak=cols["peak"],
-        ttft_p50_s=cols["ttft_p50_s"],
-        ttft_p99_s=cols["ttft_p99_s"],
-        tpot_p50_s=cols["tpot_p50_s"],
-        tpot_p99_s=cols["tpot_p99_s"],
-        finished=cols["finished"] > 0.0,
-    )
+    usage = des_usage(cols, (cols["hours"],), (cols["peak"],))
     return serving_metrics(setup, scenario, replica, usage, inputs), draws
 
 
@@ -113,10 +100,9 @@ _ROW = (
 
 def _simulate_run(
     setup: ServingSetup,
-    replica: Replica,
+    stage: Stage,
     i: int,
     demand: FloatArray,
-    slo_rps: FloatArray,
     burstiness: float,
     rng: np.random.Generator,
     max_events: int,
@@ -125,11 +111,8 @@ def _simulate_run(
     and their DES. Returns the run's row of :data:`_ROW` (requests [count], replica-hours
     [h], latencies [s], ``finished`` 0 or 1); an infeasible replica serves nothing (every
     request dropped) but is provisioned by its plan."""
-    work = setup.work
-    plan_rows = replicas_per_hour(setup, demand[None, :], slo_rps)
-    plan = ReplicaPlan(
-        plan_rows[0].astype(np.int64), cold_start_hours=work.cold_start_minutes / 60.0
-    )
+    work, replica = setup.work, stage.replica
+    plan = replica_plan(stage, i, demand)
     requests = draw_requests(setup, demand, burstiness, rng, max_events=max_events)
     demanded = float(len(requests.arrival_hours))
     if not replica.feasible[i]:

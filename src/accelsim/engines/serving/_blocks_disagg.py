@@ -1,9 +1,11 @@
 """The serving request DES path for disaggregated prefill and decode pools.
 
-The fast path's draws and pools (:func:`~accelsim.engines.serving._disagg.disaggregated_stages`:
-the same two replicas per run, the same SLO capacities, so the same hourly replica plan of
-each pool), then each run's requests as the colocated request DES draws them
-(``stream(root, "serving.requests", run)``), each prompt's KV transfer by
+The fast path's record and stages (the same
+:func:`~accelsim.engines.serving._inputs.draw_serving_inputs` over the two pools, drawn once,
+and :func:`~accelsim.engines.serving._disagg.disaggregated_stages`: the same two replicas per
+run, the same SLO capacities, so the same hourly replica plan of each pool), then each
+run's requests as the colocated request DES draws them (``stream(root, "serving.requests",
+run)``), each prompt's KV transfer by
 :func:`~accelsim.models.serving.kv_transfer_seconds` over
 :func:`~accelsim.engines.serving._disagg.kv_link_gbps` (the fast path's rule), and
 :func:`accelsim.engines.serving.des.simulate_serving_disaggregated` (rules in
@@ -11,7 +13,7 @@ each pool), then each run's requests as the colocated request DES draws them
 (``prefill_chunk_tokens`` applies to colocated replicas only, as in the fast path).
 
 The trace is read with the colocated DES's definitions (burst windows, TTFT and TPOT
-percentiles, served requests) and priced by
+percentiles, served requests) into the pipeline's usage record and priced by
 :func:`~accelsim.engines.serving._disagg.disaggregated_metrics`, the fast path's: the same
 metric names, each pool at its own offer. ``kv_transfer_ms`` is the mean over the run's
 requests; ``prefill_/decode_replicas_peak`` and ``replicas_peak`` (both pools at once) are
@@ -26,24 +28,25 @@ from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws
 from accelsim.engines.serving._disagg import (
-    Stage,
     disaggregated_metrics,
+    disaggregated_pools,
     disaggregated_stages,
     kv_link_gbps,
 )
-from accelsim.engines.serving._inputs import draw_demand
+from accelsim.engines.serving._inputs import draw_serving_inputs
 from accelsim.engines.serving._requests import (
     budget_error,
+    des_usage,
     draw_requests,
+    replica_plan,
     run_cost,
     window_usage,
 )
 from accelsim.engines.serving._setup import ServingSetup
-from accelsim.engines.serving._usage import replicas_per_hour
+from accelsim.engines.serving._stages import Stage
 from accelsim.engines.serving.des import (
     EventBudgetError,
     ReplicaModel,
-    ReplicaPlan,
     RequestStream,
     simulate_serving_disaggregated,
 )
@@ -70,26 +73,23 @@ def simulate_disaggregated_block(
     """Metrics of the runs ``[start, stop)`` of a disaggregated serving scenario by the
     request DES, with chips, prices and priors from ``cat``, the study's catalog."""
     draws = InputDraws(root=root, start=start, stop=stop)
-    base, prefill, decode, _ = disaggregated_stages(scenario, cat, draws)
-    drawn = draw_demand(base.work, draws)
-    hourly, burst = drawn.hourly_rps(base), drawn.burstiness
+    base, pools = disaggregated_pools(scenario, cat)
+    inputs = draw_serving_inputs(base, scenario, draws, cat, pools)
+    (prefill, decode), _ = disaggregated_stages(base, pools, inputs)
+    hourly, burst = inputs.demand.hourly_rps(base), inputs.demand.burstiness
     link = kv_link_gbps(prefill.setup, decode.setup)
-    usage = {k: np.zeros(draws.runs) for k in _USAGE}
+    cols = {k: np.zeros(draws.runs) for k in _USAGE}
     for i in range(draws.runs):
         rng = stream(root, "serving.requests", start + i)
         requests = draw_requests(base, hourly[i], float(burst[i]), rng, max_events=max_events)
         row = _simulate_run(base, (prefill, decode), i, hourly[i], requests, link, max_events)
         for key, value in row.items():
-            usage[key][i] = value
-    return disaggregated_metrics(scenario, cat, draws, base, (prefill, decode), usage), draws
-
-
-def _plan(stage: Stage, i: int, demand: FloatArray) -> ReplicaPlan:
-    """Run ``i``'s hourly replicas of one pool, by the fast path's rule for that pool."""
-    slo_rps = stage.slo_load[i : i + 1] * stage.saturated_rps[i : i + 1]
-    rows = replicas_per_hour(stage.setup, demand[None, :], slo_rps)
-    cold = stage.setup.work.cold_start_minutes / 60.0
-    return ReplicaPlan(rows[0].astype(np.int64), cold_start_hours=cold)
+            cols[key][i] = value
+    hours = (cols["prefill_hours"], cols["decode_hours"])
+    usage = des_usage(cols, hours, (cols["prefill_peak"], cols["decode_peak"]))
+    stages = (prefill, decode)
+    metrics = disaggregated_metrics(scenario, base, stages, usage, inputs, cols["kv_transfer_s"])
+    return metrics, draws
 
 
 def _model(stage: Stage, i: int, *, decode_only: bool) -> ReplicaModel:
@@ -115,7 +115,7 @@ def _simulate_run(
     """Run ``i``: both pools' plans for the hourly ``demand`` [1/s] and the DES of its
     requests; its usage row (keys of ``_USAGE``). An infeasible replica in either pool
     serves nothing, but both pools are provisioned by their plans."""
-    plans = (_plan(stages[0], i, demand), _plan(stages[1], i, demand))
+    plans = (replica_plan(stages[0], i, demand), replica_plan(stages[1], i, demand))
     transfer = physics.kv_transfer_seconds(
         requests.input_tokens.astype(float), base.kv_bytes_per_token, link_gbps
     )

@@ -27,7 +27,13 @@ burstiness and growth (the workload). From them, per run and in one vectorised p
    the node values, every metric is the table dotted with per-run node weights summed
    over the hours, never a per-hour table lookup.
 
-Metrics: see :func:`serving_metrics`. Usage is priced by :mod:`accelsim.engines._pricing`.
+Steps 3 and 4 are the one implementation of hours and windows over the stages of a layout
+(:mod:`accelsim.engines.serving._stages`): here one stage, the replica owning TTFT and TPOT;
+disaggregated prefill and decode pools (:mod:`accelsim.engines.serving._disagg`) are two.
+
+Metrics: see :func:`serving_metrics`. Usage is priced by
+:func:`~accelsim.engines.serving._priced.price_stages` (one pool), as the disaggregated path
+prices its two.
 """
 
 from __future__ import annotations
@@ -37,15 +43,15 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
-from accelsim.engines._pricing import (
-    add_serving_costs,
-    pool_billing,
-    pool_energy_kwh,
-    price_pool,
-)
 from accelsim.engines.serving._disagg import simulate_serving_disaggregated
 from accelsim.engines.serving._inputs import ServingInputs, draw_serving_inputs
 from accelsim.engines.serving._layout import planned_setup
+from accelsim.engines.serving._priced import (
+    in_order,
+    price_stages,
+    stage_chip_hours,
+    usage_metrics,
+)
 from accelsim.engines.serving._setup import (
     SECONDS_PER_HOUR,
     Replica,
@@ -54,9 +60,17 @@ from accelsim.engines.serving._setup import (
     build_replica,
     draw_replica,
 )
-from accelsim.engines.serving._usage import usage_fast
+from accelsim.engines.serving._stages import usage_fast
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario, Serving
+
+_ORDER = (
+    "replicas_peak", "replicas_mean", "chip_hours", "ttft_p50_ms", "ttft_p99_ms",
+    "tpot_p50_ms", "tpot_p99_ms", "slo_attainment", "utilization", "requests_served",
+    "requests_dropped", "output_tokens", "offline_tokens_per_s_per_chip", "chips_per_replica",
+    "finished",
+)  # fmt: skip
+"""The colocated metrics ahead of the launch and pricing ones, in the order results list them."""
 
 
 def serving_metrics(
@@ -66,19 +80,20 @@ def serving_metrics(
     usage: ServingUsage,
     inputs: ServingInputs,
 ) -> dict[str, FloatArray]:
-    """Metrics of a serving study from either engine's usage: the one definition of each.
+    """Metrics of a colocated serving study from either engine's usage: the one definition
+    of each. Pure: the run's drawn ``inputs`` give the launch (porting, days to launch) and
+    the pricing inputs.
 
-    Pure: the run's drawn ``inputs`` give the launch (porting, days to launch) and the
-    pricing inputs.
+    The pipeline's shared metrics and pricing step over the one pool
+    (:func:`~accelsim.engines.serving._priced.usage_metrics`,
+    :func:`~accelsim.engines.serving._priced.price_stages`), and:
 
     - ``chips_per_replica``: the replica size served, the user's or the automatic layout's
       (``accelsim.engines.serving._layout``).
-    - ``chip_hours``: provisioned replica-hours x chips per replica; ``replicas_mean``:
-      replica-hours / horizon; ``replicas_peak``: most replicas provisioned at once.
-    - ``slo_attainment``: compliant requests / requests that arrived (1 with no demand).
+    - ``chip_hours``: provisioned replica-hours x chips per replica.
     - ``utilization``: served requests / (replica-hours x 3600 x ``λ_sat``): the share of
       the provisioned replicas' saturated throughput that served traffic.
-    - latency percentiles [ms]: each window's percentile averaged over the served requests.
+    - ``offline_tokens_per_s_per_chip``: one replica's saturated output tokens/s per chip.
     - ``usd_per_million_output_tokens`` (``..._tokens``: input + output): TCO per million
       output (all) tokens of the served requests; where nothing is served (an infeasible
       replica, ``finished`` = 0) the whole TCO is charged to one token, never infinity.
@@ -86,43 +101,13 @@ def serving_metrics(
       software stack) + delay (the days to launch, the longer of capacity lead time and
       porting, at ``delay_usd_per_day``).
     """
-    pool, costs, launch = scenario.fleet[0], inputs.prices.costs, inputs.launch
-    chip_hours = usage.replica_hours * float(setup.chips_per_replica)
-    metrics = _usage_metrics(setup, replica, usage)
-    metrics["engineering_hours"] = launch.porting_hours
-    metrics["launch_days"] = launch.launch_days
-    # Energy at the serving draw of the chips (decode is memory-bound: below training's).
-    kwh = pool_energy_kwh(pool, inputs.prices.pool(0), chip_hours, cat=setup.cat)
-    metrics["energy_kwh"] = kwh
-    metrics["emissions_kg_co2e"] = costs.emissions_kg(kwh)
-    if pool.provider is None:
-        return metrics
-    _price(setup, scenario, inputs, metrics, (chip_hours, kwh))
-    return {
-        k: np.broadcast_to(np.asarray(v, dtype=float), (costs.runs,)) for k, v in metrics.items()
-    }
-
-
-def _usage_metrics(
-    setup: ServingSetup, replica: Replica, usage: ServingUsage
-) -> dict[str, FloatArray]:
-    """The endpoint's replicas, chip-hours, latencies [ms], SLO attainment, utilisation,
-    requests and tokens served and offline output tokens/s per chip (serving_metrics)."""
+    pools = ((0, setup),)
     chips = float(setup.chips_per_replica)
-    demand = usage.demand_requests
     served = usage.served_requests
     capacity = usage.replica_hours * SECONDS_PER_HOUR * replica.saturated_rps
-    return {
-        "replicas_peak": usage.replicas_peak,
-        "replicas_mean": usage.replica_hours / setup.horizon_hours,
-        "chip_hours": usage.replica_hours * chips,
-        "ttft_p50_ms": usage.ttft_p50_s * 1e3,
-        "ttft_p99_ms": usage.ttft_p99_s * 1e3,
-        "tpot_p50_ms": usage.tpot_p50_s * 1e3,
-        "tpot_p99_ms": usage.tpot_p99_s * 1e3,
-        "slo_attainment": np.where(
-            demand > 0.0, usage.compliant_requests / np.where(demand > 0.0, demand, 1.0), 1.0
-        ),
+    (chip_hours,) = stage_chip_hours(pools, usage)
+    own = {
+        "chip_hours": chip_hours,
         # served <= capacity on the fast path by construction (a window serves at most its
         # replicas' saturated rate), but the two are sums taken in different orders and
         # their ratio could pass 1 by an ulp; in the DES a replica may emit a little more
@@ -132,52 +117,11 @@ def _usage_metrics(
             np.minimum(served, capacity) / np.where(capacity > 0.0, capacity, 1.0),
             0.0,
         ),
-        "requests_served": served,
-        "requests_dropped": usage.dropped_requests,
-        "output_tokens": served * setup.output_mean,
         "offline_tokens_per_s_per_chip": replica.saturated_rps * setup.output_mean / chips,
-        "chips_per_replica": np.full(demand.shape, chips),
-        "finished": usage.finished.astype(float),
+        "chips_per_replica": np.full(served.shape, chips),
     }
-
-
-def _price(
-    setup: ServingSetup,
-    scenario: Scenario,
-    inputs: ServingInputs,
-    metrics: dict[str, FloatArray],
-    usage: tuple[FloatArray, FloatArray],
-) -> None:
-    """Adds the pool's prices, engineering, delay and credits, the TCO and the cost per
-    million (output) tokens to ``metrics``, from the ``(chip-hours, kWh)`` used. [USD]"""
-    pool, costs = scenario.fleet[0], inputs.prices.costs
-    chip_hours, kwh = usage
-    priced = price_pool(
-        pool,
-        inputs.prices.pool(0),
-        costs,
-        chip_hours=chip_hours,
-        held_hours=np.full(costs.runs, setup.horizon_hours),
-        kwh=kwh,
-        cat=setup.cat,
-    )
-    metrics |= priced
-    bills = (
-        [pool_billing(pool, metrics["hardware_cost_usd"], setup.horizon_hours)]
-        if scenario.credits
-        else []
-    )
-    add_serving_costs(
-        metrics,
-        scenario,
-        setup.cat,
-        costs,
-        porting_hours=inputs.launch.porting_hours,
-        launch_days=inputs.launch.launch_days,
-        bills=bills,
-        served=metrics["requests_served"],
-        tokens_per_request=(setup.input_mean, setup.output_mean),
-    )
+    metrics = usage_metrics(setup, usage) | own
+    return in_order(metrics | price_stages(setup, scenario, pools, usage, inputs), _ORDER)
 
 
 def simulate_serving_fast(
@@ -201,7 +145,7 @@ def simulate_serving_fast(
     setup = planned_setup(scenario, cat)
     draws = as_plan(root).draws(start, stop)
     inputs = draw_serving_inputs(setup, scenario, draws, cat)
-    replica = build_replica(setup, inputs.replica)
+    replica = build_replica(setup, inputs.replicas[0])
     usage = usage_fast(setup, inputs.demand, replica)
     return serving_metrics(setup, scenario, replica, usage, inputs), draws
 

@@ -2,15 +2,20 @@
 
 The serving pipeline draws in one place and then runs pure stages on the record:
 
-1. :func:`draw_serving_inputs` -> :class:`ServingInputs`: the replica's inputs
-   (:class:`~accelsim.engines.serving._setup.ReplicaInputs`), the demand (:class:`Demand`:
-   mean rate, monthly growth, burstiness) and the launch (:class:`Launch`: porting hours
-   and days to launch);
+1. :func:`draw_serving_inputs` -> :class:`ServingInputs`: per stage's pool (colocated:
+   one; disaggregated: prefill and decode) the replica's inputs
+   (:class:`~accelsim.engines.serving._setup.ReplicaInputs`) and the launch
+   (:class:`Launch`: porting hours and days to launch); the demand (:class:`Demand`: mean
+   rate, monthly growth, burstiness); the pools' prices;
 2. :func:`~accelsim.engines.serving._setup.build_replica`: memory and iteration time;
-3. :mod:`~accelsim.engines.serving._usage`: load and latency, capacity under the SLO,
-   usage (the fast path), or :mod:`~accelsim.engines.serving._blocks` (the request DES);
-4. :func:`~accelsim.engines.serving._fast.serving_metrics`: metrics and the pricing step,
-   which reads the record's :class:`~accelsim.engines._price_inputs.PriceInputs`.
+3. :mod:`~accelsim.engines.serving._usage` (colocated) or
+   :mod:`~accelsim.engines.serving._disagg` (prefill, decode): load and latency, capacity
+   under the SLO, one :class:`~accelsim.engines.serving._stages.Stage` per pool;
+4. :mod:`~accelsim.engines.serving._stages`: the hours and windows over the stages, usage
+   (the fast path), or :mod:`~accelsim.engines.serving._blocks` (the request DES);
+5. :mod:`~accelsim.engines.serving._priced`: the metrics and the pricing step over the
+   stages' pools, which reads the record's
+   :class:`~accelsim.engines._price_inputs.PriceInputs`.
 
 Only :func:`draw_serving_inputs` reads the :class:`~accelsim.engines.InputDraws`; every later
 stage is a pure function of the record. Every draw is recorded under its input name, so a
@@ -19,6 +24,7 @@ run's inputs are the same whichever builder draws them and in whatever order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,29 +135,39 @@ def draw_launch(
 
 @dataclass(frozen=True)
 class ServingInputs:
-    """Every uncertain input of a colocated serving run (arrays over the chunk's runs)."""
+    """Every uncertain input of a serving run (arrays over the chunk's runs): per stage of
+    the layout (colocated: one; disaggregated: prefill, decode) its pool's replica inputs
+    and launch, in the order of the stages; the demand; the prices of the pools used."""
 
-    replica: ReplicaInputs
+    replicas: tuple[ReplicaInputs, ...]
     demand: Demand
-    launch: Launch
+    launches: tuple[Launch, ...]
     prices: PriceInputs
 
 
 def draw_serving_inputs(
-    setup: ServingSetup, scenario: Scenario, draws: InputDraws, cat: Catalog
+    setup: ServingSetup,
+    scenario: Scenario,
+    draws: InputDraws,
+    cat: Catalog,
+    pools: Sequence[tuple[int, ServingSetup]] | None = None,
 ) -> ServingInputs:
-    """Draw a colocated serving run's inputs once: the one builder of the serving record."""
+    """Draw a serving run's inputs once: the one builder of the serving record, for either
+    layout. ``pools`` are the stages' (fleet index, setup); unset: the colocated endpoint's
+    one stage, ``(0, setup)``."""
+    stages = ((0, setup),) if pools is None else tuple(pools)
+    used = tuple(index for index, _ in stages)
     return ServingInputs(
-        replica=draw_replica_inputs(setup, draws, cat.serving_priors),
+        replicas=tuple(draw_replica_inputs(s, draws, cat.serving_priors) for _, s in stages),
         demand=draw_demand(setup.work, draws),
-        launch=draw_launch(setup, scenario, draws, cat.priors),
+        launches=tuple(draw_launch(s, scenario, draws, cat.priors, i) for i, s in stages),
         prices=draw_price_inputs(
             scenario,
             cat,
             draws,
-            used=(0,),
+            used=used,
             power=SERVING_POWER,
-            engineering=scenario.fleet[0].provider is not None,
+            engineering=all(scenario.fleet[i].provider is not None for i in used),
         ),
     )
 

@@ -44,7 +44,8 @@ from accelsim.engines.serving._setup import (
     draw_replica_inputs,
     serving_setup,
 )
-from accelsim.engines.serving._usage import hour_totals, latency_table
+from accelsim.engines.serving._stages import colocated_stage, hour_totals
+from accelsim.engines.serving._usage import latency_table
 from accelsim.models import serving as physics
 from accelsim.scenario import Scenario
 
@@ -113,7 +114,7 @@ def layout_outcomes(
         sized = with_replica_size(setup, chips, pool.count, expert_parallel)
         replica = build_replica(sized, drawn)
         table = latency_table(sized, replica)
-        totals = hour_totals(sized, load, replica, table)
+        totals = hour_totals(sized, load, (colocated_stage(sized, replica, table),))
         demand = totals.demand_requests
         compliant = np.where(replica.feasible, totals.compliant_requests, 0.0)
         share = np.divide(compliant, demand, out=np.ones_like(demand), where=demand > 0.0)

@@ -19,7 +19,8 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.catalog import Catalog
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
-from accelsim.engines.serving._disagg import disaggregated_stages
+from accelsim.engines.serving._disagg import disaggregated_pools, disaggregated_stages
+from accelsim.engines.serving._inputs import draw_serving_inputs
 from accelsim.scenario import Scenario
 
 
@@ -51,7 +52,9 @@ def pair_capacity(
     ``feasible`` (1: both pools meet their SLO bound at some rate).
     """
     draws = as_plan(root).draws(start, stop)
-    base, prefill, decode, _ = disaggregated_stages(scenario, cat, draws)
+    base, pools = disaggregated_pools(scenario, cat)
+    inputs = draw_serving_inputs(base, scenario, draws, cat, pools)
+    (prefill, decode), _ = disaggregated_stages(base, pools, inputs)
     chips = (float(prefill.setup.chips_per_replica), float(decode.setup.chips_per_replica))
     saturated = [prefill.saturated_rps, decode.saturated_rps]
     slo = [s.slo_load * s.saturated_rps for s in (prefill, decode)]

@@ -10,6 +10,8 @@ path's definitions.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -17,8 +19,20 @@ import numpy as np
 from accelsim._typing import FloatArray
 from accelsim.dists import as_dist
 from accelsim.engines._memory import format_bytes, memory_limit_bytes
-from accelsim.engines.serving._setup import SECONDS_PER_HOUR, ServingSetup, token_lengths
-from accelsim.engines.serving.des import EventBudgetError, RequestStream, ServingTrace
+from accelsim.engines.serving._setup import (
+    SECONDS_PER_HOUR,
+    ServingSetup,
+    ServingUsage,
+    token_lengths,
+)
+from accelsim.engines.serving._stages import Stage
+from accelsim.engines.serving._usage import replicas_per_hour
+from accelsim.engines.serving.des import (
+    EventBudgetError,
+    ReplicaPlan,
+    RequestStream,
+    ServingTrace,
+)
 from accelsim.errors import AccelsimError
 from accelsim.models import serving as physics
 
@@ -188,14 +202,51 @@ def window_usage(setup: ServingSetup, requests: RequestStream, trace: ServingTra
     return WindowUsage(compliant, t50, t99, p50, p99, served, float(np.count_nonzero(unserved)))
 
 
+def replica_plan(stage: Stage, i: int, demand: FloatArray) -> ReplicaPlan:
+    """Run ``i``'s hourly replicas of one stage for its hourly ``demand`` [1/s], by the fast
+    path's rule for that stage's pool, with the workload's cold start: what the request DES
+    provisions (colocated: the one stage; disaggregated: each pool)."""
+    slo_rps = stage.slo_load[i : i + 1] * stage.saturated_rps[i : i + 1]
+    rows = replicas_per_hour(stage.setup, demand[None, :], slo_rps)
+    cold = stage.setup.work.cold_start_minutes / 60.0
+    return ReplicaPlan(rows[0].astype(np.int64), cold_start_hours=cold)
+
+
+def des_usage(
+    cols: Mapping[str, FloatArray], hours: Sequence[FloatArray], peaks: Sequence[FloatArray]
+) -> ServingUsage:
+    """The pipeline's usage record of the request DES's per-run rows, for either layout:
+    ``cols`` holds ``demand``, ``served``, ``dropped``, ``compliant`` [requests], ``peak``
+    (every stage's replicas at once), the latencies ``ttft_p50_s``, ``ttft_p99_s``,
+    ``tpot_p50_s``, ``tpot_p99_s`` [s] and ``finished`` (0 or 1); ``hours`` and ``peaks``
+    are each stage's provisioned replica-hours [h] and most replicas at once."""
+    return ServingUsage(
+        demand_requests=cols["demand"],
+        served_requests=cols["served"],
+        dropped_requests=cols["dropped"],
+        compliant_requests=cols["compliant"],
+        replica_hours=functools.reduce(np.add, hours),
+        replicas_peak=cols["peak"],
+        ttft_p50_s=cols["ttft_p50_s"],
+        ttft_p99_s=cols["ttft_p99_s"],
+        tpot_p50_s=cols["tpot_p50_s"],
+        tpot_p99_s=cols["tpot_p99_s"],
+        finished=cols["finished"] > 0.0,
+        stage_hours=tuple(hours),
+        stage_peaks=tuple(peaks),
+    )
+
+
 __all__ = [
     "REQUEST_BYTES",
     "RequestBudgetError",
     "WindowUsage",
     "budget_error",
     "check_request_budget",
+    "des_usage",
     "draw_requests",
     "expected_requests",
+    "replica_plan",
     "run_cost",
     "window_usage",
 ]

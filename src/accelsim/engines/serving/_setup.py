@@ -493,6 +493,12 @@ class ServingUsage:
     tpot_p99_s: FloatArray
     finished: BoolArray
     """Feasible and every request that arrived was served."""
+    stage_hours: tuple[FloatArray, ...]
+    """Provisioned replica-hours of each stage of the layout (colocated: one; disaggregated:
+    prefill, decode), cold starts included; ``replica_hours`` is their sum. [h]"""
+    stage_peaks: tuple[FloatArray, ...]
+    """Most replicas of each stage provisioned at once; ``replicas_peak`` is the most of all
+    stages at once. [count]"""
 
 
 __all__ = [

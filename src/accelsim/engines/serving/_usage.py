@@ -1,8 +1,9 @@
-"""Serving fast path, usage: the latency table and every hour of demand summed per run.
+"""Serving fast path, usage: the latency table, the replicas per hour and the burst windows.
 
 Steps 2 to 4 of the fast path described in ``accelsim.engines.serving._fast``: the latency
-table at :data:`LOAD_NODES`, the replicas per hour, the gamma burst windows, and the
-per-run totals they give (:func:`usage_fast`).
+table at :data:`LOAD_NODES`, the replicas per hour and the gamma burst multipliers; the
+windows over the stages of a layout and the per-run totals they give are summed by
+``accelsim.engines.serving._stages`` (:func:`~accelsim.engines.serving._stages.usage_fast`).
 """
 
 from __future__ import annotations
@@ -14,13 +15,7 @@ import numpy as np
 from scipy import stats
 
 from accelsim._typing import BoolArray, FloatArray
-from accelsim.engines.serving._inputs import Demand, demand_rps
-from accelsim.engines.serving._setup import (
-    SECONDS_PER_HOUR,
-    Replica,
-    ServingSetup,
-    ServingUsage,
-)
+from accelsim.engines.serving._setup import Replica, ServingSetup
 from accelsim.models import serving as physics
 
 LOAD_NODES = np.array([0.002, 0.015, 0.04, 0.1, 0.2, 0.35, 0.55, 0.7, 0.8, 0.88, 0.94, 0.98])
@@ -39,10 +34,6 @@ METRIC_PERCENTILE = 0.99
 """The tail reported as ``*_p99_ms``."""
 
 
-_SUB_RUNS = 256
-"""Runs per pass of the hourly arrays: (runs, hours) blocks of ~1.5 MB at 30 days. In one
-block of all runs ``bench_serving_fast``'s study is 1.08x slower (paired median over 9
-rounds, 10-90 % 1.05-1.09; ``benchmarks/bench_paths.py``)."""
 RUN_BLOCK = 512
 """Runs per pass of the latency model (:func:`latency_table`): its (runs, 11 loads, 39
 prompt nodes) float64 temporaries are ~1.8 MB. In one block of all runs
@@ -224,19 +215,6 @@ def burst_multipliers(burstiness: float) -> FloatArray:
     return np.asarray(m / m.mean(), dtype=float)
 
 
-@dataclass
-class HourTotals:
-    """Per-run totals over the horizon, what the metrics are made of."""
-
-    demand_requests: FloatArray
-    served_requests: FloatArray
-    compliant_requests: FloatArray
-    replica_hours: FloatArray
-    replicas_peak: FloatArray
-    node_weights: FloatArray
-    """Served requests attributed to each load node (runs, nodes). [count]"""
-
-
 def replicas_per_hour(
     setup: ServingSetup, demand_rps: FloatArray, slo_rps: FloatArray
 ) -> FloatArray:
@@ -251,159 +229,6 @@ def replicas_per_hour(
         np.divide(demand_rps, per_replica, out=np.full(demand_rps.shape, most), where=positive)
     )
     return np.asarray(np.clip(wanted, float(work.min_replicas), most), dtype=float)
-
-
-def held_totals(
-    setup: ServingSetup,
-    demand: FloatArray,
-    serving_replicas: FloatArray,
-    burstiness: FloatArray,
-    replica: Replica,
-    table: LatencyTable,
-) -> HourTotals:
-    """The totals of :func:`hour_totals` for replicas given per hour rather than planned.
-
-    ``serving_replicas`` (runs, hours) are the replicas that actually served each hour, on
-    time average (a shared fleet may grant fewer than the plan asked for); the windows'
-    attainment, shedding and latency follow from them by the same per-window function.
-    """
-    runs, k = demand.shape[0], len(LOAD_NODES)
-    out = HourTotals(
-        demand_requests=np.zeros(runs),
-        served_requests=np.zeros(runs),
-        compliant_requests=np.zeros(runs),
-        replica_hours=np.zeros(runs),
-        replicas_peak=np.zeros(runs),
-        node_weights=np.zeros((runs, k)),
-    )
-    hours = np.arange(demand.shape[1], dtype=float)
-    duration = np.minimum(setup.horizon_hours - hours, 1.0)
-    out.replica_hours[:] = serving_replicas @ duration
-    out.replicas_peak[:] = serving_replicas.max(axis=1)
-    periods = [(np.broadcast_to(duration, demand.shape), serving_replicas)]
-    _accumulate(out, slice(0, runs), demand, periods, burstiness, replica, table)
-    return out
-
-
-def hour_totals(
-    setup: ServingSetup, drawn: Demand, replica: Replica, table: LatencyTable
-) -> HourTotals:
-    """Sum every hour (and burst quantile) of the horizon into per-run totals."""
-    rate_rps, growth, burstiness = drawn.rate_rps, drawn.growth_per_month, drawn.burstiness
-    runs, k = len(rate_rps), len(LOAD_NODES)
-    out = HourTotals(
-        demand_requests=np.zeros(runs),
-        served_requests=np.zeros(runs),
-        compliant_requests=np.zeros(runs),
-        replica_hours=np.zeros(runs),
-        replicas_peak=np.zeros(runs),
-        node_weights=np.zeros((runs, k)),
-    )
-    h = np.arange(setup.hours, dtype=float)
-    duration = np.minimum(setup.horizon_hours - h, 1.0)
-    if setup.hours > 48 and not np.any(growth):
-        # Without growth the demand repeats every day, and so do the replicas (a function of
-        # the demand): the first day (warm start) and one generic day, each hour weighted by
-        # the time it stands for, give the same sums as every hour. Exact, ~15x less work.
-        cell = np.where(h < 24, h, 24 + h % 24).astype(np.int64)
-        duration = np.bincount(cell, duration, minlength=48)
-        h = np.arange(48, dtype=float)
-    cold = min(setup.work.cold_start_minutes / 60.0, 1.0)
-    sat = replica.saturated_rps
-    slo_rps = table.slo_load * sat
-    for a in range(0, runs, _SUB_RUNS):
-        b = min(a + _SUB_RUNS, runs)
-        sl = slice(a, b)
-        demand = demand_rps(setup, rate_rps[sl], growth[sl], h)  # (runs, hours) [1/s]
-        replicas = replicas_per_hour(setup, demand, slo_rps[sl])
-        out.replica_hours[sl] = replicas @ duration
-        out.replicas_peak[sl] = replicas.max(axis=1)
-        # (share of the hour, replicas serving it): the whole hour at this hour's replicas,
-        # except that after a scale-up the first cold-start share runs on the previous ones.
-        periods = [(np.broadcast_to(duration, demand.shape), replicas)]
-        if cold > 0.0 and setup.work.scaling == "follow_demand":
-            before = np.concatenate([replicas[:, :1], replicas[:, :-1]], axis=1)
-            rising = replicas > before
-            periods = [
-                (duration * np.where(rising, 1.0 - cold, 1.0), replicas),
-                (duration * np.where(rising, cold, 0.0), before),
-            ]
-        _accumulate(out, sl, demand, periods, burstiness, replica, table)
-    return out
-
-
-def _accumulate(
-    out: HourTotals,
-    sl: slice,
-    demand: FloatArray,
-    periods: list[tuple[FloatArray, FloatArray]],
-    burstiness: FloatArray,
-    replica: Replica,
-    table: LatencyTable,
-) -> None:
-    """Add the runs ``sl``'s windows to ``out``: a window's load ``x`` (share of the
-    replicas' ``λ_sat``) is served up to the sustained load (the rest shed), compliant
-    within the SLO capacity, and read off the latency table at ``min(x, sustained)``."""
-    sat = replica.saturated_rps[sl]
-    slo_load, most = table.slo_load[sl], table.sustained_load[sl]
-    bursts = burstiness[sl]
-    for value in np.unique(bursts):
-        mask = bursts == value
-        rows = slice(None) if mask.all() else mask
-        for m in burst_multipliers(float(value)):
-            weight = 1.0 / (BURST_POINTS if value > 1.0 else 1)
-            for hours, replicas in periods:
-                requests = demand[rows] * (SECONDS_PER_HOUR * m * weight) * hours[rows]
-                capacity = replicas[rows] * sat[rows, None]
-                x = np.divide(
-                    demand[rows] * m,
-                    capacity,
-                    out=np.full(requests.shape, np.inf),
-                    where=capacity > 0.0,
-                )
-                held = most[rows, None]
-                served = requests * np.minimum(1.0, held / np.maximum(x, 1e-300))
-                compliant = requests * (x <= slo_load[rows, None])
-                sub = (
-                    np.flatnonzero(mask) + sl.start
-                    if not mask.all()
-                    else np.arange(sl.start, sl.stop)
-                )
-                out.node_weights[sub] += node_weights(np.minimum(x, held), served)
-                out.demand_requests[sub] += requests.sum(axis=1)
-                out.served_requests[sub] += served.sum(axis=1)
-                out.compliant_requests[sub] += compliant.sum(axis=1)
-
-
-def usage_fast(setup: ServingSetup, demand: Demand, replica: Replica) -> ServingUsage:
-    """The fast path's usage: latency table, then every hour summed (module docstring)."""
-    table = latency_table(setup, replica)
-    return usage_from_totals(replica, table, hour_totals(setup, demand, replica, table))
-
-
-def usage_from_totals(replica: Replica, table: LatencyTable, totals: HourTotals) -> ServingUsage:
-    """The usage record of the hours' totals: latency percentiles averaged over the served
-    requests, attainment, and ``finished`` (feasible, every request served)."""
-    served = totals.node_weights.sum(axis=1)
-    share = totals.node_weights / np.where(served > 0.0, served, 1.0)[:, None]
-
-    def mean_over_requests(values: FloatArray) -> FloatArray:
-        # nothing served (an infeasible replica): 0, flagged by finished = 0
-        return np.where(replica.feasible, np.einsum("rk,rk->r", share, values), 0.0)
-
-    return ServingUsage(
-        demand_requests=totals.demand_requests,
-        served_requests=totals.served_requests,
-        dropped_requests=shed(totals.served_requests, totals.demand_requests),
-        compliant_requests=np.where(replica.feasible, totals.compliant_requests, 0.0),
-        replica_hours=totals.replica_hours,
-        replicas_peak=totals.replicas_peak,
-        ttft_p50_s=mean_over_requests(table.ttft_p50_s),
-        ttft_p99_s=mean_over_requests(table.ttft_p99_s),
-        tpot_p50_s=mean_over_requests(table.tpot_p50_s),
-        tpot_p99_s=mean_over_requests(table.tpot_p99_s),
-        finished=replica.feasible & all_served(totals.served_requests, totals.demand_requests),
-    )
 
 
 def shed(served: FloatArray, demand: FloatArray) -> FloatArray:
@@ -423,17 +248,12 @@ __all__ = [
     "BURST_POINTS",
     "LOAD_NODES",
     "METRIC_PERCENTILE",
-    "HourTotals",
     "LatencyTable",
     "all_served",
     "burst_multipliers",
-    "held_totals",
-    "hour_totals",
     "latency_table",
     "node_weights",
     "replicas_per_hour",
     "shed",
     "slo_load_from_margin",
-    "usage_fast",
-    "usage_from_totals",
 ]
