@@ -195,24 +195,8 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     pool = scenario.fleet[0]
     chip = cat.chip(pool.chip)
     chips = work.replica_chips(chip, pool.count, cat=cat)
-    preset = work.preset_in(cat)
-    kv_precision = work.kv_precision or cat.serving_priors.kv_precision_for(work.precision)
-    kv_value_bytes = catalog.BYTES_PER_VALUE[kv_precision]
-    widths = preset.attention_widths() if preset is not None else work.attention_widths()
-    if preset is not None:
-        kv_bytes = preset.kv_bytes_per_token(kv_value_bytes)
-        active = preset.active_params
-        layers, d_model = float(preset.layers), float(preset.d_model)
-        max_tokens = float(preset.max_context)
-    else:
-        layers, d_model = float(work.layers or 0), float(work.d_model or 0)
-        kv_bytes = float(
-            physics.kv_bytes_per_token(
-                layers, work.kv_heads or 0, work.head_dim or 0, kv_value_bytes
-            )
-        )
-        active = work.active_params or work.total_params_in(cat)
-        max_tokens = math.inf
+    arch = _architecture(work, cat)
+    layers, d_model, max_tokens = arch.layers, arch.d_model, arch.max_tokens
     horizon = work.horizon_days * HOURS_PER_DAY
     profile = np.ones(24) if work.daily_profile is None else np.array(work.daily_profile)
     input_mean, input_variance, input_third, input_fourth = _length_moments(
@@ -237,21 +221,61 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         output_mean=_length_moments(as_dist(work.output_tokens), max_tokens)[0],
         max_tokens=max_tokens,
         weight_bytes=work.weight_bytes(cat),
-        kv_bytes_per_token=kv_bytes,
-        active_params=float(active),
+        kv_bytes_per_token=arch.kv_bytes_per_token,
+        active_params=arch.active_params,
         total_params=work.total_params_in(cat),
-        layers=float(layers),
-        d_model=float(d_model),
+        layers=layers,
+        d_model=d_model,
         peak_tflops=chip.peak_tflops(work.precision),
         ttft_s=work.slo.ttft_ms / 1e3,
         tpot_s=work.slo.tpot_ms / 1e3,
         percentile=work.slo.percentile / 100.0,
         windows_per_hour=round(60.0 / work.burst_window_minutes),
-        attention=physics.attention_flops_per_context_token(
-            d_model=d_model, layers=layers, **widths
-        ),
-        kv_heads=preset.kv_cache_heads() if preset is not None else work.kv_heads,
+        attention=arch.attention,
+        kv_heads=arch.kv_heads,
     )
+
+
+@dataclass(frozen=True)
+class _Architecture:
+    """What the serving physics reads of a model: its preset's, or the scenario's own."""
+
+    layers: float
+    d_model: float
+    active_params: float
+    kv_bytes_per_token: float
+    """KV-cache bytes per token of the whole model, at the KV precision. [B]"""
+    max_tokens: float
+    """Longest context (inf for an explicit architecture). [tokens]"""
+    attention: physics.AttentionFlops
+    kv_heads: int | None
+
+
+def _architecture(work: Serving, cat: Catalog) -> _Architecture:
+    """The model's layers, widths, KV bytes per token (at the KV precision: the scenario's,
+    else the serving priors' rule for the weights' precision) and attention FLOPs."""
+    preset = work.preset_in(cat)
+    kv_precision = work.kv_precision or cat.serving_priors.kv_precision_for(work.precision)
+    kv_value_bytes = catalog.BYTES_PER_VALUE[kv_precision]
+    widths = preset.attention_widths() if preset is not None else work.attention_widths()
+    if preset is not None:
+        layers, d_model = float(preset.layers), float(preset.d_model)
+        kv_bytes = float(preset.kv_bytes_per_token(kv_value_bytes))
+        active = float(preset.active_params)
+        max_tokens = float(preset.max_context)
+        kv_heads = preset.kv_cache_heads()
+    else:
+        layers, d_model = float(work.layers or 0), float(work.d_model or 0)
+        kv_bytes = float(
+            physics.kv_bytes_per_token(
+                layers, work.kv_heads or 0, work.head_dim or 0, kv_value_bytes
+            )
+        )
+        active = float(work.active_params or work.total_params_in(cat))
+        max_tokens = math.inf
+        kv_heads = work.kv_heads
+    attention = physics.attention_flops_per_context_token(d_model=d_model, layers=layers, **widths)
+    return _Architecture(layers, d_model, active, kv_bytes, max_tokens, attention, kv_heads)
 
 
 @dataclass(frozen=True)
@@ -398,12 +422,7 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
     held = replica_weight_bytes(
         setup.weight_bytes, setup.chips_per_replica, setup.experts, setup.expert_parallel
     )
-    if inputs.memory_share is not None:
-        share = inputs.memory_share
-    elif inputs.kv_share is not None:
-        share = (held + inputs.kv_share * (hbm - held)) / hbm
-    else:
-        raise ValueError("a replica's inputs hold memory_share or kv_share; got neither")
+    share = _memory_share(inputs, hbm, held)
     ranks = scheduler_ranks(setup.chips_per_replica, setup.experts, setup.expert_parallel)
     # each running sequence takes one token of a chunked iteration's budget (vLLM refuses
     # max_num_seqs > max_num_batched_tokens); an expert-parallel replica runs one scheduler
@@ -417,22 +436,7 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         setup.experts,
         setup.expert_parallel,
     )
-    iteration = physics.iteration_cost(
-        active_params=setup.active_params,
-        total_params=setup.total_params,
-        layers=setup.layers,
-        d_model=setup.d_model,
-        weight_bytes=setup.weight_bytes,
-        kv_bytes_per_token=kv_bytes,
-        chips=chips,
-        peak_tflops=setup.peak_tflops,
-        hbm_tbps=chip.hbm_tbps,
-        interconnect_gbps=chip.interconnect_gbps,
-        efficiency=inputs.efficiency,
-        overhead_seconds=inputs.overhead_seconds,
-        overlap=inputs.overlap,
-        attention=setup.attention,
-    )
+    iteration = _iteration_cost(setup, inputs, kv_bytes)
     step = _expert_step_tokens(setup, hbm, held, share, max_batch, chunk)
     layout = replica_layout_physics(
         iteration,
@@ -460,6 +464,39 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         feasible=np.asarray(limit >= 1.0),
         prefill_chunk_tokens=chunk,
     )
+
+
+def _iteration_cost(
+    setup: ServingSetup, inputs: ReplicaInputs, kv_bytes: FloatArray | float
+) -> physics.IterationCost:
+    """The replica's iteration coefficients at its drawn efficiency, overhead and overlap,
+    ``kv_bytes`` [B] the KV cache a chip holds per token (with its tensor-parallel copies)."""
+    return physics.iteration_cost(
+        active_params=setup.active_params,
+        total_params=setup.total_params,
+        layers=setup.layers,
+        d_model=setup.d_model,
+        weight_bytes=setup.weight_bytes,
+        kv_bytes_per_token=kv_bytes,
+        chips=float(setup.chips_per_replica),
+        peak_tflops=setup.peak_tflops,
+        hbm_tbps=setup.chip.hbm_tbps,
+        interconnect_gbps=setup.chip.interconnect_gbps,
+        efficiency=inputs.efficiency,
+        overhead_seconds=inputs.overhead_seconds,
+        overlap=inputs.overlap,
+        attention=setup.attention,
+    )
+
+
+def _memory_share(inputs: ReplicaInputs, hbm: float, held: FloatArray | float) -> FloatArray:
+    """The share of the replica's memory ``hbm`` [B] for weights plus KV cache: drawn, or
+    from the drawn share ``kv_share`` of what the held weights [B] leave (a pool's role)."""
+    if inputs.memory_share is not None:
+        return np.asarray(inputs.memory_share, dtype=float)
+    if inputs.kv_share is not None:
+        return np.asarray((held + inputs.kv_share * (hbm - held)) / hbm, dtype=float)
+    raise ValueError("a replica's inputs hold memory_share or kv_share; got neither")
 
 
 def draw_replica(setup: ServingSetup, draws: InputDraws, serving: ServingPriors) -> Replica:
