@@ -37,8 +37,8 @@ _EVERY = "every engine"
 _REPLICA_FIELDS = (
     "kind", "model", "params", "active_params", "layers", "d_model", "kv_heads", "head_dim",
     "attention_heads", "full_attention_layers", "kv_lora_rank", "qk_rope_head_dim",
-    "qk_nope_head_dim", "v_head_dim", "precision", "kv_precision", "chips_per_replica", "kv_share", "max_batch",
-    "prefill_chunk_tokens",
+    "qk_nope_head_dim", "v_head_dim", "precision", "kv_precision", "chips_per_replica",
+    "kv_share", "max_batch", "prefill_chunk_tokens",
 )  # fmt: skip
 _DEMAND_FIELDS = (
     "rate_rps", "daily_profile", "burstiness", "burst_window_minutes", "growth_per_month",
