@@ -66,7 +66,7 @@ def tpot_mixture_quantiles(
     node's survival is at most ``1 − q``) by Newton's method on ``log G``, safeguarded.
     Nodes with one output token (no gap) have TPOT
     0, as the request DES reports them. With one node this is :func:`tpot_quantiles`'s
-    law (tested to 1e-9 relative).
+    law (tested to 1e-5 relative, the single precision of its mixture recursion).
     """
     nodes, weights = _f(out_nodes), _f(out_weights)
     gaps = np.maximum(nodes - 1.0, 1.0)
