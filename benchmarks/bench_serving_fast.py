@@ -45,13 +45,13 @@ PROFILE += [1.6, 1.6, 1.55, 1.5, 1.4, 1.35, 1.3, 1.25, 1.15, 1.0, 0.8, 0.6]
 
 
 def _scenario(**changes: Any) -> acs.Scenario:
+    changes = {"output_tokens": 300, **changes}
     svc = acs.Serving(
         model="llama-3.1-70b",
         precision="fp8",
         rate_rps=acs.LogNormal(low=120, high=300),
         daily_profile=PROFILE,
         input_tokens=acs.LogNormal(low=200, high=4000),
-        output_tokens=300,
         slo=acs.SLO(ttft_ms=2000, tpot_ms=100),
         chips_per_replica=4,
         horizon_days=30,
@@ -85,6 +85,9 @@ def test_thirty_day_hourly_study_runs_per_second(
         ),
         "fixed fleet, 5 %/month growth": _scenario(growth_per_month=0.05),
         "fixed fleet, prefill-first": _scenario(prefill_chunk_tokens=0),
+        "fixed fleet, LogNormal(50, 1000) outputs": _scenario(
+            output_tokens=acs.LogNormal(low=50, high=1000)
+        ),
     }
     rates = {name: _runs_per_cpu_second(s) for name, s in cases.items()}
     benchmark.extra_info.update({f"{k} runs/s": round(v) for k, v in rates.items()})

@@ -193,6 +193,8 @@ def replica_capacity(
         input_fourth_moment=setup.input_fourth_moment,
         input_nodes=setup.input_nodes,
         input_weights=setup.input_weights,
+        output_nodes=setup.output_nodes,
+        output_weights=setup.output_weights,
     )
     per_chip = setup.output_mean / setup.chips_per_replica
     runs = draws.runs

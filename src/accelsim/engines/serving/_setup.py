@@ -138,6 +138,11 @@ class ServingSetup:
     kv_heads: int | None = None
     """Heads tensor parallelism splits the KV cache by (1 under MLA; None: unknown, an even
     split). [count]"""
+    output_nodes: FloatArray | None = None
+    """Output lengths at the nodes of the law (as :attr:`input_nodes`), or None for a fixed
+    length: the fast path's TPOT quantiles are then those of the mean output. [tokens]"""
+    output_weights: FloatArray | None = None
+    """Probabilities of :attr:`output_nodes` (sum 1), or None. [fraction]"""
 
 
 def token_lengths(value: Dist, uniforms: FloatArray, max_tokens: float) -> FloatArray:
@@ -203,6 +208,10 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         as_dist(work.input_tokens), max_tokens
     )
     input_nodes, input_weights = length_nodes(as_dist(work.input_tokens), max_tokens)
+    output_law = as_dist(work.output_tokens)
+    output_nodes, output_weights = (
+        (None, None) if isinstance(output_law, Fixed) else length_nodes(output_law, max_tokens)
+    )
     return ServingSetup(
         work=work,
         cat=cat,
@@ -218,7 +227,9 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         input_fourth_moment=input_fourth,
         input_nodes=input_nodes,
         input_weights=input_weights,
-        output_mean=_length_moments(as_dist(work.output_tokens), max_tokens)[0],
+        output_mean=_length_moments(output_law, max_tokens)[0],
+        output_nodes=output_nodes,
+        output_weights=output_weights,
         max_tokens=max_tokens,
         weight_bytes=work.weight_bytes(cat),
         kv_bytes_per_token=arch.kv_bytes_per_token,

@@ -182,6 +182,8 @@ def _table_rows(
         "input_nodes": setup.input_nodes,
         "input_weights": setup.input_weights,
     }
+    if setup.output_nodes is not None and setup.output_weights is not None:
+        prompts |= {"output_nodes": setup.output_nodes, "output_weights": setup.output_weights}
     tail = _rising(
         physics.latency_under_load(cost, loads, inp, out, limit, METRIC_PERCENTILE, **prompts)
     )

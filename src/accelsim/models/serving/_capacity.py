@@ -51,6 +51,8 @@ def slo_capacity_rps(
     input_fourth_moment: ArrayLike | None = None,
     input_nodes: ArrayLike | None = None,
     input_weights: ArrayLike | None = None,
+    output_nodes: ArrayLike | None = None,
+    output_weights: ArrayLike | None = None,
 ) -> SloCapacity:
     """Largest Poisson rate one replica serves with TTFT and TPOT within bounds at a percentile.
 
@@ -69,10 +71,11 @@ def slo_capacity_rps(
     percentile : array_like, optional
         Percentile the bounds apply at (MLPerf: 0.99). [fraction]
     prefill_chunk_tokens, input_variance, input_third_moment, input_fourth_moment : optional
-    input_nodes, input_weights : optional
-        The scheduler's prefill chunk and the prompt-length law (central moments, or
-        nodes and their probabilities), as in :func:`latency_under_load`. [tokens],
-        [tokens²], [tokens³], [tokens⁴], [tokens], [–]
+    input_nodes, input_weights, output_nodes, output_weights : optional
+        The scheduler's prefill chunk, the prompt-length law (central moments, or
+        nodes and their probabilities) and the output-length law's nodes, as in
+        :func:`latency_under_load`. [tokens], [tokens²], [tokens³], [tokens⁴], [tokens],
+        [–], [tokens], [–]
     Returns
     -------
     SloCapacity
@@ -111,6 +114,8 @@ def slo_capacity_rps(
             input_fourth_moment=input_fourth_moment,
             input_nodes=input_nodes,
             input_weights=input_weights,
+            output_nodes=output_nodes,
+            output_weights=output_weights,
         )
         ok = (~lat.saturated) & (lat.ttft_tail_s <= ttft_bound) & (lat.tpot_tail_s <= tpot_bound)
         return np.asarray(ok, dtype=np.bool_)

@@ -24,6 +24,7 @@ from accelsim.models.serving._interference import (
     tpot_quantiles,
 )
 from accelsim.models.serving._iteration import IterationCost, _f, iteration_seconds
+from accelsim.models.serving._output_law import tpot_mixture_quantiles
 from accelsim.models.serving._prefill_queue import Pieces, prompt_pieces
 
 # Newton steps at most for the MoE sides of the iteration fixed point, started above the root
@@ -38,9 +39,14 @@ def _iteration_root(
     out: FloatArray,
     prefill_share: ArrayLike = 1.0,
     decode_share: ArrayLike = 1.0,
+    lived: ArrayLike | None = None,
 ) -> tuple[FloatArray, BoolArray]:
     """Steady-state iteration time T = f(T) under load with no batch limit, and whether a
     root exists (else the work arriving exceeds the replica at any batch).
+
+    ``lived`` is the output length a decoding sequence's request has, length-biased,
+    ``E[out²]/E[out]`` (None: ``out``, every request of the mean length): a decode
+    iteration's mean context is ``in + lived/2``. [tokens]
 
     ``prefill_share`` is 1 where the prompts' tokens are averaged into every iteration and
     0 where the iterations only decode (a disaggregated decode replica; the colocated
@@ -60,7 +66,7 @@ def _iteration_root(
     function Newton from the right of the root decreases monotonically to it, with
     quadratic convergence (tested against a 200-step bisection to 1e-12 relative).
     """
-    ctx = inp + out / 2.0
+    ctx = inp + (out if lived is None else _f(lived)) / 2.0
     share = _f(prefill_share)
     s = np.maximum(_f(decode_share), 1e-12)
     token_rate = rate * (share * inp + out)
@@ -161,6 +167,7 @@ def _decode_fixed_point(
     p_values: FloatArray,
     p_probs: FloatArray,
     admit: ArrayLike = 1.0,
+    lived: ArrayLike | None = None,
 ) -> tuple[FloatArray, BoolArray, tuple[FloatArray, FloatArray, FloatArray], Pieces]:
     """Mean TPOT of a colocated replica whose prompts interfere with its decoding.
 
@@ -185,13 +192,14 @@ def _decode_fixed_point(
     alone fill the replica) or ``L < 1`` overflows. Prefill-first, the prompts that arrive
     during one iteration are prefilled together, as the request DES does, so ``x`` is
     solved twice: alone, then with the part an iteration pays once shared by the prompts
-    per prefill iteration at the first ``T`` (:func:`_batched_stalls`).
+    per prefill iteration at the first ``T`` (:func:`_batched_stalls`). ``lived``: the
+    length-biased output (:func:`_iteration_root`; None: ``out``).
     """
-    ctx = inp + out / 2.0
+    ctx = inp + (out if lived is None else _f(lived)) / 2.0
     chunked = np.any(chunk > 0.0)
     cap = np.maximum(limit - 1.0, 0.0)
     if chunked:
-        mean_field, averaged_stable = _iteration_root(cost, rate, inp, out)
+        mean_field, averaged_stable = _iteration_root(cost, rate, inp, out, lived=lived)
         # Sequences decoding beside a prompt: at most the limit less the prompt's slot.
         decoding = np.where(averaged_stable, np.minimum(rate * out * mean_field, cap), cap)
         averaged_overflow = ~averaged_stable
@@ -207,7 +215,9 @@ def _decode_fixed_point(
     )
     moments = interference_moments(x, p_probs)
     busy = _f(admit) * rate * moments[0]
-    root, stable = _iteration_root(cost, rate, inp, out, prefill_share=0.0, decode_share=1.0 - busy)
+    root, stable = _iteration_root(
+        cost, rate, inp, out, prefill_share=0.0, decode_share=1.0 - busy, lived=lived
+    )
     first = _f(chunk) <= 0.0  # prefill-first cells (a chunked one keeps its steps)
     if np.any(first):
         batched = _batched_stalls(cost, p_values, x, _f(admit) * rate, np.where(stable, root, 0.0))
@@ -215,7 +225,7 @@ def _decode_fixed_point(
         moments = interference_moments(x, p_probs)
         busy = _f(admit) * rate * moments[0]
         root, stable = _iteration_root(
-            cost, rate, inp, out, prefill_share=0.0, decode_share=1.0 - busy
+            cost, rate, inp, out, prefill_share=0.0, decode_share=1.0 - busy, lived=lived
         )
     within = stable & (root * rate * out <= cap)
     full = np.maximum(limit, 1.0)
@@ -265,6 +275,7 @@ def _tpot_under_load(
     phases: tuple[FloatArray, FloatArray, FloatArray],
     seen: FloatArray,
     slots: FloatArray,
+    out_law: tuple[FloatArray, FloatArray] | None = None,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """TPOT p50 and tail of a request and the decode batch's tail quantile it takes.
 
@@ -292,6 +303,12 @@ def _tpot_under_load(
     ``λ·(E[W] + D)``, 0.74-2.24. Against the request DES on those runs the TPOT p99 went
     from 1.7-2.1x the fast path's to 0.92-1.04x
     (``tests/agreement/test_serving_tpot_prefill_heavy_agree.py``).
+
+    ``out_law`` (the output law's nodes and weights, last axis; None: every request has the
+    mean output ``out``): a request of ``n`` tokens has ``n − 1`` gaps, the Poisson part of
+    its count scales with them, and the quantiles are those of the mixture over the nodes
+    (:func:`~._output_law.tpot_mixture_quantiles`); the decode batch stays Little's law's
+    at the mean output.
     """
     w1, w2, w3 = wait
     p1, r1, r2 = phases
@@ -313,15 +330,27 @@ def _tpot_under_load(
     # The decode batch of Little's law over that window, the others at most L − 1.
     batch = np.maximum(np.minimum(rate * out * t_req, full_slots - 1.0), seen)
     tail_batch = np.minimum(1.0 + poisson_quantile(q, np.maximum(batch, 1e-12)), full_slots)
-    p50, tail = tpot_quantiles(
-        iteration_seconds(cost, 1.0 + batch, 0.0, (1.0 + batch) * ctx, 0.0),
-        iteration_seconds(cost, tail_batch, 0.0, tail_batch * ctx, 0.0),
-        (c1, c2, c3),
-        none,
-        z_moments,
-        gaps,
-        q,
-    )
+    decode_p50 = iteration_seconds(cost, 1.0 + batch, 0.0, (1.0 + batch) * ctx, 0.0)
+    decode_tail = iteration_seconds(cost, tail_batch, 0.0, tail_batch * ctx, 0.0)
+    if out_law is not None:
+        # Per node of the output law (last axis): the count's Poisson part scales with the
+        # node's gaps, the wait and own-prefill parts do not.
+        node_gaps = np.maximum(_f(out_law[0]) - 1.0, 1.0)
+        node_roots = (lam * t * free)[..., None] * node_gaps + (lam * own)[..., None]
+        n1 = node_roots + (lam * w1)[..., None]
+        n2 = n1 + (lam**2 * var_w)[..., None]
+        n3 = n1 + (3.0 * lam**2 * var_w + lam**3 * k3_w)[..., None]
+        p50, tail = tpot_mixture_quantiles(
+            (decode_p50, decode_tail),
+            (n1, n2, n3),
+            np.exp(-node_roots) * no_arrival[..., None],
+            z_moments,
+            _f(out_law[0]),
+            _f(out_law[1]),
+            q,
+        )
+        return p50, tail, tail_batch
+    p50, tail = tpot_quantiles(decode_p50, decode_tail, (c1, c2, c3), none, z_moments, gaps, q)
     return p50, tail, tail_batch
 
 
@@ -363,16 +392,18 @@ def _decode_state(
     prefill_chunk_tokens: ArrayLike,
     p_values: FloatArray,
     p_probs: FloatArray,
+    lived: FloatArray | None = None,
 ) -> _DecodeState:
     """The decode fixed point (:func:`~._decode._decode_fixed_point`), the admissions that
-    land beside a decoding sequence and the batches that follow from them."""
+    land beside a decoding sequence and the batches that follow from them (``lived``: the
+    length-biased output, :func:`_iteration_root`; None: the mean)."""
     rate = np.maximum(_f(rate_rps), 1e-300)
     inp, out, limit = _f(input_tokens), _f(output_tokens), _f(batch_limit)
-    ctx = inp + out / 2.0
+    ctx = inp + (out if lived is None else lived) / 2.0
     full_slots = np.maximum(limit, 1.0)
     admit = _admission_share(cost, rate, out, ctx, full_slots)
     t, overflow, x_moments, node_pieces = _decode_fixed_point(
-        cost, rate, inp, out, limit, _f(prefill_chunk_tokens), p_values, p_probs, admit
+        cost, rate, inp, out, limit, _f(prefill_chunk_tokens), p_values, p_probs, admit, lived
     )
     chunk = np.where(node_pieces.chunked, node_pieces.chunk, 0.0)
     batch = np.minimum(rate * out * t, full_slots)

@@ -337,12 +337,17 @@ def _with_admission(
 
 
 def _tpot(
-    s: _DecodeState, prefill: _OwnPrefill, queue: _PrefillWait, q: FloatArray
+    s: _DecodeState,
+    prefill: _OwnPrefill,
+    queue: _PrefillWait,
+    q: FloatArray,
+    out_law: tuple[FloatArray, FloatArray] | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """TPOT p50 and tail (:func:`~._decode._tpot_under_load`), none longer (chunked) than an
     iteration with a full chunk beside the tail batch, its prompt tokens attending to a
     prompt token's mean context E[P²]/(2·E[P]): a request's TPOT averages its iterations,
-    so the interference's tail cannot pass it."""
+    so the interference's tail cannot pass it. ``out_law``: the output law's nodes and
+    weights (None: the mean output)."""
     kept, wait = queue.kept, queue.wait
     p50, tail, tail_batch = _tpot_under_load(
         s.cost,
@@ -359,6 +364,7 @@ def _tpot(
         phases=queue.phases,
         seen=s.seen,
         slots=s.slots,
+        out_law=out_law,
     )
     p_values, p_probs = s.p_values, s.p_probs
     reach = weighted_sum(p_values * p_values, p_probs) / (2.0 * weighted_sum(p_values, p_probs))

@@ -152,19 +152,7 @@ def tpot_quantiles(
     (:func:`wait_mixture_quantiles`), the tail at the batch's tail quantile (an upper
     estimate: a request's TPOT averages its iterations).
     """
-    c1, c2, c3 = (np.maximum(_f(c), 0.0) for c in counts)
-    mu1, mu2, mu3 = moments
-    var = np.maximum(mu2 - mu1 * mu1, 0.0)
-    skew = mu3 - 3.0 * mu1 * mu2 + 2.0 * mu1**3
-    k1 = c1 * mu1
-    k2 = c1 * var + c2 * mu1 * mu1
-    k3 = c1 * skew + 3.0 * c2 * mu1 * var + c3 * mu1**3
-    scale = 1.0 / _f(gaps)
-    s1 = k1 * scale
-    s2 = (k2 + k1 * k1) * scale**2
-    s3 = (k3 + 3.0 * k2 * k1 + k1**3) * scale**3
-    any_prompt = np.clip(1.0 - _f(none), 1e-300, 1.0 - 1e-12)
-    phases = hyperexponential_wait(any_prompt, s1, s2, s3)
+    any_prompt, s1, s2, phases = interference_law(counts, none, moments, gaps)
     shape = np.broadcast_shapes(np.shape(any_prompt), np.shape(s1), np.shape(decode_p50))
     zero = np.zeros((*shape, 1))
     levels: tuple[FloatArray, FloatArray] = (_f(0.5), _f(percentile))
@@ -184,3 +172,28 @@ def tpot_quantiles(
         shifted = np.where(tail > 0.0, mean - sd + sd * tail, 0.0)
         out.append(np.where(narrow, shifted, wait))
     return _f(decode_p50 + out[0]), _f(decode_tail + out[1])
+
+
+def interference_law(
+    counts: tuple[FloatArray, FloatArray, FloatArray],
+    none: FloatArray,
+    moments: tuple[FloatArray, FloatArray, FloatArray],
+    gaps: FloatArray,
+) -> tuple[FloatArray, FloatArray, FloatArray, tuple[FloatArray, FloatArray, FloatArray]]:
+    """The law of ``S/gaps``, the interference a request's TPOT carries (arguments as in
+    :func:`tpot_quantiles`): ``(P(N >= 1), E[S/gaps], E[(S/gaps)²], (p₁, r₁, r₂))``, the
+    last the hyperexponential of its three moments given ``N >= 1``. [–], [s], [s²], [–, 1/s, 1/s]
+    """
+    c1, c2, c3 = (np.maximum(_f(c), 0.0) for c in counts)
+    mu1, mu2, mu3 = moments
+    var = np.maximum(mu2 - mu1 * mu1, 0.0)
+    skew = mu3 - 3.0 * mu1 * mu2 + 2.0 * mu1**3
+    k1 = c1 * mu1
+    k2 = c1 * var + c2 * mu1 * mu1
+    k3 = c1 * skew + 3.0 * c2 * mu1 * var + c3 * mu1**3
+    scale = 1.0 / _f(gaps)
+    s1 = k1 * scale
+    s2 = (k2 + k1 * k1) * scale**2
+    s3 = (k3 + 3.0 * k2 * k1 + k1**3) * scale**3
+    any_prompt = np.clip(1.0 - _f(none), 1e-300, 1.0 - 1e-12)
+    return any_prompt, s1, s2, hyperexponential_wait(any_prompt, s1, s2, s3)

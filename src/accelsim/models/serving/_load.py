@@ -23,9 +23,7 @@ from accelsim.models.serving._first_token import (
     _ttft,
 )
 from accelsim.models.serving._iteration import IterationCost, _f
-from accelsim.models.serving._mixture import (
-    two_point,
-)
+from accelsim.models.serving._mixture import two_point, weighted_sum
 
 
 @dataclass(frozen=True)
@@ -74,6 +72,8 @@ def latency_under_load(
     input_fourth_moment: ArrayLike | None = None,
     input_nodes: ArrayLike | None = None,
     input_weights: ArrayLike | None = None,
+    output_nodes: ArrayLike | None = None,
+    output_weights: ArrayLike | None = None,
 ) -> LoadLatency:
     """TTFT and TPOT of one replica under Poisson arrivals (the analytic fast path).
 
@@ -102,6 +102,12 @@ def latency_under_load(
         Prompt lengths at nodes of the per-request law (last axis, e.g. conditional means
         over quantile cells) and their probabilities (default equal); when given, the
         prefill work's moments and the TTFT quantiles are taken over them. [tokens], [–]
+    output_nodes, output_weights : array_like, optional
+        Output lengths at nodes of the per-request law (last axis) and their probabilities
+        (default equal); when given, the TPOT quantiles are those over requests of the
+        mixture over the nodes (a request of ``n`` tokens averages ``n − 1`` gaps), while
+        the batch and context keep ``output_tokens``, the mean. None: every request has
+        the mean output. [tokens], [–]
 
     Returns
     -------
@@ -242,15 +248,26 @@ def latency_under_load(
         )
     var, m3 = _f(input_variance), _f(input_third_moment)
     p_values, p_probs = _prompt_law(_f(input_tokens), var, m3, input_nodes, input_weights)
+    out_law = (
+        None
+        if output_nodes is None
+        else _prompt_law(_f(output_tokens), var, m3, output_nodes, output_weights)
+    )
+    # A decoding sequence's request is length-biased: its mean context is in + E[n²]/(2E[n]).
+    lived = (
+        None
+        if out_law is None
+        else weighted_sum(out_law[0] ** 2, out_law[1]) / weighted_sum(*out_law)
+    )
     s = _decode_state(cost, rate_rps, input_tokens, output_tokens, batch_limit,
-                      prefill_chunk_tokens, p_values, p_probs)  # fmt: skip
+                      prefill_chunk_tokens, p_values, p_probs, lived)  # fmt: skip
     progress = _iteration_in_progress(s)
     prefill = _own_prefill(s, progress.i_moments)
     fourth = None if input_fourth_moment is None else _f(input_fourth_moment)
     work = _prompt_work(s, prefill, input_nodes is None, (var, m3, fourth))
     queue = _prefill_wait(s, work)
     ttft = _ttft(s, progress, prefill, work, queue, _f(percentile))
-    tpot_p50, tpot_tail = _tpot(s, prefill, queue, _f(percentile))
+    tpot_p50, tpot_tail = _tpot(s, prefill, queue, _f(percentile), out_law)
     saturated = s.overflow | (work.rho_raw >= 1.0) | ttft.admission_saturated
     out = s.out
     return LoadLatency(
