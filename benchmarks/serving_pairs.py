@@ -17,7 +17,14 @@ inference validation set (the same id but for the scenario), it prints:
   own system's Offline row implies. A latency-bound row's P50 error on the page is about
   ``shape x level`` (the rate is nearly proportional to the efficiency).
 
-Then the medians of ``shape`` and ``level`` by precision and regime. Nothing here is fitted.
+Then the medians of ``shape`` and ``level`` by precision and regime, and a third table:
+for each system with a Server and an Interactive row that both publish a mean TPOT, the
+straight line ``TPOT = a + s·B`` through the two published points, ``B`` = per-chip
+throughput x mean TPOT (Little's law: sequences in decode per chip). Its intercept ``a`` is
+the iteration's fixed part whatever the replica's size; beside it, the model's at the
+efficiency the Offline row implies on the Offline layout (weights read + overhead). The
+line lumps the prompt work between decode steps into the slope and assumes one layout for
+both rows, so read it as a lead, not a measurement. Nothing here is fitted.
 """
 
 from __future__ import annotations
@@ -75,6 +82,40 @@ def _implied(
     return out, cases
 
 
+def _intercepts(
+    by_id: dict[str, dict[str, str]],
+    implied: dict[str, tuple[tuple[str, ...], float]],
+    cases: dict[str, sc._Case],
+) -> None:
+    """The published (Server, Interactive) TPOT line's intercept against the model's. [ms]"""
+    print("\n| system | B@TPOT Interactive | B@TPOT Server | intercept pub ms | model ms |")
+    print("|---|---|---|---|---|")
+    for row_id, row in by_id.items():
+        server_id = row_id.replace("-interactive-", "-server-")
+        if "-interactive-" not in row_id or not row["tpot_ms"] or server_id not in by_id:
+            continue
+        if not by_id[server_id]["tpot_ms"]:
+            continue
+        points = [
+            (float(by_id[k]["throughput_per_accelerator"]) * float(by_id[k]["tpot_ms"]) / 1e3,
+             float(by_id[k]["tpot_ms"]))
+            for k in (row_id, server_id)
+        ]  # fmt: skip
+        (b1, t1), (b2, t2) = points
+        intercept = t1 - (t2 - t1) / (b2 - b1) * b1
+        offline_id = row_id.replace("-interactive-", "-offline-")
+        model = "-"
+        if offline_id in implied:
+            case, nuisance = cases[offline_id], rack.nuisance_medians()
+            cost = sc._cost(case, np.array([implied[offline_id][1]]), nuisance)
+            fixed = cost.weight_bytes * cost.seconds_per_byte + cost.overhead_seconds
+            model = f"{float(np.ravel(fixed)[0]) * 1e3:.1f} (TP{case.chips})"
+        print(
+            f"| {row_id.replace('-interactive', '')} | {b1:.0f}@{t1:.1f} | {b2:.0f}@{t2:.1f} "
+            f"| {intercept:.1f} | {model} |"
+        )
+
+
 def main(path: str) -> None:
     with open(path, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
@@ -116,6 +157,7 @@ def main(path: str) -> None:
             f"| {precision} | {regime} | {len(values)} | {float(np.median(shapes)):.2f} "
             f"| {float(np.median(levels)):.2f} |"
         )
+    _intercepts(by_id, implied, cases)
 
 
 if __name__ == "__main__":
