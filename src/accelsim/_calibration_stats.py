@@ -14,6 +14,27 @@ from typing import Protocol
 
 import numpy as np
 
+Implied = dict[str, tuple[tuple[str, ...], float]]
+"""Each throughput row's groups (widest first) and implied efficiency, by row id."""
+
+
+def poolable(implied: Implied, exclude: str) -> list[str]:
+    """The rows a row's efficiency is pooled from: every other one implying less than 1. One
+    beyond the roofline shows a mechanism the model lacks for it (unstated speculation, a
+    layout it cannot express), not its stack's efficiency: evaluated, never lent."""
+    return [i for i, (_, e) in implied.items() if i != exclude and e < 1.0]
+
+
+def pooled_draws(
+    implied: Implied, keys: tuple[str, ...], exclude: str, rng: np.random.Generator, n: int
+) -> np.ndarray:
+    """``n`` predictive draws of the efficiency of a row in groups ``keys`` from the
+    :func:`poolable` rows' (never its own): :func:`partial_pool`'s Student-t law of the log,
+    capped at the roofline (1). [fraction]"""
+    others = [(implied[i][0], math.log(implied[i][1])) for i in poolable(implied, exclude)]
+    mean, scale, dof = partial_pool(others, keys)
+    return np.asarray(np.minimum(np.exp(mean + scale * rng.standard_t(dof, n)), 1.0))
+
 
 def partial_pool(
     others: list[tuple[tuple[str, ...], float]], keys: tuple[str, ...]
@@ -146,4 +167,12 @@ _CLASS_ORDER = (
 )  # fmt: skip
 
 
-__all__ = ["ClassScore", "Rated", "class_scores", "partial_pool"]
+__all__ = [
+    "ClassScore",
+    "Implied",
+    "Rated",
+    "class_scores",
+    "partial_pool",
+    "poolable",
+    "pooled_draws",
+]

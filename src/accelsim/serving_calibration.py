@@ -9,7 +9,8 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
   efficiency prior used for a row is **fitted leave-one-out**: a log-normal whose mean and
   spread come from the efficiencies the *other* throughput rows imply, partially pooled over
   nested groups (stack, precision, dense/MoE; :func:`accelsim._calibration_stats.
-  partial_pool`), so a row borrows from its neighbours in proportion to how much they agree.
+  partial_pool`), so a row borrows from its neighbours in proportion to how much they agree;
+  a row implying an efficiency of 1 or more (beyond the roofline) is evaluated, never pooled.
   Overhead, memory share and overlap use the shipped priors (judgements, not fitted).
 * **Server / Interactive rows**: the largest Poisson rate the model says meets the
   published p99 TTFT / TPOT bounds, as per-chip output tokens/s, against the published
@@ -19,13 +20,12 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
   from the smallest that holds the weights up to the system (within its scale-up domain) and
   a mixture of experts' wide expert-parallel ones where the row states expert parallelism
   (:mod:`accelsim._calibration_layouts`), the highest median per-chip rate (the model's own).
-* **price rows**: whether the $/1M-token distribution at catalog on-demand prices brackets
-  the published price (the shipped efficiency prior, a stated judgement).
+* **price rows**: whether the $/1M-token law at catalog on-demand prices (the shipped
+  efficiency prior) brackets the published price.
 
-Rows whose chip, model, precision or lengths are missing are listed as skipped, with the
-reason. The peers' errors beside ours are read from the committed ``serving_peers.csv`` beside
-the CSV (:mod:`accelsim._serving_peers`). The core never imports this module. Regenerate with
-``python -m accelsim.serving_calibration CSV PAGE`` (the page's first line gives both paths).
+Rows missing a chip, model, precision or lengths are skipped with the reason. Peers' errors
+come from ``serving_peers.csv`` beside the CSV (:mod:`accelsim._serving_peers`). The core never
+imports this module. Regenerate: ``python -m accelsim.serving_calibration CSV PAGE``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import numpy as np
 
 from accelsim import _calibration_layouts as rack
 from accelsim import catalog
-from accelsim._calibration_stats import class_scores, partial_pool
+from accelsim._calibration_stats import class_scores, poolable, pooled_draws
 from accelsim._serving_peers import PEERS_FILE, PeerRow, load_peers, peer_lines
 from accelsim._typing import FloatArray
 from accelsim.catalog import BYTES_PER_VALUE, Chip, ModelPreset, serving_priors
@@ -245,19 +245,6 @@ def _groups(case: _Case) -> tuple[str, ...]:
     return (case.chip.software_stack, case.precision, moe)
 
 
-def _draws(
-    implied: dict[str, tuple[tuple[str, ...], float]],
-    keys: tuple[str, ...],
-    exclude: str,
-    rng: np.random.Generator,
-    n: int,
-) -> FloatArray:
-    """Predictive draws of a row's efficiency from the other rows' (never its own)."""
-    others = [(g, math.log(e)) for i, (g, e) in implied.items() if i != exclude]
-    mean, scale, dof = partial_pool(others, keys)
-    return np.minimum(np.exp(mean + scale * rng.standard_t(dof, n)), 1.0)
-
-
 def _mixed_batch_tokens() -> float:
     """Token budget per iteration of the Server / Interactive rows' scheduler [tokens]."""
     return float(serving_priors().mixed_batch_tokens.dist().expected_value())
@@ -296,8 +283,8 @@ def _throughput_row(
     rng: np.random.Generator,
 ) -> RowResult:
     """A throughput row predicted from the efficiencies the other rows imply."""
-    pool = [i for i in implied if i != row_id]
-    effs = _draws(implied, _groups(case), row_id, rng, _DRAWS)
+    pool = poolable(implied, row_id)
+    effs = pooled_draws(implied, _groups(case), row_id, rng, _DRAWS)
     pred = _per_chip_offline(case, effs, rack.nuisance_draws(rng, _DRAWS))
     p5, p50, p95 = (float(v) for v in np.quantile(pred, [0.05, 0.5, 0.95]))
     status = "covered" if p5 <= published <= p95 else "missed"
@@ -329,8 +316,8 @@ def _evaluate(
     limits = {name: float(value.replace(",", "")) for name, value in bounds}
     if len(limits) < 2 or ttft is None or tpot is None:
         return RowResult(row_id, "skipped", "skipped", reason="no TTFT/TPOT p99 bounds in row")
-    pool = [i for i in implied if i != row_id]
-    effs = _draws(implied, _groups(case), row_id, rng, _SLO_DRAWS)
+    pool = poolable(implied, row_id)
+    effs = pooled_draws(implied, _groups(case), row_id, rng, _SLO_DRAWS)
     nuisance = rack.nuisance_draws(rng, _SLO_DRAWS)
     # The submitter picks the replica's size for the latency bounds by the engines' rule
     # (serving.smallest_safe_size, replica_sizes, best_replica_size) at saturation, with no
@@ -529,7 +516,9 @@ def _method_lines() -> list[str]:
         "log-normal from the efficiencies the other throughput rows imply, partially pooled "
         "over nested groups (software stack, then precision, then dense or MoE: "
         "each group's mean is shrunk toward its parent's by how much its rows agree, "
-        "empirical Bayes), with a Student-t predictive law of a new row in its groups. The groups "
+        "empirical Bayes), with a Student-t predictive law of a new row in its groups; a row "
+        "whose implied efficiency is 1 or more (beyond the roofline: a mechanism the model "
+        "lacks for it) is evaluated but not pooled. The groups "
         "were chosen with these rows in view; the efficiencies never include the tested "
         "row. Overhead, memory share and compute-memory overlap are the shipped priors, "
         "stated judgements not fitted to these rows. Server and Interactive rows use the "
