@@ -33,7 +33,8 @@ from accelsim.models.serving._prefill_queue import (
     wait_phases,
 )
 
-# Prompts per iteration in the TTFT model's Poisson sums (0..3, the last takes the tail).
+# Prompts per iteration in the TTFT model's Poisson sums: 0..2 exactly, then the tail
+# (:func:`_poisson_terms`).
 _PROMPT_TERMS = 4
 
 
@@ -44,13 +45,35 @@ def _cumulants(m1: FloatArray, m2: FloatArray, m3: FloatArray, m4: FloatArray) -
     return [m1, var, m3 - 3.0 * m1 * m2 + 2.0 * m1**3, central4 - 3.0 * var * var]
 
 
-def _poisson_weights(mean: FloatArray) -> list[FloatArray]:
-    """Poisson probabilities of 0 .. _PROMPT_TERMS − 1, the last holding the tail mass."""
+def _poisson_terms(mean: FloatArray) -> tuple[list[FloatArray], list[FloatArray]]:
+    """A Poisson count of mean ``mean`` as a discrete law: its probabilities of 0 ..
+    ``_PROMPT_TERMS − 2`` at those counts, then its tail (``N >= _PROMPT_TERMS − 1``) as two
+    equal-weight points at the tail's mean ± its standard deviation (the lower one no lower
+    than the tail's least count, the upper one moved as much the other way), so that the
+    law keeps the Poisson mean and, where the lower point is not raised, its variance (less
+    where it is, below ~4 prompts per iteration).
+
+    A busy iteration holds several prompts: at 4 on average a quarter of the mass lies
+    beyond 3, which one point at 3 understated (400-token prompts on one H100 at 0.9 of
+    saturation: TTFT p99 1.49x short of the request DES; 1.27x with this law, 1.26x with 12
+    exact terms, at the same speed as 4). Returns ``(weights, counts)``. [1], [count]"""
+    mean = _f(mean)
+    last = _PROMPT_TERMS - 1
     weights = [np.exp(-mean)]
-    for j in range(1, _PROMPT_TERMS):
+    for j in range(1, last):
         weights.append(weights[-1] * mean / j)
-    weights[-1] = np.maximum(1.0 - np.sum(weights[:-1], axis=0), 0.0)
-    return weights
+    tail = np.maximum(1.0 - np.sum(weights, axis=0), 0.0)
+    head1 = np.sum([j * w for j, w in enumerate(weights)], axis=0)
+    head2 = np.sum([j * j * w for j, w in enumerate(weights)], axis=0)
+    big = tail > 1e-9
+    safe = np.where(big, tail, 1.0)
+    t_mean = np.where(big, np.maximum((mean - head1) / safe, last), float(last))
+    t_var = np.where(big, np.maximum((mean + mean * mean - head2) / safe - t_mean**2, 0.0), 0.0)
+    spread = np.sqrt(t_var)
+    counts = [np.full_like(mean, float(j)) for j in range(last)]
+    lower = np.maximum(t_mean - spread, float(last))
+    counts += [lower, 2.0 * t_mean - lower]  # the pair's mean stays the tail's
+    return [*weights, 0.5 * tail, 0.5 * tail], counts
 
 
 def _mixture_moments(
@@ -71,7 +94,7 @@ class _InProgress:
     """The iteration in progress at an arrival (``R`` of the TTFT)."""
 
     in_progress: list[FloatArray]
-    """Its length with 0 .. _PROMPT_TERMS − 1 prompt pieces. [s]"""
+    """Its length at each count of prompt pieces of :func:`_poisson_terms`. [s]"""
     i_moments: list[FloatArray]
     """Raw moments 1-5 of its length. [s^k]"""
     residual: list[FloatArray]
@@ -91,13 +114,14 @@ def _iteration_in_progress(s: _DecodeState) -> _InProgress:
     # An iteration's prompt tokens: at most the budget's room (chunked), every prompt whole
     # prefill-first.
     room = np.where(chunked, s.chunk, np.inf)
+    weights, counts = _poisson_terms(nu)
     in_progress = [iteration_seconds(cost, s.batch, 0.0, s.batch * s.ctx, 0.0)] + [
         iteration_seconds(
             cost, with_prompts, np.minimum(j * in_piece, room), with_prompts * s.ctx, in_piece / 2.0
         )
-        for j in range(1, _PROMPT_TERMS)
+        for j in counts[1:]
     ]
-    i_moments = _mixture_moments(_poisson_weights(nu), in_progress, 5)
+    i_moments = _mixture_moments(weights, in_progress, 5)
     # (Little's law over the decode phase, ``out − 1`` token gaps: none for one-token outputs.)
     decoding = 1.0 - np.exp(-s.batch * (np.maximum(s.out - 1.0, 0.0) / s.out))
     residual = [decoding * in_progress[0] ** k / (k + 1) for k in (1, 2, 3, 4)]
@@ -109,7 +133,7 @@ class _OwnPrefill:
     """The tagged prompt's own prefill ``D`` (its full chunks, then its last piece)."""
 
     own: list[FloatArray]
-    """``D`` with 0 .. _PROMPT_TERMS − 1 prompts joining its last iteration. [s]"""
+    """``D`` at each count of prompts joining its last iteration (:func:`_poisson_terms`). [s]"""
     d_moments: list[FloatArray]
     """Raw moments 1-4 of ``D``. [s^k]"""
     mean_pieces: Pieces
@@ -141,14 +165,15 @@ def _own_prefill(s: _DecodeState, i_moments: list[FloatArray]) -> _OwnPrefill:
                      s.p_probs),
         piece,
     )  # fmt: skip
+    weights, counts = _poisson_terms(joining)
     own = [
         full
         + iteration_seconds(
             cost, with_prompts, np.minimum(last + m * first, room), with_prompts * ctx, last / 2.0
         )
-        for m in range(_PROMPT_TERMS)
+        for m in counts
     ]
-    d_moments = _mixture_moments(_poisson_weights(joining), own, 4)
+    d_moments = _mixture_moments(weights, own, 4)
     return _OwnPrefill(own, d_moments, mean_pieces, full_chunk, first)
 
 
