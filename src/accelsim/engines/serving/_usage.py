@@ -137,31 +137,24 @@ def _sustained(saturated: BoolArray) -> FloatArray:
     return np.asarray(np.where(first == k, 1.0, np.where(first > 0, below, 0.0)), dtype=float)
 
 
-def _rising(lat: physics.LoadLatency) -> physics.LoadLatency:
-    """``lat`` with each latency the highest at its load node or any lighter one.
+def _held_beyond(lat: physics.LoadLatency, sustained: FloatArray) -> physics.LoadLatency:
+    """``lat`` with every load node beyond ``sustained`` (runs,) holding the latencies of the
+    sustained node: the fast path sheds the load above it and reads the table there, so a
+    saturated node's latencies (an unbounded queue's) are never a table entry."""
+    k = len(LOAD_NODES)
+    last = np.clip(np.searchsorted(LOAD_NODES, sustained, side="right") - 1, 0, k - 1)
+    beyond = LOAD_NODES[None, :] > sustained[:, None]
+    rows = np.arange(len(sustained))
 
-    Near ``λ_sat`` the model's TTFT and TPOT can dip as the load rises. At the roofline max
-    (``compute_memory_overlap`` 1, a user's setting) a prompt's interference ``x``, a chunk's
-    roofline step over a decode iteration of the averaged fixed point's batch, falls faster
-    than the rate grows (Llama 3.1 8B on one H100, 2,000/200 tokens: ``x`` 33 ms at 0.5 of
-    ``λ_sat``, 8 ms at 0.99; TPOT p99 158 ms at 0.87, 26 ms at 0.99; the request DES ~135 ms
-    near 0.95). The cause (issue 27, ``tests/unit/test_serving_near_saturation.py``): ``x``
-    is taken at the batch of the averaged fixed point, which climbs toward the limit as the
-    rate nears ``λ_sat``, and a larger batch's memory-bound iteration absorbs more of each
-    chunk (its memory slack, subtracted once per prompt although at high load several
-    prompts share one chunk). At the shipped overlap 0 an iteration is affine in its tokens,
-    with no slack: the chunked table rises without this maximum (256 draws of the priors)
-    and the DES agrees within 3 % at 0.8-0.95 of ``λ_sat``. Prefill-first it still dips:
-    the TTFT p99 between the 0.94 and 0.98 nodes (49 of 256 draws, up to 9 %) and the TPOT
-    p99 between 0.8 and 0.88 (8 draws, up to 6 %). A replica under more load is never
-    faster, so the table keeps the running maximum over the nodes (the last axis), as the
-    SLO capacity keeps the first failing node."""
+    def held(values: FloatArray) -> FloatArray:
+        return np.asarray(np.where(beyond, values[rows, last][:, None], values), dtype=float)
+
     return dataclasses.replace(
         lat,
-        ttft_p50_s=np.maximum.accumulate(lat.ttft_p50_s, axis=-1),
-        ttft_tail_s=np.maximum.accumulate(lat.ttft_tail_s, axis=-1),
-        tpot_p50_s=np.maximum.accumulate(lat.tpot_p50_s, axis=-1),
-        tpot_tail_s=np.maximum.accumulate(lat.tpot_tail_s, axis=-1),
+        ttft_p50_s=held(lat.ttft_p50_s),
+        ttft_tail_s=held(lat.ttft_tail_s),
+        tpot_p50_s=held(lat.tpot_p50_s),
+        tpot_tail_s=held(lat.tpot_tail_s),
     )
 
 
@@ -184,18 +177,15 @@ def _table_rows(
     }
     if setup.output_nodes is not None and setup.output_weights is not None:
         prompts |= {"output_nodes": setup.output_nodes, "output_weights": setup.output_weights}
-    tail = _rising(
-        physics.latency_under_load(cost, loads, inp, out, limit, METRIC_PERCENTILE, **prompts)
-    )
+    tail = physics.latency_under_load(cost, loads, inp, out, limit, METRIC_PERCENTILE, **prompts)
     slo = (
         tail
         if setup.percentile == METRIC_PERCENTILE
-        else _rising(
-            physics.latency_under_load(cost, loads, inp, out, limit, setup.percentile, **prompts)
-        )
+        else physics.latency_under_load(cost, loads, inp, out, limit, setup.percentile, **prompts)
     )
     margin = np.minimum(1.0 - slo.ttft_tail_s / setup.ttft_s, 1.0 - slo.tpot_tail_s / setup.tpot_s)
     sustained = _sustained(tail.saturated)
+    tail = _held_beyond(tail, sustained)
     return LatencyTable(
         ttft_p50_s=tail.ttft_p50_s,
         ttft_p99_s=tail.ttft_tail_s,

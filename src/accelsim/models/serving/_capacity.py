@@ -138,11 +138,11 @@ def _largest_meeting(meets: Callable[[FloatArray], BoolArray], top: FloatArray) 
     ``meets`` holds: a scan of shares of ``top`` (:data:`_SCAN_SHARES`), then bisection
     between the last passing and the first failing share, vectorised over runs. [1/s]
 
-    The model's latency need not rise with the rate all the way to ``λ_sat`` (beyond ~0.9 of
-    it a prompt's interference falls as the averaged batch grows: the fast path's latency
-    table takes each latency's running maximum over its load nodes), so the search stops at
-    the first failing share, as the fast path's SLO load does at its first failing load
-    node: no rate above a failing one counts. The predicate is a step (saturation, bounds),
+    At the shipped compute-memory overlap 0 the model's latency rises with the rate; at a
+    user's overlap above 0 it need not near ``λ_sat`` (a prompt's interference falls as the
+    averaged batch grows; ``tests/unit/test_serving_near_saturation.py``), so the search
+    stops at the first failing share, as the fast path's SLO load does at its first failing
+    load node: no rate above a failing one counts. The predicate is a step (saturation, bounds),
     not a continuous function whose sign changes, so scipy's root finders do not apply; a
     fixed number of halvings (:data:`_RATE_ITERATIONS`) keeps every run's work the same.
     Cost (``acs.serving_capacity`` of ``examples/serve_llama70b_h100.yaml``, CPU time): 1
