@@ -215,16 +215,22 @@ def _with_expert_parallel(
         *layout_outcomes(setup, scenario, cat, tp, expert_parallel=False),
         *layout_outcomes(setup, scenario, cat, ep, expert_parallel=True),
     ]
-    codes = [2 * c for c in tp] + [2 * c + 1 for c in ep]
-    code = physics.best_replica_size(
-        codes,
+    code = _best(setup, [2 * c for c in tp] + [2 * c + 1 for c in ep], outcomes)
+    return with_replica_size(setup, code // 2, pool.count, bool(code % 2))
+
+
+def _best(setup: ServingSetup, candidates: list[int], outcomes: list[LayoutOutcome]) -> int:
+    """The candidate :func:`~accelsim.models.serving.best_replica_size` picks from its layout
+    outcomes (``candidates[i]`` scored by ``outcomes[i]``), for the scenario's SLO attainment
+    and scaling."""
+    return physics.best_replica_size(
+        candidates,
         [o.slo_tokens_per_s_per_chip for o in outcomes],
         compliant_share=[o.compliant_share for o in outcomes],
         chip_hours=[o.chip_hours for o in outcomes],
         attainment=setup.work.slo.attainment,
         follows_demand=setup.work.scaling == "follow_demand",
     )
-    return with_replica_size(setup, code // 2, pool.count, bool(code % 2))
 
 
 def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
@@ -240,15 +246,7 @@ def planned_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
     sizes = _tensor_parallel_sizes(setup, scenario, cat)
     if sizes == [setup.chips_per_replica]:
         return setup
-    outcomes = layout_outcomes(setup, scenario, cat, sizes)
-    chips = physics.best_replica_size(
-        sizes,
-        [o.slo_tokens_per_s_per_chip for o in outcomes],
-        compliant_share=[o.compliant_share for o in outcomes],
-        chip_hours=[o.chip_hours for o in outcomes],
-        attainment=setup.work.slo.attainment,
-        follows_demand=setup.work.scaling == "follow_demand",
-    )
+    chips = _best(setup, sizes, layout_outcomes(setup, scenario, cat, sizes))
     if chips == setup.chips_per_replica:
         return setup
     return with_replica_size(setup, chips, scenario.fleet[0].count)
