@@ -30,6 +30,7 @@ from accelsim.models import serving
 _SPEC_SEED = 20261129
 _STATED_TP = re.compile(r"\bTP\s*=\s*\d", re.IGNORECASE)
 _STATED_EP = re.compile(r"\b(?:wide[- ])?EP\s*(?:=\s*\d+)?\b|expert[- ]parallel", re.IGNORECASE)
+_STATED_EP_SIZE = re.compile(r"\bEP\s*=\s*(\d+)|expert[- ]parallel(?:ism)?\s+(\d+)", re.IGNORECASE)
 EP_NOTE = "expert parallel, data-parallel attention"
 """The calibration page's note on a row served as wide expert parallelism."""
 
@@ -241,13 +242,17 @@ def expert_parallel_options(
     memory ``share`` holds a sequence; none for a model without an expert layout, a row
     whose software states its tensor parallelism (``TP=8``: the submitter's layout), or a
     row that does not state expert parallelism (``EP``, ``wide EP``, ``expert parallel`` in
-    its software or scenario): the engines' rule, which never picks it by itself."""
+    its software or scenario): the engines' rule, which never picks it by itself. A row that
+    states its size (``EP=8``, ``expert parallel 8``) is tried at that size only."""
     stated = " ".join(case.row.get(k, "") for k in ("software", "scenario"))
     if not case.model.has_expert_layout() or _STATED_TP.search(stated):
         return []
     if not _STATED_EP.search(stated):
         return []  # as the engines: expert parallelism only where it is stated
     sizes = expert_parallel_sizes(2, case.largest)
+    size = _STATED_EP_SIZE.search(stated)
+    if size:  # the submitter's own size (``EP=8``, ``expert parallel 8``), as a stated TP
+        sizes = [n for n in sizes if n == int(size.group(1) or size.group(2))]
     options = [
         dataclasses.replace(case, chips=t, expert_parallel=True)  # type: ignore[type-var]
         for t in sizes

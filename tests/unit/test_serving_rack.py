@@ -216,15 +216,21 @@ def test_calibration_rows_keep_tensor_parallelism_unless_they_state_expert_paral
     with open(path, newline="", encoding="utf-8") as handle:
         rows = {r["id"]: r for r in csv.DictReader(handle)}
     stated = sc._case(rows["tpurecipes-qwen3-coder-480b-fp8-1k1k-tpu-v7x4"])
-    open_row = sc._case(rows["mlperf51-deepseek-r1-offline-gb200x72-nvidia"])
+    r1 = rows["mlperf51-deepseek-r1-offline-gb200x72-nvidia"]
+    open_row = sc._case({**r1, "software": "TensorRT 10.11, CUDA 12.9"})
     assert not isinstance(stated, str)
     assert not isinstance(open_row, str)
     share = np.array([0.9])
     assert rack.expert_parallel_options(stated, sc._capacity, share) == []
     # a row that does not state expert parallelism keeps tensor parallelism, as the engines
     assert rack.expert_parallel_options(open_row, sc._capacity, share) == []
-    ep_row = {**rows["mlperf51-deepseek-r1-offline-gb200x72-nvidia"], "software": "wide EP"}
-    ep_case = sc._case(ep_row)
+    ep_case = sc._case({**r1, "software": "wide EP"})
     assert not isinstance(ep_case, str)
     chips = [c.chips for c in rack.expert_parallel_options(ep_case, sc._capacity, share)]
     assert 72 in chips
+    # a row that states its size (the submitter's config: EP 8 on a 72-chip rack) keeps it
+    for software in ("EP=8", "expert parallel 8 with data-parallel attention", r1["software"]):
+        sized = sc._case({**r1, "software": software})
+        assert not isinstance(sized, str)
+        options = rack.expert_parallel_options(sized, sc._capacity, share)
+        assert [c.chips for c in options] == [8], software
