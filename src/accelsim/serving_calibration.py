@@ -19,7 +19,8 @@ copy of ``../shared/reference/validation/inference.csv``) this module predicts w
   assumption), on the layout a submitter would pick: of the power-of-two tensor-parallel sizes
   from the smallest that holds the weights up to the system (within its scale-up domain) and
   a mixture of experts' wide expert-parallel ones where the row states expert parallelism
-  (:mod:`accelsim._calibration_layouts`), the highest median per-chip rate (the model's own).
+  (:mod:`accelsim._calibration_layouts`), the highest median per-chip rate (the model's own);
+  an MLPerf row's outputs follow its benchmark's length law (:mod:`accelsim._serving_outputs`).
 * **price rows**: whether the $/1M-token law at catalog on-demand prices (the shipped
   efficiency prior) brackets the published price.
 
@@ -42,6 +43,7 @@ import numpy as np
 from accelsim import _calibration_layouts as rack
 from accelsim import catalog
 from accelsim._calibration_stats import class_scores, poolable, pooled_draws
+from accelsim._serving_outputs import OUTPUTS_FILE, Laws, load_output_laws, row_output_law
 from accelsim._serving_peers import PEERS_FILE, PeerRow, load_peers, peer_lines
 from accelsim._typing import FloatArray
 from accelsim.catalog import BYTES_PER_VALUE, Chip, ModelPreset, serving_priors
@@ -112,6 +114,9 @@ class _Case:
     """Wide expert parallelism with data-parallel attention (else tensor parallelism)."""
     draft_tokens: int = 0
     """Draft tokens per step where the row states speculative decoding / MTP. [count]"""
+    output_law: dict[str, FloatArray] = field(default_factory=dict)
+    """``output_nodes`` [tokens] and ``output_weights`` of the benchmark's output-length law
+    (MLPerf rows; empty: fixed lengths)."""
 
 
 _Nuisance = rack.Nuisance
@@ -130,8 +135,9 @@ def _largest_replica(chip: Chip, system: int) -> int:
     return max(1, min(system, chip.scale_up_domain_chips))
 
 
-def _case(row: dict[str, str]) -> _Case | str:
-    """The row's serving case, or the reason it cannot be evaluated."""
+def _case(row: dict[str, str], laws: Laws | None = None) -> _Case | str:
+    """The row's serving case (with its benchmark's output law from ``laws``), or the reason
+    it cannot be evaluated."""
     model_id = MODEL_ALIASES.get(row["model"].strip().lower())
     if model_id is None:
         return f"model {row['model']!r} is not in the model catalog"
@@ -167,7 +173,10 @@ def _case(row: dict[str, str]) -> _Case | str:
         max_batch = min(max_batch, float(seqs.group(1)))
     largest = max(chips, _largest_replica(chip, int(system)))
     draft = int(_number(row.get("speculative_draft_tokens") or "") or 0)
-    return _Case(row, model, chip, precision, inp, out, chips, max_batch, largest, False, draft)
+    law = row_output_law(row, model_id, out, laws or {})
+    return _Case(
+        row, model, chip, precision, inp, out, chips, max_batch, largest, False, draft, law
+    )
 
 
 def _classes(case: _Case) -> tuple[str, ...]:
@@ -254,7 +263,8 @@ def calibrate(csv_path: str | Path) -> list[RowResult]:
     """Evaluate every row of the inference validation set (see the module docstring)."""
     with open(csv_path, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    cases: dict[str, _Case | str] = {r["id"]: _case(r) for r in rows}
+    laws = load_output_laws(Path(csv_path).with_name(OUTPUTS_FILE))
+    cases: dict[str, _Case | str] = {r["id"]: _case(r, laws) for r in rows}
     throughput_ids = [
         r["id"]
         for r in rows
@@ -365,6 +375,7 @@ def _slo_per_chip(
         limits["TPOT"] / 1e3,
         _PERCENTILE,
         prefill_chunk_tokens=budget,
+        **case.output_law,
     )
     return cap.rate_rps * case.output_tokens / case.chips
 
@@ -528,11 +539,14 @@ def _method_lines() -> list[str]:
         "assumption, as MLPerf submitters' in-flight batching), on the replica size a "
         "submitter would pick for the bounds: of the power-of-two sizes from the smallest "
         "that holds the weights up to the system (within its scale-up domain), the one whose "
-        "median per-chip rate is highest (the model's own choice). A mixture of experts may "
+        "median per-chip rate is highest (the model's own choice); an MLPerf row's outputs "
+        "follow its benchmark's length law (`mlperf_output_lengths.csv`, from the "
+        "submissions' TEST06 logs) at the row's mean. A mixture of experts may "
         "serve as wide expert parallelism with data-parallel attention (note column), at "
-        "those sizes and the whole domain, Offline rows too (their highest per-chip "
-        "throughput at the stack's median efficiency), only where the row states it (EP), "
-        "as the engines: never by the model's choice alone. Price rows use "
+        "those sizes and the whole domain (at its size where the row states one), Offline "
+        "rows too (their highest per-chip throughput at the stack's median efficiency), only "
+        "where the row states it (EP), as the engines: never by the model's choice alone. "
+        "Price rows use "
         "the shipped efficiency prior (a judgement set with these rows in view) on the "
         "cheapest catalog on-demand offer for the chip (H100 where the provider does not "
         "disclose its hardware), FP8, 1,500 input / 500 output tokens (3:1 blend); a "
