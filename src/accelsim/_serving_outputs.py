@@ -8,7 +8,7 @@ beside the validation set holds each benchmark's law, from the generated outputs
 submission's TEST06 compliance run (``benchmarks/mlperf_output_lengths.py`` writes it; its
 README section says which logs): quantiles of the length over its mean at 200 levels. A row
 of that benchmark scales them to its own measured mean output and takes the fast path's
-nodes of that law (:func:`accelsim.engines.serving._setup.length_nodes`, the engines' own
+nodes of that law (:func:`accelsim.engines.serving.length_nodes`, the engines' own
 rule). Rows of other sources keep their stated fixed lengths.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from accelsim._typing import FloatArray
 from accelsim.dists import Choice
-from accelsim.engines.serving._setup import length_nodes
+from accelsim.engines.serving import length_nodes
 
 OUTPUTS_FILE = "mlperf_output_lengths.csv"
 """The laws' file name, beside the validation set."""

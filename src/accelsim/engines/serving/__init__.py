@@ -17,8 +17,10 @@ from accelsim.engines.serving._fast import (
     simulate_serving_fast,
 )
 from accelsim.engines.serving._pair import pair_capacity
+from accelsim.engines.serving._setup import length_nodes
 
 __all__ = [
+    "length_nodes",
     "offline_capacity",
     "pair_capacity",
     "replica_capacity",
