@@ -44,6 +44,10 @@ cache than the mean, on the KV read and decode-attention terms only (under half 
 iteration): about 3 % of the iteration, against the prefill term's tens of percent. It is
 neglected. (4) The charge is spread over an iteration's tokens at the replica's saturated
 iteration (as the routed imbalance is): exact there, proportional to the tokens elsewhere.
+(5) A speculating replica is charged at ``λ = B/out`` and then, like every prompt token, at
+:func:`~accelsim.models.serving.speculative_cost`'s ``r/E`` rate; the faster turnover of
+``E`` tokens per step would give ``Δ(λE)/E <= Δ(λ)`` per emitted token (``Δ`` the slowest
+rank's excess), so the charge is conservative by at least ``r/E``.
 
 Units: tokens [count], FLOPs [FLOP].
 """
