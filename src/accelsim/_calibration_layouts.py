@@ -141,13 +141,17 @@ def layout_cost(
     step_tokens: float = 0.0,
     *,
     overlap: FloatArray | float = 1.0,
+    input_tokens: float = 0.0,
+    output_tokens: float = 1.0,
 ) -> serving.IterationCost:
     """The replica's coefficients on its layout (``kv_bytes_per_token``: the model's, one
     copy; the layout's copies, :func:`held_kv_bytes`, are read): tensor parallel, or expert
     parallel with data-parallel attention, whose busiest rank's routed load is charged at
     ``step_tokens`` tokens per iteration (:func:`accelsim.models.serving.
     expert_load_imbalance`, with the serving priors' median ``expert_residual_spread``;
-    0: balanced). ``overlap``: the share of the shorter of compute and memory time the
+    0: balanced) as are the slowest rank's whole prompts, at the mean ``input_tokens`` and
+    ``output_tokens`` (:func:`accelsim.models.serving.rank_straggle_flops_per_token`).
+    ``overlap``: the share of the shorter of compute and memory time the
     longer hides (1: the roofline max)."""
     per = BYTES_PER_VALUE[precision]  # type: ignore[index]
     tensor_parallel = serving.iteration_cost(
@@ -190,6 +194,9 @@ def layout_cost(
         interconnect_gbps=chip.interconnect_gbps,
         routed_active_params=model.expert_params * top_k / experts,
         imbalance=hot,
+        step_tokens=step_tokens,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
     )
 
 

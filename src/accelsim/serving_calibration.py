@@ -211,6 +211,7 @@ def _cost(case: _Case, efficiency: FloatArray, nuisance: _Nuisance) -> serving.I
     cost = rack.layout_cost(
         case.model, case.chip, case.precision, case.chips, case.expert_parallel,
         kv_bytes, efficiency, overhead, step, overlap=overlap,
+        input_tokens=case.input_tokens, output_tokens=case.output_tokens,
     )  # fmt: skip
     return rack.speculated(cost, case.row["id"], case.draft_tokens, np.size(efficiency))
 

@@ -146,7 +146,7 @@ def test_busiest_rank_load_is_charged_at_the_saturated_step() -> None:
             kv_bytes_per_token=setup.kv_bytes_per_token, chips=setup.chips_per_replica,
             peak_tflops=setup.peak_tflops, hbm_tbps=setup.chip.hbm_tbps,
             interconnect_gbps=setup.chip.interconnect_gbps, efficiency=inputs.efficiency,
-            overhead_seconds=inputs.overhead_seconds,
+            overhead_seconds=inputs.overhead_seconds, attention=setup.attention,
         ),
         chips=setup.chips_per_replica, dense_weight_bytes=exp.dense_weight_bytes,
         expert_weight_bytes=exp.expert_weight_bytes, expert_share=exp.expert_share,
@@ -165,7 +165,17 @@ def test_busiest_rank_load_is_charged_at_the_saturated_step() -> None:
     hot = sv.expert_load_imbalance(step, n, exp.experts, exp.experts_per_token,
                                    exp.residual_spread)  # fmt: skip
     assert np.all(hot > 1.0)
-    extra = 2.0 * exp.routed_active_params * (hot - 1.0)
+    routed = 2.0 * exp.routed_active_params
+    # the slowest rank's prompts: a prompt token's non-routed FLOPs and its attention to
+    # half its prompt, charged at the same step
+    own = (balanced.flops_per_token - routed) + (
+        balanced.prefill_attention_flops_per_context_token * setup.input_mean / 2.0
+    )
+    straggle = sv.rank_straggle_flops_per_token(
+        step, n, setup.input_mean, setup.output_mean, own, chunk
+    )
+    assert np.all(straggle > 0.0)
+    extra = routed * (hot - 1.0) + straggle
     assert np.allclose(replica.cost.flops_per_token, balanced.flops_per_token + extra, rtol=1e-12)
     assert np.allclose(
         replica.cost.comm_seconds_per_token, balanced.comm_seconds_per_token * hot, rtol=1e-12
@@ -234,3 +244,26 @@ def test_calibration_rows_keep_tensor_parallelism_unless_they_state_expert_paral
         assert not isinstance(sized, str)
         options = rack.expert_parallel_options(sized, sc._capacity, share)
         assert [c.chips for c in options] == [8], software
+
+
+def test_calibration_charges_the_slowest_ranks_prompts_on_expert_parallelism_only() -> None:
+    model, chip = catalog.model_preset("deepseek-r1"), CAT.chip("b200")
+    eff, overhead = np.array([0.3]), np.array([0.002])
+
+    def cost(ep: bool, **kw: float) -> sv.IterationCost:
+        return rack.layout_cost(model, chip, "fp4", 8, ep, 35136.0, eff, overhead, 4977.0, **kw)
+
+    lengths = {"input_tokens": 803.8, "output_tokens": 3736.0}
+    # tensor parallelism: the workload's lengths change no bit
+    tp, tp_lengths = cost(False), cost(False, **lengths)
+    for field in ("flops_per_token", "weight_bytes", "comm_seconds_per_token"):
+        assert np.array_equal(getattr(tp, field), getattr(tp_lengths, field))
+    # expert parallel: the slowest of 8 ranks' whole prompts, as the models' formula gives
+    plain, charged = cost(True), cost(True, **lengths)
+    routed = 2.0 * model.expert_params * 8 / 256  # type: ignore[operator]
+    own = (2.0 * model.active_params - routed) + float(
+        plain.prefill_attention_flops_per_context_token[0]
+    ) * 803.8 / 2.0
+    straggle = sv.rank_straggle_flops_per_token(4977.0, 8, 803.8, 3736.0, own)
+    assert float(straggle) > 0.1 * float(plain.flops_per_token[0])
+    assert np.allclose(charged.flops_per_token, plain.flops_per_token + straggle, rtol=1e-12)

@@ -199,14 +199,20 @@ def replica_layout_physics(
     expert_parallel: bool,
     speculation: Speculation | None,
     step_tokens: FloatArray | None = None,
+    input_tokens: float = 0.0,
+    output_tokens: float = 1.0,
+    chunk_tokens: FloatArray | float = 0.0,
 ) -> LayoutPhysics:
     """The replica's coefficients and KV capacity on its layout (``share``: of the device
     memory for weights and KV cache), speculation folded in where it speculates. The KV
     capacity is :func:`accelsim.models.serving.kv_capacity_tokens` of the weights the
     layout holds (under expert parallelism, :func:`accelsim.models.serving.
     expert_parallel_kv_capacity`). Under expert parallelism the busiest rank's routed load
-    (:func:`expert_step_imbalance`) is charged at ``step_tokens``, the tokens of the
-    replica's saturated iteration (None: balanced)."""
+    (:func:`expert_step_imbalance`) and the slowest rank's prompts (:func:`accelsim.models.
+    serving.rank_straggle_flops_per_token`, at the mean ``input_tokens`` and
+    ``output_tokens`` and the iteration budget ``chunk_tokens`` over all ranks, 0: whole
+    prompts) are charged at ``step_tokens``, the tokens of the replica's saturated iteration
+    (None: balanced)."""
     cost = tensor_parallel
     held = replica_weight_bytes(weight_bytes, chips, experts, expert_parallel)
     hbm = chip.hbm_bytes * float(chips)
@@ -223,6 +229,10 @@ def replica_layout_physics(
             interconnect_gbps=chip.interconnect_gbps,
             routed_active_params=experts.routed_active_params,
             imbalance=expert_step_imbalance(experts, chips, step_tokens),
+            step_tokens=0.0 if step_tokens is None else step_tokens,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            chunk_tokens=chunk_tokens,
         )
     capacity = physics.kv_capacity_tokens(hbm, held, kv_bytes_per_token, share)
     if speculation is not None:

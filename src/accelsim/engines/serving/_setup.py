@@ -461,6 +461,9 @@ def build_replica(setup: ServingSetup, inputs: ReplicaInputs) -> Replica:
         expert_parallel=setup.expert_parallel,
         speculation=inputs.speculation,
         step_tokens=step,
+        input_tokens=setup.input_mean,
+        output_tokens=setup.output_mean,
+        chunk_tokens=chunk,
     )
     iteration, capacity = layout.cost, layout.kv_capacity_tokens
     inp, out = setup.input_mean, setup.output_mean

@@ -24,7 +24,7 @@ gaps), ``_disaggregated`` (prefill and decode replicas on separate pools), ``_ru
 (runs of iterations in closed form, for the DES), ``_speculative`` (speculative decoding
 and multi-token prediction: tokens per verification step) and ``_expert_parallel`` (wide
 expert parallelism with data-parallel attention inside a scale-up domain; ``_expert_balance``
-the busiest rank's routed load)."""
+the busiest rank's routed load, ``_rank_balance`` the slowest rank's prompts)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,11 @@ from accelsim.models.serving._memory import (
 )
 from accelsim.models.serving._prefill_batch import shared_prefill_seconds
 from accelsim.models.serving._prefill_queue import mg1_wait_moments
+from accelsim.models.serving._rank_balance import (
+    expected_max_poisson,
+    rank_straggle_flops_per_token,
+    slowest_rank_prompt_tokens,
+)
 from accelsim.models.serving._runs import (
     IterationRun,
     run_seconds,
@@ -106,6 +111,7 @@ __all__ = [
     "decode_stretch_seconds",
     "expected_accepted_tokens",
     "expected_max_normal",
+    "expected_max_poisson",
     "expert_load_imbalance",
     "expert_parallel_cost",
     "expert_parallel_kv_capacity",
@@ -122,10 +128,12 @@ __all__ = [
     "offline_tokens_per_s",
     "prefill_latency",
     "prefill_seconds",
+    "rank_straggle_flops_per_token",
     "replica_sizes",
     "run_seconds",
     "shared_prefill_seconds",
     "slo_capacity_rps",
+    "slowest_rank_prompt_tokens",
     "smallest_safe_size",
     "speculative_cost",
     "speculative_step_seconds",

@@ -33,6 +33,7 @@ import numpy as np
 
 from accelsim._typing import ArrayLike, FloatArray
 from accelsim.models.serving._iteration import IterationCost, _f
+from accelsim.models.serving._rank_balance import rank_straggle_flops_per_token
 
 _GIGA = 1e9
 
@@ -158,6 +159,10 @@ def expert_parallel_cost(
     interconnect_gbps: ArrayLike,
     routed_active_params: ArrayLike = 0.0,
     imbalance: ArrayLike = 1.0,
+    step_tokens: ArrayLike = 0.0,
+    input_tokens: ArrayLike = 0.0,
+    output_tokens: ArrayLike = 1.0,
+    chunk_tokens: ArrayLike = 0.0,
 ) -> IterationCost:
     """The coefficients of a data-parallel-attention, expert-parallel replica.
 
@@ -179,12 +184,23 @@ def expert_parallel_cost(
     imbalance : array_like, optional
         Busiest rank's routed load over the mean (:func:`~accelsim.models.serving.
         expert_load_imbalance`; 1: perfectly balanced). [ratio]
+    step_tokens : array_like, optional
+        Tokens of the replica's saturated iteration over all ranks, at which the slowest
+        rank's prompt work is charged (0: every rank prefills the mean). [tokens]
+    input_tokens, output_tokens : array_like, optional
+        Mean prompt and output lengths of the workload. [tokens]
+    chunk_tokens : array_like, optional
+        A chunked iteration's token budget over all ranks (0: whole prompts). [tokens]
 
     Returns
     -------
     IterationCost
         ``cost`` with the weights the ranks read and the all-to-all in place of the
-        all-reduce; the routed experts' FLOPs and the all-to-all are the busiest rank's.
+        all-reduce; the routed experts' FLOPs and the all-to-all are the busiest rank's,
+        and the non-routed FLOPs of the prompts one iteration prefills are the slowest
+        rank's (:func:`~accelsim.models.serving.rank_straggle_flops_per_token`: a prompt
+        token's ``2·(active − routed)`` parameters and its attention to half its prompt,
+        spread over the step's tokens as the routed imbalance is).
 
     Notes
     -----
@@ -206,7 +222,14 @@ def expert_parallel_cost(
     comm = hot * all_to_all_seconds_per_token(
         n, moe_layers, experts_per_token, d_model, interconnect_gbps
     )
-    flops = cost.flops_per_token + 2.0 * _f(routed_active_params) * (hot - 1.0)
+    routed = 2.0 * _f(routed_active_params)
+    own = (cost.flops_per_token - routed) + cost.prefill_attention_flops_per_context_token * (
+        _f(input_tokens) / 2.0
+    )  # a prompt token's FLOPs on its own rank: all but the routed experts
+    straggle = rank_straggle_flops_per_token(
+        step_tokens, n, input_tokens, output_tokens, own, chunk_tokens
+    )
+    flops = cost.flops_per_token + routed * (hot - 1.0) + straggle
     weight, share, comm_b, flops_b, _ = np.broadcast_arrays(
         total, one_token / total, comm, flops, cost.seconds_per_flop
     )
