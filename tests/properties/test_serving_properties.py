@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from accelsim.models import serving as sv
@@ -70,6 +70,7 @@ def test_slo_capacity_within_saturation_and_flagged(eff, inp, out, ttft, tpot) -
 
 
 @settings(max_examples=60, deadline=None)
+@example(1.0, 0.002, 1.0, 1.0, 1.0, 0, 0.0, 1.0)  # two prompts in one iteration share it
 @given(effs, overheads, rates, lengths, lengths, st.sampled_from([0, 256, 2048]),
        st.floats(0.0, 4.0), st.floats(0.02, 1.0))  # fmt: skip
 def test_prompt_law_and_chunks_keep_latency_finite_and_ordered(  # type: ignore[no-untyped-def]
@@ -106,7 +107,11 @@ def test_prompt_law_and_chunks_keep_latency_finite_and_ordered(  # type: ignore[
             )
             stall = sv.iteration_seconds(cost, 0, nodes, 0, nodes / 2)
             share = 1.0 - rate * float(np.sum(probs * stall))
-            assert share * t == pytest.approx(decode, rel=1e-9)
+            # Prompts that arrive during one iteration are prefilled together and share its
+            # fixed part, so a prompt stalls the decode at most its own iteration: equality
+            # when it prefills alone, and within the chance that another joins it (~λ·T).
+            assert share * t <= decode * (1 + 1e-9)
+            assert share * t == pytest.approx(decode, rel=max(1e-9, rate * t))
 
 
 @settings(max_examples=60, deadline=None)
