@@ -42,7 +42,7 @@ import numpy as np
 
 from accelsim import _calibration_layouts as rack
 from accelsim import catalog
-from accelsim._calibration_stats import class_scores, poolable, pooled_draws
+from accelsim._calibration_stats import Implied, class_scores, poolable, pooled_draws
 from accelsim._serving_outputs import OUTPUTS_FILE, Laws, load_output_laws, row_output_law
 from accelsim._serving_peers import PEERS_FILE, PeerRow, load_peers, peer_lines
 from accelsim._typing import FloatArray
@@ -262,36 +262,37 @@ def _mixed_batch_tokens() -> float:
 
 def calibrate(csv_path: str | Path) -> list[RowResult]:
     """Evaluate every row of the inference validation set (see the module docstring)."""
-    with open(csv_path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    laws = load_output_laws(Path(csv_path).with_name(OUTPUTS_FILE))
-    cases: dict[str, _Case | str] = {r["id"]: _case(r, laws) for r in rows}
-    throughput_ids = [
-        r["id"]
-        for r in rows
-        if isinstance(cases[r["id"]], _Case)
-        and _OFFLINE.search(r["scenario"])
-        and _number(r["throughput_per_accelerator"]) is not None
-    ]
-    implied: dict[str, tuple[tuple[str, ...], float]] = {}
-    for row_id in throughput_ids:
-        case = cases[row_id]
-        assert isinstance(case, _Case)
-        case = cases[row_id] = rack.offline_layout(
-            case, _capacity, _per_chip_offline, rack.nuisance_medians()
-        )
-        published = float(case.row["throughput_per_accelerator"])
-        implied[row_id] = (_groups(case), implied_efficiency(case, published))
+    rows, cases, implied = implied_efficiencies(csv_path)
     rng = np.random.default_rng(_SEED)
     return [_evaluate(row, cases[row["id"]], implied, rng) for row in rows]
 
 
+def implied_efficiencies(
+    csv_path: str | Path,
+) -> tuple[list[dict[str, str]], dict[str, _Case | str], Implied]:
+    """The validation set's rows, their cases (throughput rows on their Offline layout) and
+    each throughput row's groups and implied efficiency (:func:`implied_efficiency`)."""
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    laws = load_output_laws(Path(csv_path).with_name(OUTPUTS_FILE))
+    cases: dict[str, _Case | str] = {r["id"]: _case(r, laws) for r in rows}
+    implied: Implied = {}
+    for r in rows:
+        case = cases[r["id"]]
+        if not isinstance(case, _Case) or not _OFFLINE.search(r["scenario"]):
+            continue
+        if _number(r["throughput_per_accelerator"]) is None:
+            continue
+        case = cases[r["id"]] = rack.offline_layout(
+            case, _capacity, _per_chip_offline, rack.nuisance_medians()
+        )
+        published = float(case.row["throughput_per_accelerator"])
+        implied[r["id"]] = (_groups(case), implied_efficiency(case, published))
+    return rows, cases, implied
+
+
 def _throughput_row(
-    row_id: str,
-    case: _Case,
-    implied: dict[str, tuple[tuple[str, ...], float]],
-    published: float,
-    rng: np.random.Generator,
+    row_id: str, case: _Case, implied: Implied, published: float, rng: np.random.Generator
 ) -> RowResult:
     """A throughput row predicted from the efficiencies the other rows imply."""
     pool = poolable(implied, row_id)
@@ -306,10 +307,7 @@ def _throughput_row(
 
 
 def _evaluate(
-    row: dict[str, str],
-    case: _Case | str,
-    implied: dict[str, tuple[tuple[str, ...], float]],
-    rng: np.random.Generator,
+    row: dict[str, str], case: _Case | str, implied: Implied, rng: np.random.Generator
 ) -> RowResult:
     row_id = row["id"]
     price = _number(row["usd_per_million_tokens"])
@@ -590,6 +588,7 @@ __all__ = [
     "RowResult",
     "Summary",
     "calibrate",
+    "implied_efficiencies",
     "implied_efficiency",
     "load_peers",
     "main",

@@ -94,6 +94,11 @@ class ServingPriors(_Frozen):
     efficiency_by_precision: dict[Precision, Prior] = {}
     """Per weight precision, where evidence separates a number format from its stack (FP4:
     its tensor peak is reached less than FP8's); a chip's own entry comes first. [fraction]"""
+    efficiency_by_group: dict[str, Prior] = {}
+    """Per group ``<stack>-<precision>-<dense|moe>`` (e.g. ``cuda-fp4-moe``): the published
+    rows' partially pooled predictive law of a new deployment of the group, written by
+    :mod:`accelsim._serving_groups` (the law ``docs/serving_calibration.md`` scores leave one
+    out); read after a chip's own entry, before the precision's and the stack's. [fraction]"""
     efficiency_by_workload: dict[str, Prior] = {}
     """Per measured configuration, keyed by :func:`serving_workload_key` (chip, model,
     precision, chips per replica): the team's own measurements of it
@@ -172,21 +177,32 @@ class ServingPriors(_Frozen):
         return self.efficiency_by_chip.get(chip_id, self.efficiency[stack])
 
     def efficiency_entry(
-        self, chip_id: str, stack: Stack, precision: Precision, workload: str | None = None
+        self,
+        chip_id: str,
+        stack: Stack,
+        precision: Precision,
+        workload: str | None = None,
+        *,
+        moe: bool = False,
     ) -> tuple[str, Prior]:
         """The efficiency prior of a deployment and its dotted name: the measured
         configuration's (``workload``, a :func:`serving_workload_key`; the team's own
-        measurements), else the chip's own entry, else its weight precision's, else its
-        stack's.
+        measurements), else the chip's own entry, else its group's (stack, weight precision,
+        ``moe``: a mixture of experts), else its weight precision's, else its stack's.
 
         >>> p = serving_priors()
         >>> [p.efficiency_entry("b200", "cuda", bits)[0] for bits in ("fp4", "fp8")]
-        ['efficiency_by_precision.fp4', 'efficiency.cuda']
+        ['efficiency_by_group.cuda-fp4-dense', 'efficiency_by_group.cuda-fp8-dense']
+        >>> p.efficiency_entry("b200", "cuda", "fp4", moe=True)[0]
+        'efficiency_by_group.cuda-fp4-moe'
         """
         if workload is not None and workload in self.efficiency_by_workload:
             return f"efficiency_by_workload.{workload}", self.efficiency_by_workload[workload]
         if chip_id in self.efficiency_by_chip:
             return f"efficiency_by_chip.{chip_id}", self.efficiency_by_chip[chip_id]
+        group = f"{stack}-{precision}-{'moe' if moe else 'dense'}"
+        if group in self.efficiency_by_group:
+            return f"efficiency_by_group.{group}", self.efficiency_by_group[group]
         if precision in self.efficiency_by_precision:
             return f"efficiency_by_precision.{precision}", self.efficiency_by_precision[precision]
         return f"efficiency.{stack}", self.efficiency[stack]

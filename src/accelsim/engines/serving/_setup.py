@@ -381,7 +381,8 @@ def draw_replica_inputs(
     work, chip = setup.work, setup.chip
     stack = chip.software_stack
     measured = serving_workload_key(chip.id, work.model, work.precision, setup.chips_per_replica)
-    entry, prior = serving.efficiency_entry(chip.id, stack, work.precision, measured)
+    moe = setup.active_params < setup.total_params
+    entry, prior = serving.efficiency_entry(chip.id, stack, work.precision, measured, moe=moe)
     name = f"priors.serving.{entry}"
     # Efficiency is a share of the roofline: a draw of the prior's upper tail past 1 is 1.
     efficiency = np.minimum(draws.get(name, None, prior.value), 1.0)

@@ -1,0 +1,67 @@
+"""The shipped ``efficiency_by_group`` of ``serving.yaml`` is the calibration page's pooled
+law, current with the validation set and the physics (``accelsim._serving_groups``), and
+every study draws it: the efficiency a study uses is the one the page scores leave-one-out.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from accelsim import _serving_groups as groups
+from accelsim.catalog import serving_priors
+from accelsim.serving_calibration import implied_efficiencies
+
+ROOT = Path(__file__).resolve().parents[2]
+CSV = ROOT / "tests" / "validation" / "data" / "inference.csv"
+SHIPPED = ROOT / "src" / "accelsim" / "catalog" / "data" / "serving.yaml"
+
+
+@pytest.fixture(scope="module")
+def laws() -> dict[str, tuple[float, float, int]]:
+    _, _, implied = implied_efficiencies(CSV)
+    return groups.group_laws(implied)
+
+
+def test_the_shipped_block_is_current(laws: dict[str, tuple[float, float, int]]) -> None:
+    text = SHIPPED.read_text(encoding="utf-8")
+    shipped = text[text.index(groups.BEGIN) : text.index(groups.END)]
+    for key, (low, high, _) in laws.items():
+        entry = re.search(rf"  {key}:\n    value: \{{dist: lognormal, low: ([\d.]+), high: "
+                          r"([\d.]+)\}", shipped)  # fmt: skip
+        assert entry is not None, key
+        assert (float(entry.group(1)), float(entry.group(2))) == pytest.approx(
+            (low, high), abs=1e-4
+        ), f"{key}: regenerate with python -m accelsim._serving_groups"
+
+
+def test_studies_draw_the_group_law() -> None:
+    p = serving_priors()
+    assert set(p.efficiency_by_group) == {
+        groups.group_key(stack, precision, moe)
+        for stack, precisions in groups.STACKS.items()
+        for precision in precisions
+        for moe in (False, True)
+    }
+    name, prior = p.efficiency_entry("h200", "cuda", "fp8", moe=True)
+    assert name == "efficiency_by_group.cuda-fp8-moe"
+    assert prior is p.efficiency_by_group["cuda-fp8-moe"]
+    # a chip's own entry (vLLM TPU) and a measured configuration still come first
+    assert p.efficiency_entry("tpu-v6e", "xla", "bf16")[0] == "efficiency_by_chip.tpu-v6e"
+
+
+def test_a_law_brackets_its_own_rows(laws: dict[str, tuple[float, float, int]]) -> None:
+    """Each group with rows holds its rows' median implied efficiency inside its 90 %
+    interval, and no interval spans more than 3x (the page's median P95/P5 is ~2)."""
+    _, _, implied = implied_efficiencies(CSV)
+    for key, (low, high, own) in laws.items():
+        assert 0.0 < low < high, key
+        assert high / low < 3.0, key
+        members = [e for g, e in implied.values() if e < 1.0 and groups.group_key(
+            g[0], g[1], g[2] == "moe") == key]  # fmt: skip
+        assert len(members) == own, key
+        if own >= 2:
+            assert low <= float(np.median(members)) <= high, key
