@@ -67,7 +67,7 @@ class IterationCost:
     attention_peak_ratio: FloatArray = field(default_factory=lambda: np.ones(()))
     """Time per attention FLOP as a multiple of :attr:`seconds_per_flop`: the dense peak
     over the peak the attention matmuls run at (2 for FP4 weights whose attention runs in
-    FP8 on Blackwell; 1 where both run at one precision). [ratio]"""
+    FP8 on B200, ~2.9 on B300; 1 where both run at one precision). [ratio]"""
 
     @property
     def prefill_attention_flops_per_context_token(self) -> FloatArray:
