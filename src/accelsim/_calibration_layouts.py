@@ -24,7 +24,14 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.catalog import BYTES_PER_VALUE, Chip, ModelPreset, serving_priors
+from accelsim.catalog import (
+    BYTES_PER_VALUE,
+    Chip,
+    ModelPreset,
+    Precision,
+    attention_peak_tflops,
+    serving_priors,
+)
 from accelsim.models import serving
 
 _SPEC_SEED = 20261129
@@ -143,6 +150,7 @@ def layout_cost(
     overlap: FloatArray | float = 1.0,
     input_tokens: float = 0.0,
     output_tokens: float = 1.0,
+    kv_precision: str | None = None,
 ) -> serving.IterationCost:
     """The replica's coefficients on its layout (``kv_bytes_per_token``: the model's, one
     copy; the layout's copies, :func:`held_kv_bytes`, are read): tensor parallel, or expert
@@ -151,9 +159,13 @@ def layout_cost(
     expert_load_imbalance`, with the serving priors' median ``expert_residual_spread``;
     0: balanced) as are the slowest rank's whole prompts, at the mean ``input_tokens`` and
     ``output_tokens`` (:func:`accelsim.models.serving.rank_straggle_flops_per_token`).
-    ``overlap``: the share of the shorter of compute and memory time the
-    longer hides (1: the roofline max)."""
-    per = BYTES_PER_VALUE[precision]  # type: ignore[index]
+    ``overlap``: the share of the shorter of compute and memory time the longer hides (1:
+    the roofline max). The attention runs at the KV cache's precision ``kv_precision``
+    (unset: the serving priors' rule for ``precision``), at least the weights'
+    (:func:`accelsim.catalog.attention_peak_tflops`), as in the engines."""
+    weights: Precision = precision  # type: ignore[assignment]
+    kv: Precision = kv_precision or serving_priors().kv_precision_for(weights)  # type: ignore[assignment]
+    per = BYTES_PER_VALUE[weights]
     tensor_parallel = serving.iteration_cost(
         active_params=model.active_params,
         total_params=model.params,
@@ -162,7 +174,8 @@ def layout_cost(
         weight_bytes=serving.weight_bytes(model.params, per),
         kv_bytes_per_token=held_kv_bytes(model, kv_bytes_per_token, chips, expert_parallel),
         chips=chips,
-        peak_tflops=chip.peak_tflops(precision),  # type: ignore[arg-type]
+        peak_tflops=chip.peak_tflops(weights),
+        attention_peak_tflops=attention_peak_tflops(chip, weights, kv),
         hbm_tbps=chip.hbm_tbps,
         interconnect_gbps=chip.interconnect_gbps,
         efficiency=efficiency,

@@ -57,7 +57,11 @@ def group_laws(implied: Implied) -> dict[str, tuple[float, float, int]]:
                 mean, scale, dof = partial_pool(rows, keys)
                 half = scale * float(scipy.stats.t.ppf(0.5 + _INTERVAL / 2, dof))
                 own = sum(1 for g, _ in rows if g == keys)
-                laws[group_key(*keys[:2], moe)] = (math.exp(mean - half), math.exp(mean + half), own)
+                laws[group_key(*keys[:2], moe)] = (
+                    math.exp(mean - half),
+                    math.exp(mean + half),
+                    own,
+                )
     return laws
 
 

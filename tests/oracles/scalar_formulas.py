@@ -68,14 +68,15 @@ def scalar_decode_stretch_seconds(cost: IterationCost) -> Callable[[int, int, in
     weight = float(cost.weight_bytes)
     kv_bytes = float(cost.kv_bytes_per_token)
     s_flop = float(cost.seconds_per_flop)
+    ratio = float(cost.attention_peak_ratio)  # attention's time per FLOP over the dense one
     s_byte = float(cost.seconds_per_byte)
     comm = float(cost.comm_seconds_per_token)
     overhead = float(cost.overhead_seconds)
     exposed = float(cost.exposed_fraction)
 
     def seconds(decode: int, kv: int, iterations: int) -> float:
-        compute0 = (flops_per_token * decode + attention * kv) * s_flop
-        compute1 = attention * decode * s_flop
+        compute0 = (flops_per_token * decode + attention * kv * ratio) * s_flop
+        compute1 = attention * decode * ratio * s_flop
         memory0 = (weight * (1.0 - untouched**decode) + kv_bytes * kv) * s_byte
         memory1 = kv_bytes * decode * s_byte
         # each side with the exposed share of the other: max(c, m) + e·min(c, m)

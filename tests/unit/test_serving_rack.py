@@ -168,9 +168,10 @@ def test_busiest_rank_load_is_charged_at_the_saturated_step() -> None:
     routed = 2.0 * exp.routed_active_params
     # the slowest rank's prompts: a prompt token's non-routed FLOPs and its attention to
     # half its prompt, charged at the same step
-    own = (balanced.flops_per_token - routed) + (
-        balanced.prefill_attention_flops_per_context_token * setup.input_mean / 2.0
+    attention = (
+        balanced.prefill_attention_flops_per_context_token * replica.cost.attention_peak_ratio
     )
+    own = (balanced.flops_per_token - routed) + attention * setup.input_mean / 2.0
     straggle = sv.rank_straggle_flops_per_token(
         step, n, setup.input_mean, setup.output_mean, own, chunk
     )

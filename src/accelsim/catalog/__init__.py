@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from accelsim.catalog._age import stale_offers
+from accelsim.catalog._attention_peak import attention_peak_tflops, attention_precision
 from accelsim.catalog._loader import Catalog, activate, active, builtin_catalog, save
 from accelsim.catalog._loader import load as _load
 from accelsim.catalog._loader import reset as _reset
@@ -241,6 +242,8 @@ __all__ = [
     "UnmappedAcceleratorWarning",
     "activate",
     "active",
+    "attention_peak_tflops",
+    "attention_precision",
     "attention_widths_problem",
     "builtin_catalog",
     "calibrate",

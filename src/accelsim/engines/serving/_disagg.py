@@ -37,7 +37,7 @@ import dataclasses
 import numpy as np
 
 from accelsim._typing import FloatArray
-from accelsim.catalog import Catalog
+from accelsim.catalog import Catalog, attention_peak_tflops
 from accelsim.engines._inputs import InputDraws, InputPlan, as_plan
 from accelsim.engines.serving._inputs import ServingInputs, draw_serving_inputs
 from accelsim.engines.serving._priced import (
@@ -111,7 +111,8 @@ def _pool_setup(
     scenario: Scenario, cat: Catalog, base: ServingSetup, work: Serving, role: str
 ) -> tuple[int, ServingSetup]:
     """The pool index of ``role`` (prefill or decode) and its setup: its chip, chips per
-    replica, replicas the pool holds and peak TFLOP/s at the workload's precision."""
+    replica, replicas the pool holds and peak TFLOP/s at the workload's precision and at the
+    attention's."""
     assert work.disaggregated is not None
     index: int = getattr(work.disaggregated, f"{role}_pool")
     pool = scenario.fleet[index]
@@ -123,6 +124,7 @@ def _pool_setup(
         chips_per_replica=chips,
         replicas_pool=pool.count // chips,
         peak_tflops=chip.peak_tflops(work.precision),
+        attention_peak_tflops=attention_peak_tflops(chip, work.precision, base.kv_precision),
     )
 
 

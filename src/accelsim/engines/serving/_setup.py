@@ -121,6 +121,12 @@ class ServingSetup:
     layers: float
     d_model: float
     peak_tflops: float
+    kv_precision: catalog.Precision
+    """The KV cache's precision: the scenario's, else the serving priors' rule for the
+    weights' precision."""
+    attention_peak_tflops: float
+    """Peak per chip at which the attention matmuls run: at the KV cache's precision, at
+    least the weights' (:func:`accelsim.catalog.attention_peak_tflops`). [TFLOP/s]"""
     ttft_s: float
     tpot_s: float
     percentile: float
@@ -238,6 +244,10 @@ def serving_setup(scenario: Scenario, cat: Catalog) -> ServingSetup:
         layers=layers,
         d_model=d_model,
         peak_tflops=chip.peak_tflops(work.precision),
+        kv_precision=arch.kv_precision,
+        attention_peak_tflops=catalog.attention_peak_tflops(
+            chip, work.precision, arch.kv_precision
+        ),
         ttft_s=work.slo.ttft_ms / 1e3,
         tpot_s=work.slo.tpot_ms / 1e3,
         percentile=work.slo.percentile / 100.0,
@@ -260,6 +270,8 @@ class _Architecture:
     """Longest context (inf for an explicit architecture). [tokens]"""
     attention: physics.AttentionFlops
     kv_heads: int | None
+    kv_precision: catalog.Precision
+    """The KV cache's precision: the scenario's, else the serving priors' rule."""
 
 
 def _architecture(work: Serving, cat: Catalog) -> _Architecture:
@@ -286,7 +298,9 @@ def _architecture(work: Serving, cat: Catalog) -> _Architecture:
         max_tokens = math.inf
         kv_heads = work.kv_heads
     attention = physics.attention_flops_per_context_token(d_model=d_model, layers=layers, **widths)
-    return _Architecture(layers, d_model, active, kv_bytes, max_tokens, attention, kv_heads)
+    return _Architecture(
+        layers, d_model, active, kv_bytes, max_tokens, attention, kv_heads, kv_precision
+    )
 
 
 @dataclass(frozen=True)
@@ -495,6 +509,7 @@ def _iteration_cost(
         kv_bytes_per_token=kv_bytes,
         chips=float(setup.chips_per_replica),
         peak_tflops=setup.peak_tflops,
+        attention_peak_tflops=setup.attention_peak_tflops,
         hbm_tbps=setup.chip.hbm_tbps,
         interconnect_gbps=setup.chip.interconnect_gbps,
         efficiency=inputs.efficiency,

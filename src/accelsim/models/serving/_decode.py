@@ -74,12 +74,14 @@ def _iteration_root(
     attention = cost.attention_flops_per_context_token
     fixed0 = cost.comm_seconds_per_token + cost.overhead_seconds
     fixed1 = cost.comm_seconds_per_token * token_rate
-    flops0 = (cost.flops_per_token + attention * ctx) * s_flop
+    # attention FLOPs weighted by their time ratio (the attention's peak), in dense-FLOP time
+    ratio = cost.attention_peak_ratio
+    flops0 = (cost.flops_per_token + attention * ctx * ratio) * s_flop
     # prompt pairs at the prefill form's FLOPs (MLA: decompressed), as a share of decode's
     prompt_pairs = cost.prefill_attention_ratio * (share * inp * inp / 2.0)
-    flops1 = (cost.flops_per_token * token_rate + attention * rate * (out * ctx + prompt_pairs)) * (
-        s_flop
-    )
+    flops1 = (
+        cost.flops_per_token * token_rate + attention * rate * (out * ctx + prompt_pairs) * ratio
+    ) * s_flop
     bytes0 = cost.kv_bytes_per_token * ctx * s_byte
     bytes1 = cost.kv_bytes_per_token * rate * out * ctx * s_byte
     # Each side carries the exposed share e of the other (iteration_seconds: max(c + e·m,

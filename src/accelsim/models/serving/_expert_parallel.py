@@ -223,9 +223,10 @@ def expert_parallel_cost(
         n, moe_layers, experts_per_token, d_model, interconnect_gbps
     )
     routed = 2.0 * _f(routed_active_params)
-    own = (cost.flops_per_token - routed) + cost.prefill_attention_flops_per_context_token * (
-        _f(input_tokens) / 2.0
-    )  # a prompt token's FLOPs on its own rank: all but the routed experts
+    # A prompt token's FLOPs on its own rank: all but the routed experts; its attention
+    # FLOPs are charged at the dense peak's rate, so at their own peak's ratio to it.
+    attention = cost.prefill_attention_flops_per_context_token * cost.attention_peak_ratio
+    own = (cost.flops_per_token - routed) + attention * (_f(input_tokens) / 2.0)
     straggle = rank_straggle_flops_per_token(
         step_tokens, n, input_tokens, output_tokens, own, chunk_tokens
     )

@@ -216,7 +216,8 @@ def _prompt_work(
         # Over the law's nodes, a prompt's work also grows with its attention to itself:
         # X(P) = δ·P + a·P·(P − in)/2, a the attention time per token pair (compute-bound),
         # so X(in) = δ·in; the long prompts of a wide law weigh their quadratic cost.
-        pair = (cost.prefill_attention_flops_per_context_token * cost.seconds_per_flop)[..., None]
+        per_pair = cost.prefill_attention_flops_per_context_token * cost.attention_seconds_per_flop
+        pair = per_pair[..., None]
         p = s.p_values
         x_nodes = np.maximum(per_token[..., None] * p + pair * p * (p - inp[..., None]) / 2.0, 0.0)
         sq = x_nodes * x_nodes

@@ -64,11 +64,21 @@ class IterationCost:
     pair's: :attr:`AttentionFlops.prefill` / :attr:`AttentionFlops.decode` (MLA prefills
     decompressed, DeepSeek-V3 81,920 / 278,528; 1 where both phases run the same form).
     [fraction]"""
+    attention_peak_ratio: FloatArray = field(default_factory=lambda: np.ones(()))
+    """Time per attention FLOP as a multiple of :attr:`seconds_per_flop`: the dense peak
+    over the peak the attention matmuls run at (2 for FP4 weights whose attention runs in
+    FP8 on B200, ~2.9 on B300; 1 where both run at one precision). [ratio]"""
 
     @property
     def prefill_attention_flops_per_context_token(self) -> FloatArray:
         """Attention FLOPs per (prompt token, context token) pair over all layers. [FLOP]"""
         return _f(self.attention_flops_per_context_token * self.prefill_attention_ratio)
+
+    @property
+    def attention_seconds_per_flop(self) -> FloatArray:
+        """Achieved time per attention FLOP (QKᵀ and PV against the cache): 1 / (chips ·
+        attention peak · efficiency), the one rate every formula charges attention at. [s]"""
+        return _f(self.seconds_per_flop * self.attention_peak_ratio)
 
 
 def iteration_cost(
@@ -88,6 +98,7 @@ def iteration_cost(
     activation_bytes: ArrayLike = 2.0,
     overlap: ArrayLike = 1.0,
     attention: AttentionFlops | None = None,
+    attention_peak_tflops: ArrayLike | None = None,
 ) -> IterationCost:
     """Coefficients of :func:`iteration_seconds` for one replica (vectorised over runs).
 
@@ -127,6 +138,10 @@ def iteration_cost(
         (:func:`attention_flops_per_context_token` of the model's widths); unset:
         ``4 · d_model`` for both (exact for attention heads as wide as the hidden size).
         [FLOP]
+    attention_peak_tflops : array_like, optional
+        Dense peak per chip at the precision the attention matmuls run in (the serving
+        engines: :func:`accelsim.catalog.attention_peak_tflops`, the KV cache's precision);
+        unset: ``peak_tflops``. [TFLOP/s]
 
     Returns
     -------
@@ -138,19 +153,24 @@ def iteration_cost(
     The tensor-parallel term is two all-reduces per layer of ``tokens · d_model ·
     activation_bytes`` each, ring algorithm: every chip sends and receives ``2(t−1)/t`` of
     the buffer over one direction of its link (half the bidirectional figure).
+    Attention FLOPs are charged at ``attention_peak_tflops`` with the same efficiency:
+    :attr:`IterationCost.attention_peak_ratio` is ``peak_tflops / attention_peak_tflops``.
     """
     t = _f(chips)
     link_bytes_per_s = np.maximum(_f(interconnect_gbps), 1e-300) * _GIGA / 2.0
     ring = 2.0 * (t - 1.0) / t
     comm = _f(layers) * 2.0 * _f(d_model) * _f(activation_bytes) * ring / link_bytes_per_s
     eff = _f(efficiency)
+    peak = _f(peak_tflops)
+    # exactly 1.0 when unset, so the attention rate is seconds_per_flop bit for bit
+    ratio = np.ones(()) if attention_peak_tflops is None else peak / _f(attention_peak_tflops)
     if attention is None:
         per_pair, prefill_ratio = 4.0 * _f(layers) * _f(d_model), np.ones(())
     else:
         per_pair = _f(layers) * attention.decode
         prefill_ratio = attention.prefill / attention.decode
     parts = np.broadcast_arrays(
-        1.0 / (t * _f(peak_tflops) * _TERA * eff),
+        1.0 / (t * peak * _TERA * eff),
         1.0 / (t * _f(hbm_tbps) * _TERA * eff),
         2.0 * _f(active_params),
         per_pair,
@@ -161,6 +181,7 @@ def iteration_cost(
         _f(overhead_seconds),
         1.0 - _f(overlap),
         prefill_ratio,
+        ratio,
     )
     return IterationCost(*(np.array(p, dtype=np.float64) for p in parts))
 
@@ -201,9 +222,10 @@ def iteration_seconds(
     -----
     With ``n = decode_batch + prefill_tokens`` tokens processed::
 
-        flops = 2·N_active·n + A_d·kv_tokens + A_p·prefill_tokens·prefill_context_tokens
+        pairs = A_d·kv_tokens + A_p·prefill_tokens·prefill_context_tokens
+        c     = 2·N_active·n·s_flop + pairs·s_attn
         bytes = W·(1 − (1 − N_active/N)^n) + kv_bytes·kv_tokens
-        c, m  = flops·s_flop, bytes·s_byte
+        m     = bytes·s_byte
         time  = max(c + e·m, m + e·c) + comm·n + overhead     (= max(c, m) + e·min(c, m))
 
     The roofline is the max of compute and memory time, each divided by one efficiency,
@@ -218,7 +240,9 @@ def iteration_seconds(
     attention FLOPs per (decoded, resp. prompt, token, context token) pair over all layers
     (:attr:`IterationCost.attention_flops_per_context_token`,
     :attr:`IterationCost.prefill_attention_flops_per_context_token`): ``4·L·d_model`` each
-    when the model's attention widths are unknown.
+    when the model's attention widths are unknown; ``s_attn`` is
+    :attr:`IterationCost.attention_seconds_per_flop`, the time per FLOP at the attention's
+    peak (``s_flop`` unless :func:`iteration_cost` was given ``attention_peak_tflops``).
     Oracles: batch-1 decode of a dense model is ``W / bandwidth / efficiency + overhead``;
     a large prefill is ``2·N·tokens / peak / efficiency + overhead``.
 
@@ -237,8 +261,9 @@ def iteration_seconds(
     # Seconds of compute, grouped so that the terms of the small arguments combine before
     # the largest (a prompt law's context per node) joins: two operations on its grid.
     per_token = cost.flops_per_token * cost.seconds_per_flop
-    per_pair = cost.attention_flops_per_context_token * cost.seconds_per_flop
-    per_prompt_pair = cost.prefill_attention_flops_per_context_token * cost.seconds_per_flop
+    s_attention = cost.attention_seconds_per_flop
+    per_pair = cost.attention_flops_per_context_token * s_attention
+    per_prompt_pair = cost.prefill_attention_flops_per_context_token * s_attention
     compute_s = (per_token * n + per_pair * kv) + (per_prompt_pair * prefill) * _f(
         prefill_context_tokens
     )
@@ -278,6 +303,9 @@ class IterationTerms(NamedTuple):
     weight_bytes: float
     kv_bytes_per_token: float
     seconds_per_flop: float
+    attention_peak_ratio: float
+    """Time per attention FLOP over :attr:`seconds_per_flop`
+    (:attr:`IterationCost.attention_peak_ratio`). [ratio]"""
     seconds_per_byte: float
     comm_seconds_per_token: float
     overhead_seconds: float
@@ -297,6 +325,7 @@ def iteration_terms(cost: IterationCost) -> IterationTerms:
         weight_bytes=float(cost.weight_bytes),
         kv_bytes_per_token=float(cost.kv_bytes_per_token),
         seconds_per_flop=float(cost.seconds_per_flop),
+        attention_peak_ratio=float(cost.attention_peak_ratio),
         seconds_per_byte=float(cost.seconds_per_byte),
         comm_seconds_per_token=float(cost.comm_seconds_per_token),
         overhead_seconds=float(cost.overhead_seconds),
@@ -316,8 +345,9 @@ def terms_iteration_seconds(
     """
     n = decode + prefill
     per_token = terms.flops_per_token * terms.seconds_per_flop
-    per_pair = terms.attention_flops_per_context_token * terms.seconds_per_flop
-    per_prompt_pair = terms.prefill_attention_flops_per_context_token * terms.seconds_per_flop
+    s_attention = terms.seconds_per_flop * terms.attention_peak_ratio
+    per_pair = terms.attention_flops_per_context_token * s_attention
+    per_prompt_pair = terms.prefill_attention_flops_per_context_token * s_attention
     compute_s = (per_token * n + per_pair * kv) + (per_prompt_pair * prefill) * prefill_context
     memory_bytes = (
         terms.weight_bytes * (1.0 - terms.untouched_fraction ** float(n))
@@ -386,10 +416,11 @@ def decode_stretch_seconds(
     True
     """
     batch, kv, steps = _f(decode_batch), _f(kv_tokens), _f(iterations)
-    compute0 = (cost.flops_per_token * batch + cost.attention_flops_per_context_token * kv) * (
-        cost.seconds_per_flop
-    )
-    compute1 = cost.attention_flops_per_context_token * batch * cost.seconds_per_flop
+    # attention FLOPs weighted by their time ratio, in dense-FLOP time (x·1.0 is exact: at
+    # ratio 1 these are the bits of the plain FLOP count)
+    attention, ratio = cost.attention_flops_per_context_token, cost.attention_peak_ratio
+    compute0 = (cost.flops_per_token * batch + attention * kv * ratio) * cost.seconds_per_flop
+    compute1 = attention * batch * ratio * cost.seconds_per_flop
     touched = 1.0 - np.power(1.0 - cost.active_fraction, batch)
     memory0 = (cost.weight_bytes * touched + cost.kv_bytes_per_token * kv) * cost.seconds_per_byte
     memory1 = cost.kv_bytes_per_token * batch * cost.seconds_per_byte

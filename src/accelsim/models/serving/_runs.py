@@ -68,10 +68,13 @@ def terms_iteration_run(
     s_flop, s_byte = terms.seconds_per_flop, terms.seconds_per_byte
     attention, kv_bytes = terms.attention_flops_per_context_token, terms.kv_bytes_per_token
     prompt_attention = terms.prefill_attention_flops_per_context_token
+    # attention FLOPs weighted by their time ratio (the attention's peak), in dense-FLOP time
+    ratio = terms.attention_peak_ratio
     compute0 = (
-        terms.flops_per_token * n + (attention * kv + prompt_attention * (prefill * context))
+        terms.flops_per_token * n
+        + (attention * kv + prompt_attention * (prefill * context)) * ratio
     ) * s_flop
-    compute1 = (attention * decode + prompt_attention * (prefill * prefill)) * s_flop
+    compute1 = (attention * decode + prompt_attention * (prefill * prefill)) * ratio * s_flop
     untouched = terms.untouched_fraction ** float(n)
     memory0 = (terms.weight_bytes * (1.0 - untouched) + kv_bytes * kv) * s_byte
     memory1 = kv_bytes * decode * s_byte

@@ -104,11 +104,13 @@ def speculative_step_seconds(
     to its sequence's cache (``(k + 1)·kv`` pairs), the weights are read once (a mixture of
     experts: those ``B·(k + 1)`` tokens touch), and the cache once::
 
-        c = (2·N_active·B(k+1) + 4·L·d·(k+1)·kv)·s_flop
+        c = (2·N_active·B(k+1) + 4·L·d·(k+1)·kv·r)·s_flop
         m = (W·(1 − (1 − a)^(B(k+1))) + kv_bytes·kv)·s_byte
         verify = max(c, m) + e·min(c, m) + comm·B(k+1) + overhead
 
-    (``e`` the exposed share, :attr:`IterationCost.exposed_fraction`; 0 for the roofline max).
+    (``e`` the exposed share, :attr:`IterationCost.exposed_fraction`; 0 for the roofline max;
+    ``r`` the attention's time per FLOP over the dense one,
+    :attr:`IterationCost.attention_peak_ratio`).
 
     ``T(B)`` is :func:`~accelsim.models.serving.iteration_seconds` of the batch without
     speculation. Oracle: ``k = 0`` gives ``T(B)`` exactly.
@@ -126,9 +128,10 @@ def speculative_step_seconds(
     batch, kv = _f(decode_batch), _f(kv_tokens)
     positions = _f(draft_tokens) + 1.0
     n = batch * positions
-    compute = (
-        cost.flops_per_token * n + cost.attention_flops_per_context_token * positions * kv
-    ) * cost.seconds_per_flop
+    attention = cost.attention_flops_per_context_token * positions * kv
+    compute = (cost.flops_per_token * n + attention * cost.attention_peak_ratio) * (
+        cost.seconds_per_flop
+    )
     touched = 1.0 - np.power(1.0 - cost.active_fraction, n)
     memory = (cost.weight_bytes * touched + cost.kv_bytes_per_token * kv) * cost.seconds_per_byte
     # the longer side plus the exposed share of the shorter, as iteration_seconds
