@@ -47,11 +47,14 @@ def group_key(stack: str, precision: str, moe: bool) -> str:
 def group_laws(implied: Implied) -> dict[str, tuple[float, float, int]]:
     """Per group: the 5th and 95th percentiles of a new row's pooled predictive efficiency
     [fraction] and the rows of its deepest group. Every poolable row is used (a new
-    deployment is in none of them)."""
+    deployment is in none of them). A stack and precision no row shows (CUDA BF16: the rows
+    are FP8 and FP4) get no group: the pool would give them the stack's mean over other
+    number formats and model kinds, which no row tests; the judgement priors serve them."""
     rows = [(implied[i][0], math.log(implied[i][1])) for i in poolable(implied, exclude="")]
+    shown = {g[:2] for g, _ in rows}
     laws: dict[str, tuple[float, float, int]] = {}
     for stack, precisions in STACKS.items():
-        for precision in precisions:
+        for precision in (p for p in precisions if (stack, p) in shown):
             for moe in (False, True):
                 keys = (stack, precision, "moe" if moe else "dense")
                 mean, scale, dof = partial_pool(rows, keys)

@@ -15,34 +15,36 @@ measured (chunked / prefill-first; overlap 0, overlap 1 in brackets):
 ====  ===========================  ===========================  ========
 L     TTFT p50                     TTFT p99                     TPOT p50
 ====  ===========================  ===========================  ========
-1     0.76 / 0.76 (0.71 / 0.71)    0.91 / 0.91 (0.91 / 0.91)    1.00
-2     0.91 / 0.91 (0.88 / 0.87)    1.02 / 1.01 (1.02 / 1.02)    1.00
-4     0.99 / 0.99 (0.99 / 0.98)    1.17 / 1.19 (1.14 / 1.18)    1.00
-8     1.00 / 1.00 (1.00 / 1.00)    1.08 / 1.17 (0.97 / 1.06)    1.00
+1     0.77 / 0.77 (0.71 / 0.71)    0.91 / 0.91 (0.91 / 0.91)    1.00
+2     0.91 / 0.91 (0.88 / 0.87)    1.03 / 1.04 (1.03 / 1.03)    1.00
+4     0.99 / 0.99 (0.99 / 0.99)    1.13 / 1.15 (1.12 / 1.14)    1.00
+8     1.00 / 1.00 (1.00 / 1.00)    1.12 / 1.26 (1.01 / 1.13)    1.00
 ====  ===========================  ===========================  ========
 
-(with one slot nothing shares an iteration: chunked and prefill-first alike.) SLO attainment,
+(with one slot nothing shares an iteration: chunked and prefill-first alike; efficiency drawn
+from the CUDA FP8 dense group's pooled law, 0.41-0.83, where the stack's 0.32-0.95 gave 1.17
+for the prefill-first p99 at ``L = 8``.) SLO attainment,
 mean over runs: within 0.03. Runs: the p99 ratio of a run jumps where the slot wait's
-probability crosses 1 % (between no wait and a wait at the p99), so over 24 runs its median
-has a bootstrap standard error of 0.05 at ``L = 4`` and 0.09-0.14 at ``L = 8``; seeds 2024, 7,
-1, 2 and 3 gave 1.26, 0.99, 1.07, 1.12, 1.08 at ``L = 4`` prefill-first at overlap 0 and
-1.21, 0.98, 1.10, 1.11, 1.07 at 1 (the same spread: not the overlap). 72 runs bring the
-standard error to 0.03-0.06, below the budgets' resolution. Where it is weak: (a) the TTFT
-median at ``L = 1-2`` (fast high by 10-30 %): the wait is zero-or-exponential with its mass
-``π = θ·E[A]`` above Erlang C's (mean and tail rate kept), so near a 50 % chance of waiting
-the median falls inside the wait while the DES's does not. (b) The p99 at ``L = 4-8`` (fast
-low by up to 19 %). At ``L = 4`` an exact M/D/L simulation (FCFS, Poisson arrivals) with the
-fast path's own mean holding time gives the DES's TTFT p99 within 5 % per run, so the gap is
-the slot wait's law: at light load the wait given a wait of a near-constant holding time has
-a coefficient of variation ~0.78, which a zero-or-exponential law (no hyperexponential) has
-not; against the exact M/D/L wait it understates the p99 by 22-27 % where the probability of
-a wait is just above 1 % (``L = 2-8``). At ``L = 8`` the DES's per-window p99 also averages
-windows on both sides of that 1 %. (c) Near the slots' capacity the engines part: with seed
-7, in a few runs the fast path finds the slots saturated (it sheds) where the DES serves a
-one-hour run. Budgets below are the figures' distance from 1 rounded up, by regime; runs are
-not bounded one by one (a run near the slots' capacity moves its ratio by 10x). SLO
-attainment: the fast path's is per hour (0 or 1 over a one-hour run), the DES's per 5-minute
-window: compared as the mean over runs.
+probability crosses 1 % (between no wait and a wait at the p99), so over 24 runs its median has
+a bootstrap standard error of 0.05 at ``L = 4`` and 0.09-0.14 at ``L = 8``; seeds 2024, 7, 1, 2
+and 3 gave 1.26, 0.99, 1.07, 1.12, 1.08 at ``L = 4`` prefill-first at overlap 0 and 1.21, 0.98,
+1.10, 1.11, 1.07 at 1 (the same spread: not the overlap). 72 runs bring the standard error to
+0.03-0.06, below the budgets' resolution. Where it is weak: (a) the TTFT median at ``L = 1-2``
+(fast high by 10-30 %): the wait is zero-or-exponential with its mass ``π = θ·E[A]`` above
+Erlang C's (mean and tail rate kept), so near a 50 % chance of waiting the median falls inside
+the wait while the DES's does not. (b) The p99 at ``L = 4-8`` (fast low by up to 21 %: DES/fast
+1.26). At ``L = 4`` an exact M/D/L simulation (FCFS, Poisson arrivals) with the fast path's own
+mean holding time gives the DES's TTFT p99 within 5 % per run, so the gap is the slot wait's
+law: at light load the wait given a wait of a near-constant holding time has a coefficient of
+variation ~0.78, which a zero-or-exponential law (no hyperexponential) has not; against the
+exact M/D/L wait it understates the p99 by 22-27 % where the probability of a wait is just
+above 1 % (``L = 2-8``). At ``L = 8`` the DES's per-window p99 also averages windows on both
+sides of that 1 %. (c) Near the slots' capacity the engines part: with seed 7, in a few runs
+the fast path finds the slots saturated (it sheds) where the DES serves a one-hour run. Budgets
+below are the figures' distance from 1 rounded up, by regime; runs are not bounded one by one
+(a run near the slots' capacity moves its ratio by 10x). SLO attainment: the fast path's is per
+hour (0 or 1 over a one-hour run), the DES's per 5-minute window: compared as the mean over
+runs.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from accelsim.engines import simulate_serving_block, simulate_serving_fast
 RUNS = 72
 RATES = {1: (0.2, 0.7), 2: (0.5, 1.5), 4: (1.0, 3.0), 8: (2.0, 6.0)}
 # Budget on |median DES/fast − 1| per limit: TTFT p50, TTFT p99.
-BUDGETS = {1: (0.35, 0.20), 2: (0.15, 0.10), 4: (0.07, 0.25), 8: (0.05, 0.25)}
+BUDGETS = {1: (0.35, 0.20), 2: (0.15, 0.10), 4: (0.07, 0.25), 8: (0.05, 0.30)}
 
 
 def _scenario(limit: int, chunk: int, **changes: Any) -> acs.Scenario:

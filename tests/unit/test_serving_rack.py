@@ -262,9 +262,10 @@ def test_calibration_charges_the_slowest_ranks_prompts_on_expert_parallelism_onl
     # expert parallel: the slowest of 8 ranks' whole prompts, as the models' formula gives
     plain, charged = cost(True), cost(True, **lengths)
     routed = 2.0 * model.expert_params * 8 / 256  # type: ignore[operator]
-    own = (2.0 * model.active_params - routed) + float(
-        plain.prefill_attention_flops_per_context_token[0]
-    ) * 803.8 / 2.0
+    # its attention at the FP8 peak (FP8 cache), charged at the FP4 peak's rate: x2 on B200
+    attention = float(plain.prefill_attention_flops_per_context_token[0])
+    assert np.allclose(plain.attention_peak_ratio, 2.0)
+    own = (2.0 * model.active_params - routed) + attention * 2.0 * 803.8 / 2.0
     straggle = sv.rank_straggle_flops_per_token(4977.0, 8, 803.8, 3736.0, own)
     assert float(straggle) > 0.1 * float(plain.flops_per_token[0])
     assert np.allclose(charged.flops_per_token, plain.flops_per_token + straggle, rtol=1e-12)

@@ -17,7 +17,7 @@ import accelsim as acs
 from accelsim.engines import BLOCK_RUNS
 from accelsim.results import format_value
 
-EFFICIENCY = "priors.serving.efficiency.cuda"
+EFFICIENCY = "priors.serving.efficiency_by_group.cuda-fp8-dense"
 RATE = "workload.rate_rps"
 OFFLINE = "offline_tokens_per_s_per_chip"
 

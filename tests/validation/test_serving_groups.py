@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from accelsim import _serving_groups as groups
+from accelsim._calibration_stats import poolable
 from accelsim.catalog import serving_priors
 from accelsim.serving_calibration import implied_efficiencies
 
@@ -40,12 +41,16 @@ def test_the_shipped_block_is_current(laws: dict[str, tuple[float, float, int]])
 
 def test_studies_draw_the_group_law() -> None:
     p = serving_priors()
+    _, _, implied = implied_efficiencies(CSV)
+    shown = {g[:2] for i, (g, _) in implied.items() if i in poolable(implied, "")}
     assert set(p.efficiency_by_group) == {
         groups.group_key(stack, precision, moe)
         for stack, precisions in groups.STACKS.items()
         for precision in precisions
+        if (stack, precision) in shown
         for moe in (False, True)
     }
+    assert "cuda-bf16-dense" not in p.efficiency_by_group  # no CUDA BF16 row: judgement
     name, prior = p.efficiency_entry("h200", "cuda", "fp8", moe=True)
     assert name == "efficiency_by_group.cuda-fp8-moe"
     assert prior is p.efficiency_by_group["cuda-fp8-moe"]
