@@ -187,6 +187,21 @@ def layout_cost(
     )
     if not expert_parallel or model.expert_params is None:
         return tensor_parallel
+    return _expert_parallel(tensor_parallel, model, chip, chips, per, step_tokens,
+                            (input_tokens, output_tokens))  # fmt: skip
+
+
+def _expert_parallel(
+    tensor_parallel: serving.IterationCost,
+    model: ModelPreset,
+    chip: Chip,
+    chips: int,
+    per: float,
+    step_tokens: float,
+    lengths: tuple[float, float],
+) -> serving.IterationCost:
+    """:func:`layout_cost`'s expert-parallel coefficients from the tensor-parallel ones."""
+    assert model.expert_params is not None
     experts, top_k = float(model.experts or 1), float(model.experts_per_token or 1)
     spread = serving_priors().expert_residual_spread
     rho = 0.0 if spread is None else float(spread.dist().ppf(0.5))
@@ -208,8 +223,8 @@ def layout_cost(
         routed_active_params=model.expert_params * top_k / experts,
         imbalance=hot,
         step_tokens=step_tokens,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
+        input_tokens=lengths[0],
+        output_tokens=lengths[1],
     )
 
 
