@@ -27,6 +27,7 @@ from pathlib import Path
 import scipy.stats
 
 from accelsim._calibration_stats import Implied, partial_pool, poolable
+from accelsim.catalog import serving_group_key
 from accelsim.serving_calibration import implied_efficiencies
 
 STACKS = {"cuda": ("bf16", "fp8", "fp4"), "rocm": ("bf16", "fp8", "fp4")}
@@ -37,11 +38,6 @@ not show; those keep the stack's judgement."""
 BEGIN = "# BEGIN efficiency_by_group"
 END = "# END efficiency_by_group"
 _INTERVAL = 0.90
-
-
-def group_key(stack: str, precision: str, moe: bool) -> str:
-    """The group's key in ``efficiency_by_group``, e.g. ``cuda-fp4-moe``."""
-    return f"{stack}-{precision}-{'moe' if moe else 'dense'}"
 
 
 def group_laws(implied: Implied) -> dict[str, tuple[float, float, int]]:
@@ -60,7 +56,7 @@ def group_laws(implied: Implied) -> dict[str, tuple[float, float, int]]:
                 mean, scale, dof = partial_pool(rows, keys)
                 half = scale * float(scipy.stats.t.ppf(0.5 + _INTERVAL / 2, dof))
                 own = sum(1 for g, _ in rows if g == keys)
-                laws[group_key(*keys[:2], moe)] = (
+                laws[serving_group_key(stack, precision, moe)] = (
                     math.exp(mean - half),
                     math.exp(mean + half),
                     own,
@@ -115,4 +111,4 @@ if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
 
 
-__all__ = ["BEGIN", "END", "STACKS", "group_key", "group_laws", "main", "render_block"]
+__all__ = ["BEGIN", "END", "STACKS", "group_laws", "main", "render_block"]

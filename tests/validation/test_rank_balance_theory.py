@@ -95,3 +95,9 @@ def test_straggle_adds_the_slowest_ranks_extra_prompt_flops() -> None:
     # a chunked budget of 1,024 tokens per rank leaves 512 for prompts beside 512 decodes
     chunked = float(sv.rank_straggle_flops_per_token(step, n, inp, out, f, 1024.0 * n))
     assert chunked == pytest.approx(n * (512.0 - inp * b / out) * f / step, rel=1e-12)
+
+
+@pytest.mark.parametrize("mean", [np.inf, np.nan, 1e9])
+def test_a_mean_beyond_the_series_budget_is_refused_before_the_work(mean: float) -> None:
+    with pytest.raises(ValueError, match="at most 1e"):
+        sv.expected_max_poisson(np.array([1.0, mean]), 8)

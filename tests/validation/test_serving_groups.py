@@ -5,7 +5,6 @@ every study draws it: the efficiency a study uses is the one the page scores lea
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +12,10 @@ import pytest
 
 from accelsim import _serving_groups as groups
 from accelsim._calibration_stats import poolable
-from accelsim.catalog import serving_priors
+from accelsim.catalog import serving_group_key, serving_priors
 from accelsim.serving_calibration import implied_efficiencies
 
-ROOT = Path(__file__).resolve().parents[2]
-CSV = ROOT / "tests" / "validation" / "data" / "inference.csv"
-SHIPPED = ROOT / "src" / "accelsim" / "catalog" / "data" / "serving.yaml"
+CSV = Path(__file__).resolve().parent / "data" / "inference.csv"
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +25,11 @@ def laws() -> dict[str, tuple[float, float, int]]:
 
 
 def test_the_shipped_block_is_current(laws: dict[str, tuple[float, float, int]]) -> None:
-    text = SHIPPED.read_text(encoding="utf-8")
-    shipped = text[text.index(groups.BEGIN) : text.index(groups.END)]
+    shipped = serving_priors().efficiency_by_group
+    assert set(shipped) == set(laws)
     for key, (low, high, _) in laws.items():
-        entry = re.search(rf"  {key}:\n    value: \{{dist: lognormal, low: ([\d.]+), high: "
-                          r"([\d.]+)\}", shipped)  # fmt: skip
-        assert entry is not None, key
-        assert (float(entry.group(1)), float(entry.group(2))) == pytest.approx(
+        value = shipped[key].value
+        assert (value.low, value.high) == pytest.approx(  # type: ignore[union-attr]
             (low, high), abs=1e-4
         ), f"{key}: regenerate with python -m accelsim._serving_groups"
 
@@ -44,7 +39,7 @@ def test_studies_draw_the_group_law() -> None:
     _, _, implied = implied_efficiencies(CSV)
     shown = {g[:2] for i, (g, _) in implied.items() if i in poolable(implied, "")}
     assert set(p.efficiency_by_group) == {
-        groups.group_key(stack, precision, moe)
+        serving_group_key(stack, precision, moe)
         for stack, precisions in groups.STACKS.items()
         for precision in precisions
         if (stack, precision) in shown
@@ -65,7 +60,7 @@ def test_a_law_brackets_its_own_rows(laws: dict[str, tuple[float, float, int]]) 
     for key, (low, high, own) in laws.items():
         assert 0.0 < low < high, key
         assert high / low < 3.0, key
-        members = [e for g, e in implied.values() if e < 1.0 and groups.group_key(
+        members = [e for g, e in implied.values() if e < 1.0 and serving_group_key(
             g[0], g[1], g[2] == "moe") == key]  # fmt: skip
         assert len(members) == own, key
         if own >= 2:

@@ -64,6 +64,7 @@ from accelsim.catalog._schema import (
 from accelsim.catalog._serving_priors import (
     BYTES_PER_VALUE,
     ServingPriors,
+    serving_group_key,
     serving_priors,
     serving_workload_key,
 )
@@ -264,6 +265,7 @@ __all__ = [
     "reset",
     "save",
     "scaling_defaults",
+    "serving_group_key",
     "serving_priors",
     "serving_workload_key",
     "site",

@@ -200,7 +200,7 @@ class ServingPriors(_Frozen):
             return f"efficiency_by_workload.{workload}", self.efficiency_by_workload[workload]
         if chip_id in self.efficiency_by_chip:
             return f"efficiency_by_chip.{chip_id}", self.efficiency_by_chip[chip_id]
-        group = f"{stack}-{precision}-{'moe' if moe else 'dense'}"
+        group = serving_group_key(stack, precision, moe)
         if group in self.efficiency_by_group:
             return f"efficiency_by_group.{group}", self.efficiency_by_group[group]
         if precision in self.efficiency_by_precision:
@@ -289,6 +289,16 @@ def serving_workload_key(chip_id: str, model: str | None, precision: str, chips:
     return f"{chip_id}/{model or 'custom'}/{precision}/x{chips}"
 
 
+def serving_group_key(stack: str, precision: str, moe: bool) -> str:
+    """Key of a serving efficiency group (``ServingPriors.efficiency_by_group``):
+    ``"<stack>-<precision>-<dense|moe>"``.
+
+    >>> serving_group_key("cuda", "fp4", moe=True)
+    'cuda-fp4-moe'
+    """
+    return f"{stack}-{precision}-{'moe' if moe else 'dense'}"
+
+
 def load_serving_priors(path: str | Path) -> ServingPriors:
     """Read and validate a serving-priors file laid out like the shipped ``serving.yaml``."""
     return load_validated(path, ServingPriors, "serving priors")
@@ -305,6 +315,7 @@ __all__ = [
     "KvPrecisionRule",
     "ServingPriors",
     "load_serving_priors",
+    "serving_group_key",
     "serving_priors",
     "serving_workload_key",
 ]

@@ -63,6 +63,9 @@ _TAIL = 1e-15
 """Probability left out in each tail of the Poisson series (below: terms taken as 1,
 above: as 0; the latter's error is at most ``N·_TAIL`` times the tail's length)."""
 _BLOCK = 1 << 20
+_MAX_MEAN = 1e8
+"""Largest mean count the series takes (~1.7e5 terms per pair); a rank admits at most its
+batch limit per iteration, so a serving replica stays many orders below it."""
 """Grid cells evaluated at once (bounds the memory of a wide array of large means)."""
 
 
@@ -121,6 +124,12 @@ def expected_max_poisson(mean: ArrayLike, ranks: ArrayLike) -> FloatArray:
     2.0
     """
     lam, n = np.broadcast_arrays(np.maximum(_f(mean), 0.0), np.maximum(_f(ranks), 1.0))
+    if not np.all(np.isfinite(lam) & (lam <= _MAX_MEAN)):
+        # The series runs over ~17·sqrt(λ) terms: bound the work before allocating it.
+        raise ValueError(
+            f"expected_max_poisson: every mean must be finite and at most {_MAX_MEAN:.0e} "
+            f"(prompts a rank admits per iteration); got max {float(np.max(lam)):.3g}"
+        )
     out = np.array(lam, dtype=np.float64)  # one rank, or no admissions: the mean itself
     todo = (lam > 0.0) & (n > 1.0)
     if np.any(todo):
