@@ -11,20 +11,27 @@ import numpy as np
 import pytest
 
 from accelsim import _serving_groups as groups
-from accelsim._calibration_stats import poolable
+from accelsim._calibration_stats import Implied, poolable
 from accelsim.catalog import serving_group_key, serving_priors
 from accelsim.serving_calibration import implied_efficiencies
 
 CSV = Path(__file__).resolve().parent / "data" / "inference.csv"
 
 
+Laws = dict[str, tuple[float, float, int]]
+
+
 @pytest.fixture(scope="module")
-def laws() -> dict[str, tuple[float, float, int]]:
-    _, _, implied = implied_efficiencies(CSV)
+def implied() -> Implied:
+    return implied_efficiencies(CSV)[2]
+
+
+@pytest.fixture(scope="module")
+def laws(implied: Implied) -> Laws:
     return groups.group_laws(implied)
 
 
-def test_the_shipped_block_is_current(laws: dict[str, tuple[float, float, int]]) -> None:
+def test_the_shipped_block_is_current(laws: Laws) -> None:
     shipped = serving_priors().efficiency_by_group
     assert set(shipped) == set(laws)
     for key, (low, high, _) in laws.items():
@@ -34,9 +41,8 @@ def test_the_shipped_block_is_current(laws: dict[str, tuple[float, float, int]])
         ), f"{key}: regenerate with python -m accelsim._serving_groups"
 
 
-def test_studies_draw_the_group_law() -> None:
+def test_studies_draw_the_group_law(implied: Implied) -> None:
     p = serving_priors()
-    _, _, implied = implied_efficiencies(CSV)
     shown = {g[:2] for i, (g, _) in implied.items() if i in poolable(implied, "")}
     assert set(p.efficiency_by_group) == {
         serving_group_key(stack, precision, moe)
@@ -53,10 +59,9 @@ def test_studies_draw_the_group_law() -> None:
     assert p.efficiency_entry("tpu-v6e", "xla", "bf16")[0] == "efficiency_by_chip.tpu-v6e"
 
 
-def test_a_law_brackets_its_own_rows(laws: dict[str, tuple[float, float, int]]) -> None:
+def test_a_law_brackets_its_own_rows(laws: Laws, implied: Implied) -> None:
     """Each group with rows holds its rows' median implied efficiency inside its 90 %
     interval, and no interval spans more than 3x (the page's median P95/P5 is ~2)."""
-    _, _, implied = implied_efficiencies(CSV)
     for key, (low, high, own) in laws.items():
         assert 0.0 < low < high, key
         assert high / low < 3.0, key
